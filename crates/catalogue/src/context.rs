@@ -1,0 +1,156 @@
+//! What a tool handler receives (the call context) and returns on failure (a tool error).
+
+use std::any::{Any, TypeId};
+use std::collections::HashMap;
+use std::fmt;
+
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+/// A type-keyed map of services a server hands to tool handlers (the store, settings...).
+///
+/// The catalogue does not know the types; tools crates look up what they need.
+#[derive(Default)]
+pub struct Extensions {
+    map: HashMap<TypeId, Box<dyn Any + Send + Sync>>,
+}
+
+impl fmt::Debug for Extensions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Extensions").field("len", &self.map.len()).finish()
+    }
+}
+
+impl Extensions {
+    /// An empty map.
+    pub fn new() -> Self {
+        Extensions::default()
+    }
+
+    /// Inserts a value, replacing any earlier value of the same type.
+    pub fn insert<T: Any + Send + Sync>(&mut self, value: T) {
+        self.map.insert(TypeId::of::<T>(), Box::new(value));
+    }
+
+    /// The value of type `T`, if one was inserted.
+    pub fn get<T: Any>(&self) -> Option<&T> {
+        self.map.get(&TypeId::of::<T>()).and_then(|b| b.downcast_ref::<T>())
+    }
+}
+
+/// Where a tool call may take the acting session's id from when the caller passes none.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SessionPolicy {
+    /// One process serves one agent session (stdio): fall back to this id, if known.
+    Fallback(Option<String>),
+    /// One process serves many sessions (network transports): the caller must pass the id.
+    ExplicitOnly,
+}
+
+/// Everything a tool handler gets besides its arguments.
+#[derive(Debug)]
+pub struct CallContext<'a> {
+    now_ms: i64,
+    session: &'a SessionPolicy,
+    extensions: &'a Extensions,
+}
+
+impl<'a> CallContext<'a> {
+    /// A context for one call at `now_ms` (Unix milliseconds).
+    pub fn new(now_ms: i64, session: &'a SessionPolicy, extensions: &'a Extensions) -> Self {
+        CallContext { now_ms, session, extensions }
+    }
+
+    /// The time of the call, in Unix milliseconds. Handlers use it instead of the clock so that
+    /// one call sees one instant and tests can set it.
+    pub fn now_ms(&self) -> i64 {
+        self.now_ms
+    }
+
+    /// The service of type `T`.
+    ///
+    /// # Errors
+    /// [`ToolError::Internal`] when the server did not provide it (a wiring bug, not bad input).
+    pub fn service<T: Any>(&self) -> Result<&'a T, ToolError> {
+        self.extensions.get::<T>().ok_or_else(|| {
+            ToolError::Internal(format!(
+                "the server provides no {}; this is a server set-up bug",
+                std::any::type_name::<T>()
+            ))
+        })
+    }
+
+    /// The acting session: `explicit` when given and non-blank, else the policy's fallback.
+    ///
+    /// # Errors
+    /// [`ToolError::InvalidArguments`] naming `session_id` when no id is available; an id is
+    /// never made up.
+    pub fn session_id(&self, explicit: Option<&str>) -> Result<String, ToolError> {
+        if let Some(id) = explicit.map(str::trim).filter(|s| !s.is_empty()) {
+            return Ok(id.to_owned());
+        }
+        match self.session {
+            SessionPolicy::Fallback(Some(id)) => Ok(id.clone()),
+            SessionPolicy::Fallback(None) => Err(ToolError::InvalidArguments(
+                "session_id: required; pass the agent session id (no CLAUDE_CODE_SESSION_ID or \
+                 HOOKS_MCP_SESSION_ID is set in the server's environment to fall back on)"
+                    .into(),
+            )),
+            SessionPolicy::ExplicitOnly => Err(ToolError::InvalidArguments(
+                "session_id: required; this server serves many sessions over the network, so \
+                 pass your session id explicitly (the SessionStart banner shows it)"
+                    .into(),
+            )),
+        }
+    }
+}
+
+/// A failure the caller can see and, usually, correct. Servers report it as a tool result with
+/// `isError: true`, never as a protocol error or a panic.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ToolError {
+    /// The arguments are wrong; the message names the field and the fix.
+    #[error("invalid arguments: {0}")]
+    InvalidArguments(String),
+    /// Something the arguments refer to does not exist.
+    #[error("not found: {0}")]
+    NotFound(String),
+    /// The request is well-formed but refused (a closed gate, a name already taken...).
+    #[error("refused: {0}")]
+    Refused(String),
+    /// The server failed (the store is unreachable...). Retrying later may help.
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
+/// Deserializes a call's arguments into `T`, turning serde's complaint into a
+/// [`ToolError::InvalidArguments`] that names the field. A missing or `null` arguments value
+/// counts as `{}`.
+///
+/// # Errors
+/// [`ToolError::InvalidArguments`] when the arguments are not an object or do not fit `T`.
+pub fn parse_args<T: DeserializeOwned>(args: Value) -> Result<T, ToolError> {
+    let args = match args {
+        Value::Null => Value::Object(Default::default()),
+        obj @ Value::Object(_) => obj,
+        other => {
+            return Err(ToolError::InvalidArguments(format!(
+                "arguments must be a JSON object, got {}",
+                json_kind(&other)
+            )));
+        }
+    };
+    serde_json::from_value(args).map_err(|e| ToolError::InvalidArguments(e.to_string()))
+}
+
+fn json_kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}

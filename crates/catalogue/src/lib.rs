@@ -1,0 +1,55 @@
+//! The hooks-mcp tool catalogue: what tools exist, which of them a session may see, and the exact
+//! JSON an MCP `tools/list` result carries for them.
+//!
+//! # What this crate owns
+//!
+//! - [`ToolRegistration`]: the static record a tools crate submits with [`inventory::submit!`]
+//!   (re-exported as [`submit!`]). Linking a tools crate is what makes its tools exist.
+//! - [`ToolSpec`] and [`Catalogue`]: plain, serializable tool descriptions, built either from the
+//!   linked registrations ([`Catalogue::from_registry`]) or from JSON that another process dumped
+//!   ([`Catalogue::from_json`]).
+//! - [`Filter`]: the `MCP_CATEGORIES` and `ALLOWED_TOOLS` rules, parsed here so every entry point
+//!   (the stdio front end, the full server, the daemon, `cargo xtask catalogue`) applies the same
+//!   ones. Problems come back as [`FilterWarning`] values for the caller to print.
+//! - [`CallContext`], [`ToolError`] and [`parse_args`]: what a tool handler receives and returns.
+//!
+//! # What it must not depend on
+//!
+//! No async runtime, no MCP SDK, no store: the catalogue stays cheap to embed in other Rust tools
+//! and in the lightweight stdio front end.
+//!
+//! # Example
+//!
+//! ```
+//! use catalogue::{Catalogue, Filter};
+//!
+//! // A dump as a child process prints it (`Catalogue::to_json`).
+//! let dump = r#"{"tools":[
+//!   {"name":"channel_list","category":"channels","title":"List channels",
+//!    "description":"List channels.","inputSchema":{"type":"object"},
+//!    "annotations":{"readOnly":true}}
+//! ]}"#;
+//! let catalogue = Catalogue::from_json(dump).unwrap();
+//! let (filter, warnings) = Filter::parse(Some("channels,nope"), Some("CHANNEL_LIST"));
+//! assert_eq!(warnings.len(), 1); // `nope` is not a category
+//! let (visible, warnings) = catalogue.filtered(&filter);
+//! assert!(warnings.is_empty());
+//! assert_eq!(visible.tools()[0].name, "channel_list");
+//! let list = visible.tools_list_result();
+//! assert_eq!(list["tools"][0]["annotations"]["readOnlyHint"], true);
+//! ```
+
+mod context;
+mod filter;
+mod registration;
+mod schema;
+mod spec;
+
+pub use context::{CallContext, Extensions, SessionPolicy, ToolError, parse_args};
+pub use filter::{ALLOWED_TOOLS_ENV, CATEGORIES_ENV, Filter, FilterWarning};
+pub use registration::{Handler, ToolRegistration, registrations};
+pub use schema::schema_of;
+pub use spec::{Annotations, Catalogue, CatalogueError, Category, ToolSpec, UnknownCategory};
+
+/// Re-export of [`inventory::submit!`], so tools crates need no direct `inventory` dependency.
+pub use inventory::submit;

@@ -1,0 +1,529 @@
+//! The domain API: types and one trait per tool category.
+//!
+//! Timestamps are Unix milliseconds ([`Millis`]); callers pass `now` so that one call sees one
+//! instant and tests control time. Every method is one atomic operation: a failure leaves nothing
+//! half-written.
+
+use std::fmt;
+use std::str::FromStr;
+use std::sync::Arc;
+
+use crate::StoreError;
+
+/// Unix time in milliseconds.
+pub type Millis = i64;
+
+/// Shorthand for store results.
+pub type StoreResult<T> = Result<T, StoreError>;
+
+macro_rules! string_enum {
+    ($(#[$meta:meta])* $name:ident, $what:literal { $($(#[$vmeta:meta])* $variant:ident => $text:literal),+ $(,)? }) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+        pub enum $name { $($(#[$vmeta])* $variant),+ }
+
+        impl $name {
+            /// Every value, in declaration order.
+            pub const ALL: &'static [$name] = &[$($name::$variant),+];
+
+            /// The lower-case name stored and shown for this value.
+            pub fn as_str(self) -> &'static str {
+                match self { $($name::$variant => $text),+ }
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+
+        impl FromStr for $name {
+            type Err = String;
+
+            /// Parses the lower-case name, ignoring case; the error lists the valid names.
+            fn from_str(s: &str) -> Result<Self, Self::Err> {
+                $name::ALL.iter().copied().find(|v| v.as_str().eq_ignore_ascii_case(s.trim()))
+                    .ok_or_else(|| format!(
+                        concat!("unknown ", $what, " `{}`; expected one of: {}"),
+                        s,
+                        $name::ALL.iter().map(|v| v.as_str()).collect::<Vec<_>>().join(", ")
+                    ))
+            }
+        }
+    };
+}
+
+string_enum!(
+    /// How insistently a broadcast is delivered.
+    Severity, "severity" {
+        /// Delivered to each session once.
+        Info => "info",
+        /// Delivered on every prompt until it expires or the session acknowledges it.
+        Alert => "alert",
+        /// Delivered on every prompt and before every tool call until expiry or acknowledgement.
+        Critical => "critical",
+    }
+);
+
+/// The moment a hook asks for deliveries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DeliveryPoint {
+    /// The operator submitted a prompt (`UserPromptSubmit`).
+    Prompt,
+    /// The agent is about to call a tool (`PreToolUse`).
+    ToolCall,
+}
+
+impl Severity {
+    /// Whether an unexpired message of this severity is delivered to a session at `point`, given
+    /// whether it was delivered to that session before and whether the session acknowledged it.
+    ///
+    /// `info` reaches a session once (at a prompt); `alert` every prompt until acknowledged;
+    /// `critical` every prompt and before every tool call until acknowledged.
+    pub fn is_due(self, point: DeliveryPoint, delivered_before: bool, acknowledged: bool) -> bool {
+        if acknowledged {
+            return false;
+        }
+        match (self, point) {
+            (Severity::Info, DeliveryPoint::Prompt) => !delivered_before,
+            (Severity::Info, DeliveryPoint::ToolCall) => false,
+            (Severity::Alert, DeliveryPoint::Prompt) => true,
+            (Severity::Alert, DeliveryPoint::ToolCall) => false,
+            (Severity::Critical, _) => true,
+        }
+    }
+}
+
+/// A broadcast to publish.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewMessage {
+    /// Channel name (validated by the caller).
+    pub channel: String,
+    /// Message text.
+    pub body: String,
+    /// Delivery severity.
+    pub severity: Severity,
+    /// Publication time.
+    pub created_at: Millis,
+    /// After this instant the message is never delivered and may be pruned.
+    pub expires_at: Millis,
+}
+
+/// A stored broadcast.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Message {
+    /// Store-assigned id.
+    pub id: i64,
+    /// Channel name.
+    pub channel: String,
+    /// Message text.
+    pub body: String,
+    /// Delivery severity.
+    pub severity: Severity,
+    /// Publication time.
+    pub created_at: Millis,
+    /// Expiry time.
+    pub expires_at: Millis,
+}
+
+/// A channel and its count of active (unexpired) messages.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChannelSummary {
+    /// Channel name.
+    pub channel: String,
+    /// Unexpired messages on it.
+    pub active: u64,
+    /// Publication time of its newest unexpired message.
+    pub latest_at: Millis,
+}
+
+/// Which active messages to read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MessageQuery {
+    /// Only this channel, or every channel.
+    pub channel: Option<String>,
+    /// Mark (and optionally hide) what this session acknowledged.
+    pub session_id: Option<String>,
+    /// With a session: include messages it acknowledged.
+    pub include_acknowledged: bool,
+    /// At most this many, newest first.
+    pub limit: u32,
+    /// Messages expired at this instant are left out.
+    pub now: Millis,
+}
+
+/// A message as one session sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MessageView {
+    /// The message.
+    pub message: Message,
+    /// Whether the query's session acknowledged it (false without a session).
+    pub acknowledged: bool,
+}
+
+/// Which messages to delete.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MessageScope {
+    /// Every message.
+    All,
+    /// Every message of one channel.
+    Channel(String),
+    /// One message.
+    Id(i64),
+}
+
+/// Broadcast messages.
+pub trait ChannelStore {
+    /// Stores a message and returns it with its id.
+    fn publish(&self, message: &NewMessage) -> StoreResult<Message>;
+    /// Channels with at least one active message at `now`, by name.
+    fn channels(&self, now: Millis) -> StoreResult<Vec<ChannelSummary>>;
+    /// Active messages, newest first.
+    fn read_messages(&self, query: &MessageQuery) -> StoreResult<Vec<MessageView>>;
+    /// Records that `session_id` acknowledged the message, so it is no longer delivered to that
+    /// session. Acknowledging twice is fine.
+    ///
+    /// # Errors
+    /// [`StoreError::NotFound`] when no active message has that id.
+    fn acknowledge(&self, message_id: i64, session_id: &str, now: Millis) -> StoreResult<Message>;
+    /// Deletes messages (with their acknowledgements and delivery records); returns how many.
+    fn clear_messages(&self, scope: &MessageScope) -> StoreResult<u64>;
+    /// Deletes messages expired at `now`; returns how many.
+    fn prune_expired(&self, now: Millis) -> StoreResult<u64>;
+    /// The messages due for `session_id` at `point` on `channels` (`None`: every channel),
+    /// oldest first, by [`Severity::is_due`]. Records the deliveries in the same transaction, so
+    /// concurrent hooks of one session deliver an `info` message once.
+    fn deliver(
+        &self,
+        session_id: &str,
+        channels: Option<&[String]>,
+        point: DeliveryPoint,
+        now: Millis,
+    ) -> StoreResult<Vec<Message>>;
+}
+
+/// A recurring reminder to create.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewReminder {
+    /// Reminder text.
+    pub message: String,
+    /// Due on calls `cadence`, `2 * cadence`, ... of each session (at least 1).
+    pub cadence: u32,
+    /// Optional label for clearing a group.
+    pub tag: Option<String>,
+    /// Creation time.
+    pub created_at: Millis,
+}
+
+/// A stored reminder.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reminder {
+    /// Store-assigned id.
+    pub id: i64,
+    /// Reminder text.
+    pub message: String,
+    /// Cadence in tool calls.
+    pub cadence: u32,
+    /// Optional label.
+    pub tag: Option<String>,
+    /// Creation time.
+    pub created_at: Millis,
+}
+
+impl Reminder {
+    /// Whether the reminder is due on a session's `call_number`-th tool call (1-based).
+    pub fn is_due_on(&self, call_number: u64) -> bool {
+        self.cadence > 0 && call_number > 0 && call_number % u64::from(self.cadence) == 0
+    }
+}
+
+/// Which reminders to delete.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ReminderScope {
+    /// One reminder.
+    Id(i64),
+    /// Every reminder with this tag.
+    Tag(String),
+}
+
+/// Recurring reminders and per-session tool-call counters.
+pub trait EnforcementStore {
+    /// Stores a reminder.
+    fn add_reminder(&self, reminder: &NewReminder) -> StoreResult<Reminder>;
+    /// Every reminder, by id.
+    fn reminders(&self) -> StoreResult<Vec<Reminder>>;
+    /// Deletes reminders; returns how many.
+    fn clear_reminders(&self, scope: &ReminderScope) -> StoreResult<u64>;
+    /// Counts one tool call of `session_id` and returns its number (1 for the first call).
+    /// Atomic: concurrent calls get distinct numbers.
+    fn count_tool_call(&self, session_id: &str, now: Millis) -> StoreResult<u64>;
+    /// How many tool calls `session_id` made so far.
+    fn tool_calls(&self, session_id: &str) -> StoreResult<u64>;
+}
+
+string_enum!(
+    /// When a condition runs relative to the tool call.
+    Step, "step" {
+        /// Before the call (may deny or rewrite it).
+        Pre => "pre",
+        /// After the call (may add context or replace the output).
+        Post => "post",
+    }
+);
+
+string_enum!(
+    /// The interpreter of a condition's script.
+    ScriptLanguage, "language" {
+        /// `bash -c`.
+        Bash => "bash",
+        /// `python3 -c`.
+        Python => "python",
+    }
+);
+
+/// An operator script run on matching tool calls.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Condition {
+    /// Unique name, `^[A-Za-z0-9_]+$`.
+    pub name: String,
+    /// Before or after the call.
+    pub step: Step,
+    /// Which calls it runs on (validated by the caller).
+    pub matcher: String,
+    /// The script text.
+    pub script: String,
+    /// Its interpreter.
+    pub language: ScriptLanguage,
+    /// Run detached, without waiting for the result.
+    pub run_async: bool,
+    /// The session that set it.
+    pub session_id: String,
+    /// First creation time.
+    pub created_at: Millis,
+    /// Last replacement time.
+    pub updated_at: Millis,
+}
+
+/// Whether [`ConditionStore::put_condition`] may overwrite.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PutMode {
+    /// Fail with [`StoreError::Conflict`] if the name exists.
+    CreateOnly,
+    /// Replace an existing condition of that name (keeping its `created_at`).
+    Replace,
+}
+
+/// What [`ConditionStore::put_condition`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PutOutcome {
+    /// A new condition.
+    Created,
+    /// An existing one was replaced.
+    Replaced,
+}
+
+/// Conditions and the per-session gate that guards changing them.
+pub trait ConditionStore {
+    /// Stores a condition.
+    fn put_condition(&self, condition: &Condition, mode: PutMode) -> StoreResult<PutOutcome>;
+    /// Every condition, by name.
+    fn conditions(&self) -> StoreResult<Vec<Condition>>;
+    /// The condition with this name.
+    fn condition(&self, name: &str) -> StoreResult<Option<Condition>>;
+    /// Deletes a condition; `false` if there was none.
+    fn delete_condition(&self, name: &str) -> StoreResult<bool>;
+    /// Opens the gate for `session_id` until `until`.
+    fn arm_gate(&self, session_id: &str, until: Millis) -> StoreResult<()>;
+    /// Closes the gate for `session_id`.
+    fn disarm_gate(&self, session_id: &str) -> StoreResult<()>;
+    /// When the gate of `session_id` closes, if it is open at `now`.
+    fn gate_open_until(&self, session_id: &str, now: Millis) -> StoreResult<Option<Millis>>;
+}
+
+/// When a schedule fires.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Trigger {
+    /// Once, at this instant.
+    At(Millis),
+    /// Every this many seconds.
+    Every(u32),
+    /// On a 5-field cron expression, in UTC.
+    Cron(String),
+}
+
+string_enum!(
+    /// Whether a schedule still fires.
+    ScheduleStatus, "status" {
+        /// Will fire at `next_fire_at`.
+        Active => "active",
+        /// A one-shot that fired.
+        Completed => "completed",
+        /// Cancelled by a caller.
+        Cancelled => "cancelled",
+    }
+);
+
+/// A schedule to create.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewSchedule {
+    /// Optional label.
+    pub name: Option<String>,
+    /// Channel to publish to.
+    pub channel: String,
+    /// Message to publish.
+    pub message: String,
+    /// Severity of each publication.
+    pub severity: Severity,
+    /// Lifetime of each publication.
+    pub ttl_seconds: u32,
+    /// When it fires.
+    pub trigger: Trigger,
+    /// Its first firing time.
+    pub next_fire_at: Millis,
+    /// Creation time.
+    pub created_at: Millis,
+}
+
+/// A stored schedule.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Schedule {
+    /// Store-assigned id.
+    pub id: i64,
+    /// Optional label.
+    pub name: Option<String>,
+    /// Channel to publish to.
+    pub channel: String,
+    /// Message to publish.
+    pub message: String,
+    /// Severity of each publication.
+    pub severity: Severity,
+    /// Lifetime of each publication.
+    pub ttl_seconds: u32,
+    /// When it fires.
+    pub trigger: Trigger,
+    /// Next firing time (`None` once completed or cancelled).
+    pub next_fire_at: Option<Millis>,
+    /// Last time it fired.
+    pub last_fired_at: Option<Millis>,
+    /// How many times it fired.
+    pub fire_count: u64,
+    /// Occurrences skipped because the process was down (recurring schedules fire once after
+    /// downtime, never a burst of catch-up).
+    pub skipped_count: u64,
+    /// Whether it still fires.
+    pub status: ScheduleStatus,
+    /// Creation time.
+    pub created_at: Millis,
+}
+
+/// The plan for a schedule after it fires: computed by the caller (who knows cron).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NextFire {
+    /// The next firing time after `now`; `None` completes the schedule.
+    pub next_fire_at: Option<Millis>,
+    /// Occurrences between the one fired and `now` that are skipped.
+    pub skipped: u64,
+}
+
+/// One publication made by [`ScheduleStore::fire_due`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Firing {
+    /// The schedule that fired.
+    pub schedule_id: i64,
+    /// The occurrence it fired for.
+    pub scheduled_for: Millis,
+    /// The message it published.
+    pub message: Message,
+    /// Occurrences skipped in this firing.
+    pub skipped: u64,
+}
+
+/// Timed publications.
+pub trait ScheduleStore {
+    /// Stores a schedule.
+    fn create_schedule(&self, schedule: &NewSchedule) -> StoreResult<Schedule>;
+    /// Every schedule, by id.
+    fn schedules(&self) -> StoreResult<Vec<Schedule>>;
+    /// Cancels an active schedule and returns it.
+    ///
+    /// # Errors
+    /// [`StoreError::NotFound`] for an unknown id; [`StoreError::Conflict`] when it is not
+    /// active.
+    fn cancel_schedule(&self, id: i64, now: Millis) -> StoreResult<Schedule>;
+    /// Fires every active schedule whose `next_fire_at <= now`: publishes its message and
+    /// advances it by `plan`, all in one transaction that claims the schedules first, so each
+    /// occurrence fires exactly once even when several processes call this at the same moment.
+    fn fire_due(
+        &self,
+        now: Millis,
+        plan: &dyn Fn(&Schedule, Millis) -> NextFire,
+    ) -> StoreResult<Vec<Firing>>;
+}
+
+/// What [`StoreAdmin::verify`] checked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VerifyReport {
+    /// The schema version found.
+    pub schema_version: u32,
+    /// The tables found present.
+    pub tables: Vec<&'static str>,
+}
+
+/// Counts of live records, for `/health?level=full` and `status`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Counts {
+    /// Unexpired broadcasts.
+    pub active_messages: u64,
+    /// Reminders.
+    pub reminders: u64,
+    /// Conditions.
+    pub conditions: u64,
+    /// Active schedules.
+    pub active_schedules: u64,
+}
+
+/// Checks and statistics over the whole store.
+pub trait StoreAdmin {
+    /// Checks the schema version, the required tables and the database's integrity.
+    ///
+    /// # Errors
+    /// [`StoreError::NewerSchema`], [`StoreError::MissingTable`] or [`StoreError::Corrupt`],
+    /// each saying how to repair.
+    fn verify(&self) -> StoreResult<VerifyReport>;
+    /// A cheap round trip to the database.
+    fn ping(&self) -> StoreResult<()>;
+    /// Counts of live records at `now`.
+    fn counts(&self, now: Millis) -> StoreResult<Counts>;
+    /// Where the store is, for logs (a path; never credentials).
+    fn describe(&self) -> String;
+}
+
+/// Everything a backend provides.
+pub trait Store:
+    ChannelStore + EnforcementStore + ConditionStore + ScheduleStore + StoreAdmin + Send + Sync
+{
+}
+
+impl<T> Store for T where
+    T: ChannelStore + EnforcementStore + ConditionStore + ScheduleStore + StoreAdmin + Send + Sync
+{
+}
+
+/// A shared handle to the store, as servers put it in a tool call's extensions.
+#[derive(Clone)]
+pub struct StoreHandle(pub Arc<dyn Store>);
+
+impl fmt::Debug for StoreHandle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("StoreHandle").field(&self.0.describe()).finish()
+    }
+}
+
+impl std::ops::Deref for StoreHandle {
+    type Target = dyn Store;
+
+    fn deref(&self) -> &Self::Target {
+        &*self.0
+    }
+}

@@ -1,0 +1,109 @@
+//! Typed store failures.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// What went wrong in the store, and how to repair it.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StoreError {
+    /// The database file does not exist and creation was not requested.
+    #[error(
+        "no store at {path}: start the server once to create it, or set HOOKS_MCP_HOME to the \
+         directory that holds state.db"
+    )]
+    Missing {
+        /// Where it was looked for.
+        path: PathBuf,
+    },
+    /// No location could be derived from the environment.
+    #[error("cannot locate the store: set HOOKS_MCP_HOME (or HOME / XDG_STATE_HOME)")]
+    NoLocation,
+    /// The file is not a usable database.
+    #[error(
+        "the store at {path} is corrupt ({detail}); move it aside (keep it for recovery) and \
+         restart to create a fresh one"
+    )]
+    Corrupt {
+        /// The database file.
+        path: PathBuf,
+        /// What SQLite reported.
+        detail: String,
+    },
+    /// The database or its directory cannot be written.
+    #[error(
+        "the store at {path} is read-only ({detail}); give this user write access to the file \
+         and its directory (WAL mode needs both)"
+    )]
+    ReadOnly {
+        /// The database file.
+        path: PathBuf,
+        /// What SQLite reported.
+        detail: String,
+    },
+    /// Another process held a lock for longer than the busy timeout.
+    #[error(
+        "the store at {path} stayed locked for {waited:?}; another process holds a long write. \
+         Retry, or raise HOOKS_MCP_BUSY_TIMEOUT_MS"
+    )]
+    Locked {
+        /// The database file.
+        path: PathBuf,
+        /// How long this call waited.
+        waited: Duration,
+    },
+    /// The database was written by a newer hooks-mcp.
+    #[error(
+        "the store at {path} has schema version {found}, newer than the {supported} this \
+         build supports; upgrade hooks-mcp (nothing was changed)"
+    )]
+    NewerSchema {
+        /// The database file.
+        path: PathBuf,
+        /// Version found in the file.
+        found: u32,
+        /// Newest version this build knows.
+        supported: u32,
+    },
+    /// Verification found the schema incomplete.
+    #[error(
+        "the store at {path} lacks table `{table}` although its schema version is {version}; \
+         it was modified outside hooks-mcp: move it aside and restart to recreate it"
+    )]
+    MissingTable {
+        /// The database file.
+        path: PathBuf,
+        /// The missing table.
+        table: &'static str,
+        /// The recorded schema version.
+        version: u32,
+    },
+    /// A record the call refers to does not exist.
+    #[error("{what} {id} does not exist")]
+    NotFound {
+        /// The kind of record.
+        what: &'static str,
+        /// Its identifier.
+        id: String,
+    },
+    /// The write conflicts with existing data (a name already taken...).
+    #[error("{0}")]
+    Conflict(String),
+    /// A stored value could not be decoded: the database holds something this build never wrote.
+    #[error("the store holds an invalid value: {0}")]
+    InvalidData(String),
+    /// Any other database failure.
+    #[error("database error: {0}")]
+    Database(String),
+    /// A file-system failure around the database (creating its directory...).
+    #[error("{action} {path}: {source}")]
+    Io {
+        /// What was being done.
+        action: &'static str,
+        /// On what.
+        path: PathBuf,
+        /// The OS error.
+        #[source]
+        source: std::io::Error,
+    },
+}

@@ -1,0 +1,1 @@
+//! The channels part of the SQLite backend.

@@ -1,0 +1,1 @@
+//! The conditions part of the SQLite backend.

@@ -1,0 +1,1 @@
+//! The enforcement part of the SQLite backend.

@@ -1,0 +1,236 @@
+//! The embedded SQLite backend.
+
+mod admin;
+mod channels;
+mod conditions;
+mod enforcement;
+mod scheduler;
+#[cfg(test)]
+mod tests;
+
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use rusqlite::{Connection, ErrorCode, OpenFlags, Transaction, TransactionBehavior};
+
+use crate::{StoreError, StoreLocation, StoreResult};
+
+/// The schema version this build writes and understands.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// Migrations, in order: `MIGRATIONS[i]` takes a database from version `i` to `i + 1`.
+const MIGRATIONS: &[&str] = &[include_str!("migrations/0001_initial.sql")];
+
+/// Tables [`crate::StoreAdmin::verify`] requires.
+pub(crate) const REQUIRED_TABLES: &[&str] = &[
+    "messages",
+    "message_acks",
+    "message_deliveries",
+    "reminders",
+    "session_counters",
+    "conditions",
+    "condition_gates",
+    "schedules",
+    "schedule_firings",
+];
+
+/// How to open a SQLite store.
+#[derive(Debug, Clone)]
+pub struct OpenOptions {
+    /// Create the file (and its directory) when it does not exist.
+    pub create: bool,
+    /// How long a call waits for another process's lock before [`StoreError::Locked`].
+    pub busy_timeout: Duration,
+}
+
+impl Default for OpenOptions {
+    /// Do not create; wait up to 5 s for locks.
+    fn default() -> Self {
+        OpenOptions { create: false, busy_timeout: Duration::from_secs(5) }
+    }
+}
+
+/// What [`SqliteStore::open`] found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Opened {
+    /// The file existed.
+    Existing,
+    /// The file was created now (callers log this).
+    Created,
+}
+
+/// A store in one SQLite database file, shared safely by many processes.
+#[derive(Debug)]
+pub struct SqliteStore {
+    conn: Mutex<Connection>,
+    path: PathBuf,
+    busy_timeout: Duration,
+}
+
+impl SqliteStore {
+    /// Opens (and with `options.create`, creates) the store at `location`, applying pending
+    /// migrations.
+    ///
+    /// # Errors
+    /// [`StoreError::Missing`] when absent and not creating; [`StoreError::NewerSchema`],
+    /// [`StoreError::Corrupt`], [`StoreError::ReadOnly`], [`StoreError::Locked`] as found.
+    pub fn open(location: &StoreLocation, options: &OpenOptions) -> StoreResult<(Self, Opened)> {
+        let path = location.path.clone();
+        let exists = path.exists();
+        if !exists && !options.create {
+            return Err(StoreError::Missing { path });
+        }
+        if !exists {
+            let dir = location.dir();
+            std::fs::create_dir_all(dir).map_err(|source| StoreError::Io {
+                action: "cannot create the store directory",
+                path: dir.to_path_buf(),
+                source,
+            })?;
+        }
+        let mut flags = OpenFlags::SQLITE_OPEN_READ_WRITE
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX
+            | OpenFlags::SQLITE_OPEN_URI;
+        if options.create {
+            flags |= OpenFlags::SQLITE_OPEN_CREATE;
+        }
+        let conn = Connection::open_with_flags(&path, flags).map_err(|e| map_err(&path, e, None))?;
+        let store =
+            SqliteStore { conn: Mutex::new(conn), path, busy_timeout: options.busy_timeout };
+        store.configure()?;
+        store.migrate()?;
+        Ok((store, if exists { Opened::Existing } else { Opened::Created }))
+    }
+
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn configure(&self) -> StoreResult<()> {
+        let conn = self.lock();
+        conn.busy_timeout(self.busy_timeout).map_err(|e| self.err(e, None))?;
+        // WAL lets readers run beside one writer across processes; NORMAL sync is durable
+        // against process crashes, which is the failure this store must survive.
+        let mode: String = conn
+            .query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))
+            .map_err(|e| self.err(e, None))?;
+        if !mode.eq_ignore_ascii_case("wal") {
+            return Err(StoreError::ReadOnly {
+                path: self.path.clone(),
+                detail: format!("cannot switch to WAL journal mode (got `{mode}`)"),
+            });
+        }
+        conn.execute_batch("PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;")
+            .map_err(|e| self.err(e, None))?;
+        Ok(())
+    }
+
+    fn migrate(&self) -> StoreResult<()> {
+        self.write(|tx| {
+            let version: u32 = tx.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+            if version > SCHEMA_VERSION {
+                return Err(Fail::Store(StoreError::NewerSchema {
+                    path: self.path.clone(),
+                    found: version,
+                    supported: SCHEMA_VERSION,
+                }));
+            }
+            for (i, sql) in MIGRATIONS.iter().enumerate().skip(version as usize) {
+                tx.execute_batch(sql)?;
+                tx.execute_batch(&format!("PRAGMA user_version = {}", i + 1))?;
+            }
+            Ok(())
+        })
+    }
+
+    /// Locks the connection. A panic while holding it cannot leave SQLite mid-transaction
+    /// (rusqlite rolls back on drop), so a poisoned lock is safe to reuse.
+    pub(crate) fn lock(&self) -> MutexGuard<'_, Connection> {
+        self.conn.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Runs `f` in one `BEGIN IMMEDIATE` transaction (the write lock is taken up front, so
+    /// concurrent writers queue instead of failing mid-way), committing on success.
+    pub(crate) fn write<T>(
+        &self,
+        f: impl FnOnce(&Transaction<'_>) -> Result<T, Fail>,
+    ) -> StoreResult<T> {
+        let started = Instant::now();
+        let mut conn = self.lock();
+        let tx = conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(|e| self.err(e, Some(started)))?;
+        let value = f(&tx).map_err(|e| self.fail(e, started))?;
+        tx.commit().map_err(|e| self.err(e, Some(started)))?;
+        Ok(value)
+    }
+
+    /// Runs `f` in one deferred (read) transaction, so it sees one consistent snapshot.
+    pub(crate) fn read<T>(
+        &self,
+        f: impl FnOnce(&Transaction<'_>) -> Result<T, Fail>,
+    ) -> StoreResult<T> {
+        let started = Instant::now();
+        let mut conn = self.lock();
+        let tx = conn
+            .transaction_with_behavior(TransactionBehavior::Deferred)
+            .map_err(|e| self.err(e, Some(started)))?;
+        let value = f(&tx).map_err(|e| self.fail(e, started))?;
+        tx.commit().map_err(|e| self.err(e, Some(started)))?;
+        Ok(value)
+    }
+
+    fn fail(&self, e: Fail, started: Instant) -> StoreError {
+        match e {
+            Fail::Store(e) => e,
+            Fail::Sql(e) => self.err(e, Some(started)),
+        }
+    }
+
+    pub(crate) fn err(&self, e: rusqlite::Error, started: Option<Instant>) -> StoreError {
+        map_err(&self.path, e, started)
+    }
+}
+
+/// An error inside a transaction: a domain error to return as is, or a SQLite error to map.
+#[derive(Debug)]
+pub(crate) enum Fail {
+    Store(StoreError),
+    Sql(rusqlite::Error),
+}
+
+impl From<rusqlite::Error> for Fail {
+    fn from(e: rusqlite::Error) -> Self {
+        Fail::Sql(e)
+    }
+}
+
+impl From<StoreError> for Fail {
+    fn from(e: StoreError) -> Self {
+        Fail::Store(e)
+    }
+}
+
+fn map_err(path: &Path, e: rusqlite::Error, started: Option<Instant>) -> StoreError {
+    let path = path.to_path_buf();
+    match e.sqlite_error_code() {
+        Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked) => StoreError::Locked {
+            path,
+            waited: started.map(|s| s.elapsed()).unwrap_or_default(),
+        },
+        Some(ErrorCode::DatabaseCorrupt | ErrorCode::NotADatabase) => {
+            StoreError::Corrupt { path, detail: e.to_string() }
+        }
+        Some(ErrorCode::ReadOnly | ErrorCode::CannotOpen | ErrorCode::PermissionDenied) => {
+            StoreError::ReadOnly { path, detail: e.to_string() }
+        }
+        _ => StoreError::Database(e.to_string()),
+    }
+}
+
+/// Reads a lower-case enum column.
+pub(crate) fn parse_column<T: std::str::FromStr<Err = String>>(text: &str) -> Result<T, Fail> {
+    text.parse::<T>().map_err(|e| Fail::Store(StoreError::InvalidData(e)))
+}

@@ -1,0 +1,1 @@
+//! The scheduler part of the SQLite backend.
