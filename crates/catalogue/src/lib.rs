@@ -47,7 +47,7 @@ mod spec;
 
 pub use context::{CallContext, Extensions, SessionPolicy, ToolError, parse_args};
 pub use filter::{ALLOWED_TOOLS_ENV, CATEGORIES_ENV, Filter, FilterWarning};
-pub use registration::{Handler, ToolRegistration, registrations};
+pub use registration::{Handler, ToolRegistration, call, find, registrations};
 pub use schema::schema_of;
 pub use spec::{Annotations, Catalogue, CatalogueError, Category, ToolSpec, UnknownCategory};
 

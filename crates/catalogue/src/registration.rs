@@ -58,3 +58,18 @@ pub fn registrations() -> Vec<&'static ToolRegistration> {
     all.sort_by(|a, b| (a.category, a.name).cmp(&(b.category, b.name)));
     all
 }
+
+/// The linked registration named exactly `name`.
+pub fn find(name: &str) -> Option<&'static ToolRegistration> {
+    inventory::iter::<ToolRegistration>.into_iter().find(|r| r.name == name)
+}
+
+/// Runs the linked tool named `name` with `args` in `ctx`.
+///
+/// # Errors
+/// [`ToolError::NotFound`] when no linked tool has that name; otherwise the tool's own error.
+pub fn call(name: &str, ctx: &CallContext<'_>, args: Value) -> Result<Value, ToolError> {
+    let registration = find(name)
+        .ok_or_else(|| ToolError::NotFound(format!("no tool is named `{name}`")))?;
+    (registration.handler)(ctx, args)
+}

@@ -107,3 +107,14 @@ pub enum StoreError {
         source: std::io::Error,
     },
 }
+
+impl From<StoreError> for catalogue::ToolError {
+    /// Missing records and conflicts are the caller's to fix; everything else is the server's.
+    fn from(e: StoreError) -> Self {
+        match e {
+            StoreError::NotFound { .. } => catalogue::ToolError::NotFound(e.to_string()),
+            StoreError::Conflict(_) => catalogue::ToolError::Refused(e.to_string()),
+            other => catalogue::ToolError::Internal(other.to_string()),
+        }
+    }
+}

@@ -15,15 +15,18 @@
 //!
 //! # What it must not depend on
 //!
-//! No MCP SDK, no async runtime, no tools crate, no catalogue: the store is a plain library the
+//! No MCP SDK, no async runtime, no tools crate (it uses only the catalogue's `ToolError`, to
+//! convert its errors for tool results): the store is a plain library the
 //! hook path can open in a millisecond.
 
 pub mod api;
 mod error;
 mod location;
+pub mod rules;
 mod sqlite;
 
 pub use api::*;
 pub use error::StoreError;
+pub use rules::{from_rfc3339, to_rfc3339};
 pub use location::{HOME_ENV, StoreLocation};
 pub use sqlite::{OpenOptions, Opened, SCHEMA_VERSION, SqliteStore};

@@ -103,6 +103,16 @@ impl SqliteStore {
         Ok((store, if exists { Opened::Existing } else { Opened::Created }))
     }
 
+    /// Opens the store at `path`, creating it if needed, with default options. Convenient for
+    /// tests and tools that own their file.
+    ///
+    /// # Errors
+    /// As [`SqliteStore::open`].
+    pub fn create(path: impl Into<PathBuf>) -> StoreResult<Self> {
+        let options = OpenOptions { create: true, ..OpenOptions::default() };
+        SqliteStore::open(&StoreLocation::at(path), &options).map(|(store, _)| store)
+    }
+
     /// The database file.
     pub fn path(&self) -> &Path {
         &self.path

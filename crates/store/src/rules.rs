@@ -1,0 +1,88 @@
+//! Domain rules shared by every entry point (tools, hooks, operator CLI): names, limits, times.
+
+use chrono::{DateTime, SecondsFormat, Utc};
+
+use crate::Millis;
+
+/// Longest channel name.
+pub const CHANNEL_NAME_MAX: usize = 64;
+/// Longest broadcast or reminder text, in bytes.
+pub const MESSAGE_MAX_BYTES: usize = 4096;
+/// Shortest message lifetime, in seconds.
+pub const TTL_MIN_SECONDS: u32 = 1;
+/// Longest message lifetime, in seconds (30 days).
+pub const TTL_MAX_SECONDS: u32 = 30 * 24 * 3600;
+/// Default message lifetime, in seconds.
+pub const TTL_DEFAULT_SECONDS: u32 = 3600;
+/// The channel every session receives whatever its subscriptions.
+pub const GLOBAL_CHANNEL: &str = "global";
+
+/// Checks a channel name against `^[A-Za-z0-9._-]{1,64}$`.
+///
+/// # Errors
+/// A message naming the rule, for the caller to prefix with the field name.
+pub fn check_channel_name(name: &str) -> Result<(), String> {
+    if name.is_empty() || name.len() > CHANNEL_NAME_MAX {
+        return Err(format!(
+            "must be 1 to {CHANNEL_NAME_MAX} characters long (got {})",
+            name.chars().count()
+        ));
+    }
+    if let Some(bad) = name.chars().find(|c| !(c.is_ascii_alphanumeric() || "._-".contains(*c))) {
+        return Err(format!(
+            "may contain only letters, digits, `.`, `_` and `-` (found {bad:?}); e.g. `deploys`"
+        ));
+    }
+    Ok(())
+}
+
+/// Checks a message text: not blank, at most [`MESSAGE_MAX_BYTES`].
+///
+/// # Errors
+/// A message naming the rule, for the caller to prefix with the field name.
+pub fn check_message(text: &str) -> Result<(), String> {
+    if text.trim().is_empty() {
+        return Err("must not be empty".into());
+    }
+    if text.len() > MESSAGE_MAX_BYTES {
+        return Err(format!(
+            "is {} bytes; the limit is {MESSAGE_MAX_BYTES}: shorten it or link to a file",
+            text.len()
+        ));
+    }
+    Ok(())
+}
+
+/// Checks a lifetime in seconds against [`TTL_MIN_SECONDS`]..=[`TTL_MAX_SECONDS`].
+///
+/// # Errors
+/// A message naming the bounds, for the caller to prefix with the field name.
+pub fn check_ttl(seconds: u64) -> Result<u32, String> {
+    u32::try_from(seconds)
+        .ok()
+        .filter(|s| (TTL_MIN_SECONDS..=TTL_MAX_SECONDS).contains(s))
+        .ok_or_else(|| {
+            format!(
+                "must be between {TTL_MIN_SECONDS} and {TTL_MAX_SECONDS} seconds (30 days), \
+                 got {seconds}"
+            )
+        })
+}
+
+/// Formats Unix milliseconds as RFC 3339 UTC (`2026-11-30T13:00:00Z`, milliseconds when
+/// non-zero).
+pub fn to_rfc3339(ms: Millis) -> String {
+    DateTime::<Utc>::from_timestamp_millis(ms)
+        .map(|t| t.to_rfc3339_opts(SecondsFormat::AutoSi, true))
+        .unwrap_or_else(|| ms.to_string())
+}
+
+/// Parses an RFC 3339 timestamp into Unix milliseconds.
+///
+/// # Errors
+/// A message with an example of the expected form.
+pub fn from_rfc3339(text: &str) -> Result<Millis, String> {
+    DateTime::parse_from_rfc3339(text.trim())
+        .map(|t| t.timestamp_millis())
+        .map_err(|e| format!("`{text}` is not an RFC 3339 time ({e}); e.g. 2026-12-01T09:00:00Z"))
+}
