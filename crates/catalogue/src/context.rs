@@ -17,7 +17,9 @@ pub struct Extensions {
 
 impl fmt::Debug for Extensions {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Extensions").field("len", &self.map.len()).finish()
+        f.debug_struct("Extensions")
+            .field("len", &self.map.len())
+            .finish()
     }
 }
 
@@ -34,7 +36,9 @@ impl Extensions {
 
     /// The value of type `T`, if one was inserted.
     pub fn get<T: Any>(&self) -> Option<&T> {
-        self.map.get(&TypeId::of::<T>()).and_then(|b| b.downcast_ref::<T>())
+        self.map
+            .get(&TypeId::of::<T>())
+            .and_then(|b| b.downcast_ref::<T>())
     }
 }
 
@@ -58,7 +62,11 @@ pub struct CallContext<'a> {
 impl<'a> CallContext<'a> {
     /// A context for one call at `now_ms` (Unix milliseconds).
     pub fn new(now_ms: i64, session: &'a SessionPolicy, extensions: &'a Extensions) -> Self {
-        CallContext { now_ms, session, extensions }
+        CallContext {
+            now_ms,
+            session,
+            extensions,
+        }
     }
 
     /// The time of the call, in Unix milliseconds. Handlers use it instead of the clock so that

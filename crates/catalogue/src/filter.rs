@@ -23,7 +23,10 @@ pub struct Filter {
 impl Default for Filter {
     /// Every category, no allowlist.
     fn default() -> Self {
-        Filter { categories: Category::ALL.into_iter().collect(), allowed: None }
+        Filter {
+            categories: Category::ALL.into_iter().collect(),
+            allowed: None,
+        }
     }
 }
 
@@ -87,7 +90,10 @@ impl Filter {
     /// list, case-insensitive, where unknown names are skipped with a warning. If every name was
     /// unknown, no category is selected (and [`crate::Catalogue::filtered`] warns of zero tools).
     /// Allowlist: unset or blank permits all; otherwise comma-separated names, case-insensitive.
-    pub fn parse(categories: Option<&str>, allowed_tools: Option<&str>) -> (Filter, Vec<FilterWarning>) {
+    pub fn parse(
+        categories: Option<&str>,
+        allowed_tools: Option<&str>,
+    ) -> (Filter, Vec<FilterWarning>) {
         let mut warnings = Vec::new();
         let categories = match categories.map(str::trim) {
             None | Some("") => Category::ALL.into_iter().collect(),
@@ -101,8 +107,9 @@ impl Filter {
                             Ok(c) => {
                                 set.insert(c);
                             }
-                            Err(_) => warnings
-                                .push(FilterWarning::UnknownCategory { name: name.to_owned() }),
+                            Err(_) => warnings.push(FilterWarning::UnknownCategory {
+                                name: name.to_owned(),
+                            }),
                         }
                     }
                 }
@@ -119,7 +126,13 @@ impl Filter {
             names.dedup();
             (!names.is_empty()).then_some(names)
         });
-        (Filter { categories, allowed }, warnings)
+        (
+            Filter {
+                categories,
+                allowed,
+            },
+            warnings,
+        )
     }
 
     /// Parses [`CATEGORIES_ENV`] and [`ALLOWED_TOOLS_ENV`] from the process environment.
@@ -147,8 +160,9 @@ impl Filter {
     /// Whether a tool of `category` named `name` passes the filter.
     pub fn allows(&self, category: Category, name: &str) -> bool {
         self.selects_category(category)
-            && self.allowed.as_ref().is_none_or(|names| {
-                names.iter().any(|n| n.eq_ignore_ascii_case(name))
-            })
+            && self
+                .allowed
+                .as_ref()
+                .is_none_or(|names| names.iter().any(|n| n.eq_ignore_ascii_case(name)))
     }
 }

@@ -61,7 +61,9 @@ pub fn registrations() -> Vec<&'static ToolRegistration> {
 
 /// The linked registration named exactly `name`.
 pub fn find(name: &str) -> Option<&'static ToolRegistration> {
-    inventory::iter::<ToolRegistration>.into_iter().find(|r| r.name == name)
+    inventory::iter::<ToolRegistration>
+        .into_iter()
+        .find(|r| r.name == name)
 }
 
 /// Runs the linked tool named `name` with `args` in `ctx`.
@@ -69,7 +71,7 @@ pub fn find(name: &str) -> Option<&'static ToolRegistration> {
 /// # Errors
 /// [`ToolError::NotFound`] when no linked tool has that name; otherwise the tool's own error.
 pub fn call(name: &str, ctx: &CallContext<'_>, args: Value) -> Result<Value, ToolError> {
-    let registration = find(name)
-        .ok_or_else(|| ToolError::NotFound(format!("no tool is named `{name}`")))?;
+    let registration =
+        find(name).ok_or_else(|| ToolError::NotFound(format!("no tool is named `{name}`")))?;
     (registration.handler)(ctx, args)
 }

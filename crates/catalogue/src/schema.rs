@@ -20,7 +20,8 @@ pub fn schema_of<T: JsonSchema>() -> Value {
     let mut schema = generator.into_root_schema_for::<T>().to_value();
     strip(&mut schema);
     if let Value::Object(map) = &mut schema {
-        map.entry("type").or_insert_with(|| Value::String("object".into()));
+        map.entry("type")
+            .or_insert_with(|| Value::String("object".into()));
     }
     schema
 }

@@ -83,14 +83,23 @@ pub struct Annotations {
 
 impl Annotations {
     /// A read-only tool.
-    pub const READ_ONLY: Annotations =
-        Annotations { read_only: true, destructive: false, idempotent: true };
+    pub const READ_ONLY: Annotations = Annotations {
+        read_only: true,
+        destructive: false,
+        idempotent: true,
+    };
     /// A tool that adds data without removing any.
-    pub const ADDITIVE: Annotations =
-        Annotations { read_only: false, destructive: false, idempotent: false };
+    pub const ADDITIVE: Annotations = Annotations {
+        read_only: false,
+        destructive: false,
+        idempotent: false,
+    };
     /// A tool that removes or replaces data.
-    pub const DESTRUCTIVE: Annotations =
-        Annotations { read_only: false, destructive: true, idempotent: true };
+    pub const DESTRUCTIVE: Annotations = Annotations {
+        read_only: false,
+        destructive: true,
+        idempotent: true,
+    };
 
     /// The MCP `annotations` object for these hints.
     pub fn to_mcp(self) -> Value {
@@ -139,7 +148,10 @@ impl ToolSpec {
         let mut tool = Map::new();
         tool.insert("name".into(), Value::String(self.name.clone()));
         tool.insert("title".into(), Value::String(self.title.clone()));
-        tool.insert("description".into(), Value::String(self.description.clone()));
+        tool.insert(
+            "description".into(),
+            Value::String(self.description.clone()),
+        );
         tool.insert("inputSchema".into(), self.input_schema.clone());
         if let Some(out) = &self.output_schema {
             tool.insert("outputSchema".into(), out.clone());
@@ -235,7 +247,11 @@ impl Catalogue {
         let mut warnings = Vec::new();
         if let Some(allowed) = filter.allowed_tools() {
             for name in allowed {
-                match self.tools.iter().find(|t| t.name.eq_ignore_ascii_case(name)) {
+                match self
+                    .tools
+                    .iter()
+                    .find(|t| t.name.eq_ignore_ascii_case(name))
+                {
                     None => warnings.push(FilterWarning::UnknownTool { name: name.clone() }),
                     Some(t) if !filter.selects_category(t.category) => {
                         warnings.push(FilterWarning::ExcludedByCategory {
@@ -247,8 +263,12 @@ impl Catalogue {
                 }
             }
         }
-        let tools: Vec<ToolSpec> =
-            self.tools.iter().filter(|t| filter.allows(t.category, &t.name)).cloned().collect();
+        let tools: Vec<ToolSpec> = self
+            .tools
+            .iter()
+            .filter(|t| filter.allows(t.category, &t.name))
+            .cloned()
+            .collect();
         if tools.is_empty() {
             warnings.push(FilterWarning::NoTools);
         }

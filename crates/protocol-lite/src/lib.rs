@@ -1,1 +1,23 @@
-//! placeholder
+//! Newline-delimited JSON-RPC for MCP over stdio, and the handshake, with no async runtime.
+//!
+//! # What this crate owns
+//!
+//! - [`jsonrpc`]: checking one line of input against JSON-RPC 2.0 and MCP's message shapes, and
+//!   the exact error replies the specification asks for (`-32700` with `"id": null`, `-32600`,
+//!   `-32602` for a malformed `tools/call`). Both the lightweight front end and the full server
+//!   use it, so both answer bad input identically.
+//! - [`handshake`]: the server's identity and capabilities, defined once, and protocol version
+//!   negotiation; the full server builds its rmcp `initialize` result from the same JSON.
+//! - [`light`]: the front end's session state machine: it answers `initialize`, `ping` and the
+//!   discovery lists itself and says when to hand the connection to the full server, keeping the
+//!   bytes the full server must replay.
+//!
+//! # What it must not depend on
+//!
+//! No tokio, no rmcp, no store, no tool implementations: this crate is the whole protocol
+//! surface of a process that most agent sessions never take past `tools/list`, and it must stay
+//! small. Only `serde`/`serde_json` and `thiserror`.
+
+pub mod handshake;
+pub mod jsonrpc;
+pub mod light;

@@ -1,0 +1,130 @@
+//! The lightweight front end's session: answer the handshake and discovery, or hand off.
+
+use serde_json::{Map, Value, json};
+
+use crate::handshake::ServerIdentity;
+use crate::jsonrpc::{self, Incoming};
+
+/// What to do with one line of input.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Step {
+    /// Write these bytes (one response line) to the client.
+    Reply(Vec<u8>),
+    /// Nothing to write (a notification, a response, a blank line).
+    Nothing,
+    /// The full server must take over, starting with [`LightSession::replay`] and then this line.
+    Handoff(String),
+}
+
+/// State of one stdio session on the light path.
+#[derive(Debug)]
+pub struct LightSession {
+    identity: ServerIdentity,
+    tools_list: Value,
+    replay: Vec<u8>,
+    initialize_id: Option<Value>,
+}
+
+impl LightSession {
+    /// A session that answers `tools/list` with `tools_list_result` (`{"tools": [...]}`).
+    pub fn new(identity: ServerIdentity, tools_list_result: Value) -> Self {
+        LightSession {
+            identity,
+            tools_list: tools_list_result,
+            replay: Vec::new(),
+            initialize_id: None,
+        }
+    }
+
+    /// The bytes the full server must read before the line that triggered the handoff: the
+    /// `initialize` request this session answered and every notification that followed it, each
+    /// as received, one per line.
+    pub fn replay(&self) -> &[u8] {
+        &self.replay
+    }
+
+    /// The id of the `initialize` request this session answered; the full server's own answer
+    /// to the replayed request must be suppressed.
+    pub fn initialize_id(&self) -> Option<&Value> {
+        self.initialize_id.as_ref()
+    }
+
+    /// Handles one line (without its newline).
+    pub fn handle(&mut self, line: &[u8]) -> Step {
+        if jsonrpc::is_blank(line) {
+            return Step::Nothing;
+        }
+        let incoming = match jsonrpc::parse_line(line) {
+            Ok((_, incoming)) => incoming,
+            Err(reply) => return Step::Reply(reply.to_line()),
+        };
+        match incoming {
+            Incoming::Response => Step::Nothing,
+            Incoming::Notification { .. } => {
+                // Before initialize there is no session to notify: the specification lets the
+                // server ignore it, and replaying it would break the full server's handshake.
+                if self.initialize_id.is_some() {
+                    self.replay.extend_from_slice(line);
+                    self.replay.push(b'\n');
+                }
+                Step::Nothing
+            }
+            Incoming::Request { id, method, params } => self.request(line, id, &method, params),
+        }
+    }
+
+    fn request(
+        &mut self,
+        line: &[u8],
+        id: Value,
+        method: &str,
+        params: Option<Map<String, Value>>,
+    ) -> Step {
+        let initialized = self.initialize_id.is_some();
+        let result = match method {
+            "ping" => json!({}),
+            "initialize" if initialized => {
+                return Step::Handoff("a second `initialize` request".into());
+            }
+            "initialize" => match requested_version(params.as_ref()) {
+                Some(version) => {
+                    let result = self.identity.initialize_result(version);
+                    self.replay.extend_from_slice(line);
+                    self.replay.push(b'\n');
+                    self.initialize_id = Some(id.clone());
+                    result
+                }
+                None => {
+                    return Step::Handoff(
+                        "`initialize` params lack protocolVersion, capabilities or clientInfo"
+                            .into(),
+                    );
+                }
+            },
+            "tools/list" | "resources/list" | "resources/templates/list" | "prompts/list"
+                if !initialized =>
+            {
+                return Step::Handoff(format!("`{method}` before `initialize`"));
+            }
+            "tools/list" => self.tools_list.clone(),
+            "resources/list" => json!({ "resources": [] }),
+            "resources/templates/list" => json!({ "resourceTemplates": [] }),
+            "prompts/list" => json!({ "prompts": [] }),
+            other => return Step::Handoff(format!("`{other}` needs the full server")),
+        };
+        Step::Reply(jsonrpc::result_line(&id, &result))
+    }
+}
+
+/// The requested protocol version of a complete `initialize` request.
+fn requested_version(params: Option<&Map<String, Value>>) -> Option<&str> {
+    let params = params?;
+    let client = params.get("clientInfo")?.as_object()?;
+    client.get("name")?.as_str()?;
+    client.get("version")?.as_str()?;
+    params.get("capabilities")?.as_object()?;
+    params.get("protocolVersion")?.as_str()
+}
+
+#[cfg(test)]
+mod tests;
