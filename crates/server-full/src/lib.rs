@@ -1,1 +1,28 @@
-//! placeholder
+//! The full MCP server: hooks-mcp's tools served through rmcp.
+//!
+//! # What this crate owns
+//!
+//! - [`HooksServer`]: the rmcp `ServerHandler` over the filtered catalogue. `tools/list` and
+//!   `tools/call` dispatch to the handlers the tools crates registered; server info and
+//!   capabilities come from `protocol_lite::handshake`, so the light front end advertises the
+//!   same bytes.
+//! - [`stdio`]: serving one session on stdin/stdout, either from the start or after the light
+//!   front end handed the connection over (replaying the handshake, suppressing the duplicate
+//!   `initialize` response), with JSON-RPC errors as the specification words them.
+//! - [`Settings`]: the environment the server runs in (filters, session policy, store).
+//! - [`link_tools`]: the one place that names every tools crate, so their registrations are
+//!   linked into any binary that uses this crate.
+//!
+//! # What it must not depend on
+//!
+//! Nothing depends on this crate but the `hooks-mcp` binary. It must never be linked into the
+//! light front end: it brings tokio, rmcp, SQLite and every tool.
+
+mod registry;
+mod server;
+mod settings;
+pub mod stdio;
+
+pub use registry::{ToolEntry, link_tools};
+pub use server::HooksServer;
+pub use settings::{SESSION_ENV, Settings, SettingsError, now_ms};

@@ -1,0 +1,215 @@
+//! The front end's steps: catalogue child, light session, handoff by `exec`.
+
+use std::ffi::OsString;
+use std::fs::File;
+use std::io::{self, BufRead, BufReader, Read, Seek, SeekFrom, Write};
+use std::os::fd::AsRawFd;
+use std::os::unix::process::CommandExt;
+use std::path::PathBuf;
+use std::process::{Command, ExitCode, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use catalogue::{ALLOWED_TOOLS_ENV, CATEGORIES_ENV, Catalogue, Filter};
+use protocol_lite::handshake::ServerIdentity;
+use protocol_lite::light::{LightSession, Step};
+
+/// Overrides where the full server binary is (default: `hooks-mcp-full` beside this one).
+const FULL_BIN_ENV: &str = "HOOKS_MCP_FULL_BIN";
+/// The catalogue child's time limit in milliseconds (default 30 000).
+const CATALOGUE_TIMEOUT_ENV: &str = "HOOKS_MCP_CATALOGUE_TIMEOUT_MS";
+/// Tells the full server which inherited descriptor holds the bytes to replay.
+const REPLAY_FD_ENV: &str = "HOOKS_MCP_REPLAY_FD";
+/// Tells the full server the id of the `initialize` whose response it must not send again.
+const SUPPRESS_ID_ENV: &str = "HOOKS_MCP_SUPPRESS_ID";
+/// Log filter; `debug` reports the handoff and why it happened.
+const LOG_ENV: &str = "HOOKS_MCP_LOG";
+
+pub(crate) fn run() -> ExitCode {
+    let args: Vec<OsString> = std::env::args_os().skip(1).collect();
+    let transport = std::env::var("MCP_TRANSPORT").unwrap_or_default();
+    if !args.is_empty() || !matches!(transport.trim(), "" | "stdio") {
+        // Subcommands and network transports are the full server's: no front end to keep light.
+        return exec_full(args.into_iter(), None);
+    }
+    let (filter, warnings) = Filter::from_env();
+    for w in &warnings {
+        eprintln!("hooks-mcp: warning: {w}");
+    }
+    let catalogue = match generate_catalogue() {
+        Ok(c) => c,
+        Err(message) => {
+            eprintln!("hooks-mcp: cannot start: {message}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let (visible, warnings) = catalogue.filtered(&filter);
+    for w in &warnings {
+        eprintln!("hooks-mcp: warning: {w}");
+    }
+    debug(|| format!("light path ready with {} of {} tools", visible.len(), catalogue.len()));
+    serve_light(LightSession::new(ServerIdentity::default(), visible.tools_list_result()))
+}
+
+fn debug(message: impl FnOnce() -> String) {
+    if std::env::var(LOG_ENV).is_ok_and(|v| v.to_ascii_lowercase().contains("debug")) {
+        eprintln!("hooks-mcp: debug: {}", message());
+    }
+}
+
+/// Answers the light methods until EOF (exit 0) or a handoff (never returns then).
+fn serve_light(mut session: LightSession) -> ExitCode {
+    // Our own buffer (larger than std's), so the bytes read ahead are ours to forward.
+    let mut reader = BufReader::with_capacity(64 * 1024, io::stdin());
+    let mut out = io::stdout().lock();
+    let mut line = Vec::with_capacity(4096);
+    loop {
+        line.clear();
+        match reader.read_until(b'\n', &mut line) {
+            Ok(0) => return ExitCode::SUCCESS,
+            Ok(_) => {}
+            Err(e) => {
+                eprintln!("hooks-mcp: cannot read stdin: {e}");
+                return ExitCode::FAILURE;
+            }
+        }
+        let body = line.strip_suffix(b"\n").unwrap_or(&line);
+        let body = body.strip_suffix(b"\r").unwrap_or(body);
+        match session.handle(body) {
+            Step::Nothing => {}
+            Step::Reply(bytes) => {
+                if out.write_all(&bytes).and_then(|()| out.flush()).is_err() {
+                    // The client closed its end: nothing left to serve.
+                    return ExitCode::SUCCESS;
+                }
+            }
+            Step::Handoff(reason) => {
+                debug(|| format!("handing the session to the full server: {reason}"));
+                let mut replay = session.replay().to_vec();
+                replay.extend_from_slice(&line);
+                if !line.ends_with(b"\n") {
+                    replay.push(b'\n');
+                }
+                replay.extend_from_slice(reader.buffer());
+                let suppress = session.initialize_id().map(|id| id.to_string());
+                drop(out);
+                return exec_full(
+                    [OsString::from("serve-stdio")].into_iter(),
+                    Some((replay, suppress)),
+                );
+            }
+        }
+    }
+}
+
+fn full_binary() -> PathBuf {
+    if let Some(path) = std::env::var_os(FULL_BIN_ENV).filter(|p| !p.is_empty()) {
+        return PathBuf::from(path);
+    }
+    std::env::current_exe()
+        .map(|exe| exe.with_file_name("hooks-mcp-full"))
+        .unwrap_or_else(|_| PathBuf::from("hooks-mcp-full"))
+}
+
+/// Replaces this process with the full server. Returns only on failure.
+fn exec_full(
+    args: impl Iterator<Item = OsString>,
+    replay: Option<(Vec<u8>, Option<String>)>,
+) -> ExitCode {
+    let path = full_binary();
+    let mut command = Command::new(&path);
+    command.args(args);
+    // Kept open until exec: the full server reads it through /dev/fd.
+    let mut _replay_file = None;
+    if let Some((bytes, suppress)) = replay {
+        match replay_file(&bytes) {
+            Ok(file) => {
+                command.env(REPLAY_FD_ENV, file.as_raw_fd().to_string());
+                _replay_file = Some(file);
+            }
+            Err(e) => {
+                eprintln!("hooks-mcp: cannot hand the session to the full server: {e}");
+                return ExitCode::FAILURE;
+            }
+        }
+        if let Some(id) = suppress {
+            command.env(SUPPRESS_ID_ENV, id);
+        }
+    }
+    let error = command.exec();
+    eprintln!(
+        "hooks-mcp: cannot start the full server `{}`: {error}; it is built beside hooks-mcp \
+         (cargo build), or set {FULL_BIN_ENV} to its path",
+        path.display()
+    );
+    ExitCode::FAILURE
+}
+
+/// An anonymous file holding `bytes`, inherited across `exec` (not close-on-exec).
+fn replay_file(bytes: &[u8]) -> io::Result<File> {
+    #[cfg(target_os = "linux")]
+    let mut file = File::from(rustix::fs::memfd_create(
+        "hooks-mcp-replay",
+        rustix::fs::MemfdFlags::empty(),
+    )?);
+    #[cfg(not(target_os = "linux"))]
+    let mut file = {
+        let path = std::env::temp_dir().join(format!("hooks-mcp-replay-{}", std::process::id()));
+        let file = std::fs::OpenOptions::new().read(true).write(true).create_new(true).open(&path)?;
+        std::fs::remove_file(&path)?;
+        rustix::io::fcntl_setfd(&file, rustix::io::FdFlags::empty())?;
+        file
+    };
+    file.write_all(bytes)?;
+    file.seek(SeekFrom::Start(0))?;
+    Ok(file)
+}
+
+/// Runs `hooks-mcp-full catalogue-dump` with the filters cleared and reads its catalogue.
+fn generate_catalogue() -> Result<Catalogue, String> {
+    let path = full_binary();
+    let mut child = Command::new(&path)
+        .arg("catalogue-dump")
+        .env_remove(CATEGORIES_ENV)
+        .env_remove(ALLOWED_TOOLS_ENV)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .map_err(|e| {
+            format!(
+                "cannot run the catalogue child `{}`: {e}; it is built beside hooks-mcp, or set \
+                 {FULL_BIN_ENV} to its path",
+                path.display()
+            )
+        })?;
+    let mut stdout = child.stdout.take().ok_or("the catalogue child has no stdout pipe")?;
+    let (sender, receiver) = mpsc::channel();
+    let reader = std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = sender.send(stdout.read_to_string(&mut text).map(|_| text));
+    });
+    let limit = std::env::var(CATALOGUE_TIMEOUT_ENV)
+        .ok()
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .unwrap_or(30_000);
+    let outcome = receiver.recv_timeout(Duration::from_millis(limit));
+    if outcome.is_err() {
+        let _ = child.kill();
+    }
+    let status = child.wait().map_err(|e| format!("cannot wait for the catalogue child: {e}"))?;
+    let _ = reader.join();
+    let text = match outcome {
+        Ok(Ok(text)) => text,
+        Ok(Err(e)) => return Err(format!("cannot read the catalogue child's output: {e}")),
+        Err(_) => {
+            return Err(format!(
+                "the catalogue child did not finish within {limit} ms ({CATALOGUE_TIMEOUT_ENV})"
+            ));
+        }
+    };
+    if !status.success() {
+        return Err(format!("the catalogue child failed ({status}); see its message above"));
+    }
+    Catalogue::from_json(&text).map_err(|e| format!("the catalogue child's output is unusable: {e}"))
+}
