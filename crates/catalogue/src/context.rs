@@ -149,7 +149,47 @@ pub fn parse_args<T: DeserializeOwned>(args: Value) -> Result<T, ToolError> {
             )));
         }
     };
-    serde_json::from_value(args).map_err(|e| ToolError::InvalidArguments(e.to_string()))
+    match serde_json::from_value::<T>(args.clone()) {
+        Ok(parsed) => Ok(parsed),
+        Err(e) => Err(ToolError::InvalidArguments(name_the_field::<T>(
+            &args,
+            e.to_string(),
+        ))),
+    }
+}
+
+/// Prefixes serde's message with the top-level field it concerns (`limit: invalid type: ...`).
+///
+/// Missing and unknown field messages already name the field. For the others (wrong type, bad
+/// value, unknown variant) the arguments are parsed again from pretty-printed text, where every
+/// top-level field starts its own line (strings never span lines), and the error's line number
+/// leads back to the field.
+fn name_the_field<T: DeserializeOwned>(args: &Value, message: String) -> String {
+    if message.starts_with("missing field") || message.starts_with("unknown field") {
+        return message;
+    }
+    let Ok(text) = serde_json::to_string_pretty(args) else {
+        return message;
+    };
+    let Err(located) = serde_json::from_str::<T>(&text) else {
+        return message;
+    };
+    let field = text
+        .lines()
+        .take(located.line())
+        .filter_map(|line| line.strip_prefix("  \""))
+        .last()
+        .and_then(|rest| {
+            // `rest` is the key without its opening quote, then `": value`.
+            serde_json::Deserializer::from_str(&format!("\"{rest}"))
+                .into_iter::<String>()
+                .next()
+                .and_then(Result::ok)
+        });
+    match field {
+        Some(field) => format!("{field}: {message}"),
+        None => message,
+    }
 }
 
 fn json_kind(v: &Value) -> &'static str {

@@ -18,6 +18,14 @@
 //! No async runtime, no MCP SDK, no store: the catalogue stays cheap to embed in other Rust tools
 //! and in the lightweight stdio front end.
 //!
+//! # Embedding
+//!
+//! Another Rust tool can carry the same tools: link the tools crates it wants (or register its
+//! own with [`submit!`]), build [`Catalogue::from_registry`], narrow it with [`Filter::parse`],
+//! serve [`Catalogue::tools_list_result`] and run calls with [`call`] and a [`CallContext`]
+//! holding its services in [`Extensions`]. `examples/embed.rs` does all of this end to end
+//! (`cargo run -p catalogue --example embed`).
+//!
 //! # Example
 //!
 //! ```
@@ -44,6 +52,9 @@ mod filter;
 mod registration;
 mod schema;
 mod spec;
+
+#[cfg(test)]
+mod tests;
 
 pub use context::{CallContext, Extensions, SessionPolicy, ToolError, parse_args};
 pub use filter::{ALLOWED_TOOLS_ENV, CATEGORIES_ENV, Filter, FilterWarning};

@@ -35,6 +35,7 @@ fn strip(schema: &mut Value) {
     if map.get("additionalProperties") == Some(&Value::Bool(false)) {
         map.remove("additionalProperties");
     }
+    drop_null(map);
     // Only keywords whose values are schemas are walked, so a property that happens to be
     // called `title` or `format` is kept.
     for (key, value) in map.iter_mut() {
@@ -51,6 +52,36 @@ fn strip(schema: &mut Value) {
                 }
             }
             _ => {}
+        }
+    }
+}
+
+/// Turns the `T | null` that schemars writes for `Option<T>` into plain `T`: an absent field
+/// already means "none", and `null` alternatives cost tokens in every session.
+fn drop_null(map: &mut serde_json::Map<String, Value>) {
+    let is_null = |v: &Value| v.get("type") == Some(&Value::String("null".into()));
+    if let Some(Value::Array(types)) = map.get_mut("type") {
+        types.retain(|t| t != "null");
+        if types.len() == 1 {
+            let only = types.remove(0);
+            map.insert("type".into(), only);
+        }
+    }
+    if let Some(Value::Array(values)) = map.get_mut("enum") {
+        values.retain(|v| !v.is_null());
+    }
+    if map.get("default") == Some(&Value::Null) {
+        map.remove("default");
+    }
+    if let Some(Value::Array(alternatives)) = map.get_mut("anyOf") {
+        alternatives.retain(|a| !is_null(a));
+        if alternatives.len() == 1
+            && let Some(Value::Object(only)) = alternatives.pop()
+        {
+            map.remove("anyOf");
+            for (k, v) in only {
+                map.entry(k).or_insert(v);
+            }
         }
     }
 }

@@ -47,8 +47,17 @@ pub(crate) fn run() -> ExitCode {
     for w in &warnings {
         eprintln!("hooks-mcp: warning: {w}");
     }
-    debug(|| format!("light path ready with {} of {} tools", visible.len(), catalogue.len()));
-    serve_light(LightSession::new(ServerIdentity::default(), visible.tools_list_result()))
+    debug(|| {
+        format!(
+            "light path ready with {} of {} tools",
+            visible.len(),
+            catalogue.len()
+        )
+    });
+    serve_light(LightSession::new(
+        ServerIdentity::default(),
+        visible.tools_list_result(),
+    ))
 }
 
 fn debug(message: impl FnOnce() -> String) {
@@ -155,7 +164,11 @@ fn replay_file(bytes: &[u8]) -> io::Result<File> {
     #[cfg(not(target_os = "linux"))]
     let mut file = {
         let path = std::env::temp_dir().join(format!("hooks-mcp-replay-{}", std::process::id()));
-        let file = std::fs::OpenOptions::new().read(true).write(true).create_new(true).open(&path)?;
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .open(&path)?;
         std::fs::remove_file(&path)?;
         rustix::io::fcntl_setfd(&file, rustix::io::FdFlags::empty())?;
         file
@@ -183,7 +196,10 @@ fn generate_catalogue() -> Result<Catalogue, String> {
                 path.display()
             )
         })?;
-    let mut stdout = child.stdout.take().ok_or("the catalogue child has no stdout pipe")?;
+    let mut stdout = child
+        .stdout
+        .take()
+        .ok_or("the catalogue child has no stdout pipe")?;
     let (sender, receiver) = mpsc::channel();
     let reader = std::thread::spawn(move || {
         let mut text = String::new();
@@ -197,7 +213,9 @@ fn generate_catalogue() -> Result<Catalogue, String> {
     if outcome.is_err() {
         let _ = child.kill();
     }
-    let status = child.wait().map_err(|e| format!("cannot wait for the catalogue child: {e}"))?;
+    let status = child
+        .wait()
+        .map_err(|e| format!("cannot wait for the catalogue child: {e}"))?;
     let _ = reader.join();
     let text = match outcome {
         Ok(Ok(text)) => text,
@@ -209,7 +227,10 @@ fn generate_catalogue() -> Result<Catalogue, String> {
         }
     };
     if !status.success() {
-        return Err(format!("the catalogue child failed ({status}); see its message above"));
+        return Err(format!(
+            "the catalogue child failed ({status}); see its message above"
+        ));
     }
-    Catalogue::from_json(&text).map_err(|e| format!("the catalogue child's output is unusable: {e}"))
+    Catalogue::from_json(&text)
+        .map_err(|e| format!("the catalogue child's output is unusable: {e}"))
 }

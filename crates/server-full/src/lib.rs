@@ -25,4 +25,4 @@ pub mod stdio;
 
 pub use registry::{ToolEntry, link_tools};
 pub use server::HooksServer;
-pub use settings::{SESSION_ENV, Settings, SettingsError, now_ms};
+pub use settings::{BUSY_TIMEOUT_ENV, SESSION_ENV, Settings, SettingsError, now_ms};

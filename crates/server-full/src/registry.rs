@@ -26,14 +26,22 @@ pub struct ToolEntry {
 }
 
 /// The filtered tools, in catalogue order, and the warnings the filter produced.
-pub(crate) fn build(filter: &Filter) -> Result<(Vec<ToolEntry>, Vec<FilterWarning>), CatalogueError> {
+pub(crate) fn build(
+    filter: &Filter,
+) -> Result<(Vec<ToolEntry>, Vec<FilterWarning>), CatalogueError> {
     link_tools();
     let (catalogue, warnings) = Catalogue::from_registry()?.filtered(filter);
     let mut entries = Vec::with_capacity(catalogue.len());
     for spec in catalogue.tools() {
-        let Some(registration) = catalogue::find(&spec.name) else { continue };
+        let Some(registration) = catalogue::find(&spec.name) else {
+            continue;
+        };
         let tool: Tool = serde_json::from_value(spec.to_mcp())?;
-        entries.push(ToolEntry { spec: spec.clone(), tool, handler: registration.handler });
+        entries.push(ToolEntry {
+            spec: spec.clone(),
+            tool,
+            handler: registration.handler,
+        });
     }
     Ok((entries, warnings))
 }

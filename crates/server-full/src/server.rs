@@ -55,7 +55,12 @@ impl HooksServer {
             initialized: Arc::new(Notify::new()),
             log_level: Mutex::new(LoggingLevel::Info),
         };
-        Ok((HooksServer { inner: Arc::new(inner) }, warnings))
+        Ok((
+            HooksServer {
+                inner: Arc::new(inner),
+            },
+            warnings,
+        ))
     }
 
     /// The exposed tools, in catalogue order.
@@ -86,7 +91,8 @@ impl HooksServer {
         .await;
         Ok(match outcome {
             Ok(Ok(value)) => {
-                let mut result = CallToolResult::success(vec![ContentBlock::text(value.to_string())]);
+                let mut result =
+                    CallToolResult::success(vec![ContentBlock::text(value.to_string())]);
                 result.structured_content = Some(value);
                 result
             }
@@ -122,11 +128,17 @@ impl ServerHandler for HooksServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(self.inner.tools.iter().map(|t| t.tool.clone()).collect()))
+        Ok(ListToolsResult::with_all_items(
+            self.inner.tools.iter().map(|t| t.tool.clone()).collect(),
+        ))
     }
 
     fn get_tool(&self, name: &str) -> Option<rmcp::model::Tool> {
-        self.inner.tools.iter().find(|t| t.spec.name == name).map(|t| t.tool.clone())
+        self.inner
+            .tools
+            .iter()
+            .find(|t| t.spec.name == name)
+            .map(|t| t.tool.clone())
     }
 
     async fn call_tool(
@@ -167,7 +179,11 @@ impl ServerHandler for HooksServer {
         request: SetLevelRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        let mut level = self.inner.log_level.lock().unwrap_or_else(|p| p.into_inner());
+        let mut level = self
+            .inner
+            .log_level
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
         *level = request.level;
         Ok(())
     }

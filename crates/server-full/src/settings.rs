@@ -10,6 +10,9 @@ use store::{OpenOptions, Opened, SqliteStore, StoreError, StoreHandle, StoreLoca
 /// Environment variables naming the agent session a stdio server acts for, in priority order.
 pub const SESSION_ENV: [&str; 2] = ["HOOKS_MCP_SESSION_ID", "CLAUDE_CODE_SESSION_ID"];
 
+/// How long a store call waits for another process's lock, in milliseconds (default 5000).
+pub const BUSY_TIMEOUT_ENV: &str = "HOOKS_MCP_BUSY_TIMEOUT_MS";
+
 /// Why the server could not be set up.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -49,7 +52,16 @@ impl Settings {
                 .find_map(|k| std::env::var(k).ok().filter(|v| !v.trim().is_empty())),
         );
         let location = StoreLocation::from_env().ok_or(StoreError::NoLocation)?;
-        let options = OpenOptions { create: true, ..OpenOptions::default() };
+        let mut options = OpenOptions {
+            create: true,
+            ..OpenOptions::default()
+        };
+        if let Some(ms) = std::env::var(BUSY_TIMEOUT_ENV)
+            .ok()
+            .and_then(|v| v.trim().parse().ok())
+        {
+            options.busy_timeout = std::time::Duration::from_millis(ms);
+        }
         let (store, opened) = SqliteStore::open(&location, &options)?;
         let settings = Settings {
             filter,

@@ -15,7 +15,7 @@ use rmcp::transport::Transport;
 use rmcp::{RoleServer, ServiceExt};
 use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
-use tokio::sync::{Mutex, Notify};
+use tokio::sync::{Mutex, Notify, mpsc};
 
 use crate::HooksServer;
 use crate::server::INITIALIZED_GRACE;
@@ -64,54 +64,100 @@ where
     W: AsyncWrite + Unpin + Send + 'static,
 {
     let suppress = suppress.and_then(|id| serde_json::from_value::<RequestId>(id).ok());
-    let transport = LineTransport {
+    let writer = Arc::new(Mutex::new(output));
+    // A task of its own reads and checks lines: rmcp polls `receive` inside a `select!` and
+    // drops it whenever another branch wins, so reading (and answering bad lines) there would
+    // lose data. Receiving from a channel is cancel-safe.
+    let (sender, receiver) = mpsc::channel(64);
+    let reader = LineReader {
         reader: BufReader::new(input),
-        writer: Arc::new(Mutex::new(output)),
-        suppress,
+        writer: writer.clone(),
+        sender,
         initialized: server.initialized_signal(),
-        await_initialized: false,
         seen_request: false,
-        line: Vec::with_capacity(4096),
     };
-    let running = server.serve(transport).await.map_err(|e| StdioError::Handshake(e.to_string()))?;
-    running.waiting().await.map_err(|e| StdioError::Session(e.to_string()))?;
-    Ok(())
+    let reader = tokio::spawn(reader.run());
+    let transport = LineTransport {
+        receiver,
+        writer,
+        suppress,
+    };
+    let outcome = match server.serve(transport).await {
+        Ok(running) => running
+            .waiting()
+            .await
+            .map(|_| ())
+            .map_err(|e| StdioError::Session(e.to_string())),
+        Err(e) => Err(StdioError::Handshake(e.to_string())),
+    };
+    reader.abort();
+    outcome
 }
 
-struct LineTransport<R, W> {
+struct LineReader<R, W> {
     reader: BufReader<R>,
     writer: Arc<Mutex<W>>,
-    /// The id whose first response is swallowed (the light path already answered it).
-    suppress: Option<RequestId>,
+    sender: mpsc::Sender<ClientJsonRpcMessage>,
     initialized: Arc<Notify>,
-    /// The last message handed to rmcp was `notifications/initialized`: rmcp handles each
-    /// message in its own task, so wait until the handler ran before handing over the next one.
-    await_initialized: bool,
     /// Notifications before the first request are dropped (there is no session yet).
     seen_request: bool,
-    line: Vec<u8>,
 }
 
-impl<R, W> LineTransport<R, W>
+impl<R, W> LineReader<R, W>
 where
+    R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
 {
-    /// Checks one line: `Some` message for rmcp, or `None` after answering or skipping it.
-    async fn accept(&mut self, line: &[u8]) -> Option<ClientJsonRpcMessage> {
+    async fn run(mut self) {
+        let mut line = Vec::with_capacity(4096);
+        loop {
+            line.clear();
+            match self.reader.read_until(b'\n', &mut line).await {
+                Ok(0) => return,
+                Ok(_) => {}
+                Err(e) => {
+                    tracing::debug!("stdin closed: {e}");
+                    return;
+                }
+            }
+            let trimmed = line.strip_suffix(b"\n").unwrap_or(&line);
+            let trimmed = trimmed.strip_suffix(b"\r").unwrap_or(trimmed);
+            if jsonrpc::is_blank(trimmed) {
+                continue;
+            }
+            let Some((message, is_initialized)) = self.accept(trimmed).await else {
+                continue;
+            };
+            if self.sender.send(message).await.is_err() {
+                return;
+            }
+            // rmcp handles each message in its own task: wait until `initialized` was handled
+            // before handing over what followed it, so the handshake is processed first.
+            if is_initialized
+                && tokio::time::timeout(INITIALIZED_GRACE, self.initialized.notified())
+                    .await
+                    .is_err()
+            {
+                tracing::warn!("`notifications/initialized` was not handled in time; reading on");
+            }
+        }
+    }
+
+    /// Checks one line: the message for rmcp (and whether it is `initialized`), or `None`
+    /// after answering or skipping it.
+    async fn accept(&mut self, line: &[u8]) -> Option<(ClientJsonRpcMessage, bool)> {
         let (value, incoming) = match jsonrpc::parse_line(line) {
             Ok(parsed) => parsed,
             Err(reply) => {
                 tracing::debug!(code = reply.code, "answered a bad line: {}", reply.message);
-                if let Err(e) = write_line(self.writer.clone(), &reply.to_line()).await {
-                    tracing::warn!("cannot write an error reply: {e}");
-                }
+                self.reply(&reply).await;
                 return None;
             }
         };
-        let (id, method) = match &incoming {
+        let (id, method) = match incoming {
             jsonrpc::Incoming::Notification { .. } if !self.seen_request => return None,
-            jsonrpc::Incoming::Request { id, method, .. } => (Some(id.clone()), method.clone()),
-            jsonrpc::Incoming::Notification { method } => (None, method.clone()),
+            jsonrpc::Incoming::Request { id, method, .. } => (Some(id), method),
+            jsonrpc::Incoming::Notification { method } => (None, method),
             jsonrpc::Incoming::Response => (None, String::new()),
         };
         match serde_json::from_value::<ClientJsonRpcMessage>(value) {
@@ -119,8 +165,7 @@ where
                 if id.is_some() {
                     self.seen_request = true;
                 }
-                self.await_initialized = method == "notifications/initialized";
-                Some(message)
+                Some((message, method == "notifications/initialized"))
             }
             Err(e) => {
                 let Some(id) = id else {
@@ -132,19 +177,29 @@ where
                     code: jsonrpc::INVALID_PARAMS,
                     message: format!("Invalid params for `{method}`: {e}"),
                 };
-                if let Err(e) = write_line(self.writer.clone(), &reply.to_line()).await {
-                    tracing::warn!("cannot write an error reply: {e}");
-                }
+                self.reply(&reply).await;
                 None
             }
         }
     }
+
+    async fn reply(&mut self, reply: &jsonrpc::ErrorReply) {
+        let mut writer = self.writer.lock().await;
+        let written = async {
+            writer.write_all(&reply.to_line()).await?;
+            writer.flush().await
+        };
+        if let Err(e) = written.await {
+            tracing::warn!("cannot write an error reply: {e}");
+        }
+    }
 }
 
-async fn write_line<W: AsyncWrite + Unpin>(writer: Arc<Mutex<W>>, bytes: &[u8]) -> std::io::Result<()> {
-    let mut writer = writer.lock().await;
-    writer.write_all(bytes).await?;
-    writer.flush().await
+struct LineTransport<W> {
+    receiver: mpsc::Receiver<ClientJsonRpcMessage>,
+    writer: Arc<Mutex<W>>,
+    /// The id whose first response is swallowed (the light path already answered it).
+    suppress: Option<RequestId>,
 }
 
 fn response_id(message: &ServerJsonRpcMessage) -> Option<&RequestId> {
@@ -155,9 +210,8 @@ fn response_id(message: &ServerJsonRpcMessage) -> Option<&RequestId> {
     }
 }
 
-impl<R, W> Transport<RoleServer> for LineTransport<R, W>
+impl<W> Transport<RoleServer> for LineTransport<W>
 where
-    R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
 {
     type Error = std::io::Error;
@@ -169,7 +223,10 @@ where
         let suppressed = match (&self.suppress, response_id(&item)) {
             (Some(wanted), Some(id)) if wanted == id => {
                 self.suppress = None;
-                tracing::debug!(?id, "suppressed the full server's duplicate initialize response");
+                tracing::debug!(
+                    ?id,
+                    "suppressed the full server's duplicate initialize response"
+                );
                 true
             }
             _ => false,
@@ -195,31 +252,7 @@ where
     }
 
     async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleServer>> {
-        if std::mem::take(&mut self.await_initialized)
-            && tokio::time::timeout(INITIALIZED_GRACE, self.initialized.notified()).await.is_err()
-        {
-            tracing::warn!("`notifications/initialized` was not handled in time; reading on");
-        }
-        loop {
-            self.line.clear();
-            match self.reader.read_until(b'\n', &mut self.line).await {
-                Ok(0) => return None,
-                Ok(_) => {}
-                Err(e) => {
-                    tracing::debug!("stdin closed: {e}");
-                    return None;
-                }
-            }
-            let line = std::mem::take(&mut self.line);
-            let trimmed = line.strip_suffix(b"\n").unwrap_or(&line);
-            let trimmed = trimmed.strip_suffix(b"\r").unwrap_or(trimmed);
-            let accepted =
-                if jsonrpc::is_blank(trimmed) { None } else { self.accept(trimmed).await };
-            self.line = line;
-            if let Some(message) = accepted {
-                return Some(message);
-            }
-        }
+        self.receiver.recv().await
     }
 
     async fn close(&mut self) -> Result<(), Self::Error> {

@@ -234,7 +234,7 @@ pub struct Reminder {
 impl Reminder {
     /// Whether the reminder is due on a session's `call_number`-th tool call (1-based).
     pub fn is_due_on(&self, call_number: u64) -> bool {
-        self.cadence > 0 && call_number > 0 && call_number % u64::from(self.cadence) == 0
+        self.cadence > 0 && call_number > 0 && call_number.is_multiple_of(u64::from(self.cadence))
     }
 }
 

@@ -1,1 +1,334 @@
-//! placeholder
+//! The channels tools: broadcast messages to agent sessions.
+//!
+//! # What this crate owns
+//!
+//! - The tools `channel_publish`, `channel_list`, `channel_read`, `channel_acknowledge` and
+//!   `channel_clear`, registered with the catalogue (linking this crate is what makes them
+//!   exist).
+//! - [`render_delivery`], the compact text the prompt and tool-call hooks inject for the
+//!   messages the store delivers.
+//!
+//! # What it must not depend on
+//!
+//! No MCP SDK, no async runtime, no SQL and no other tools crate: it speaks to persistence only
+//! through the `store` crate's domain API.
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use catalogue::{Annotations, CallContext, ToolError};
+use store::rules::{
+    TTL_DEFAULT_SECONDS, TTL_MIN_SECONDS, check_channel_name, check_message, check_ttl,
+};
+use store::{Message, MessageQuery, MessageScope, NewMessage, Severity, StoreHandle};
+
+#[cfg(test)]
+mod tests;
+
+/// Most messages `channel_read` returns at once.
+pub const READ_LIMIT_MAX: u32 = 200;
+/// Messages `channel_read` returns when no limit is given.
+pub const READ_LIMIT_DEFAULT: u32 = 20;
+
+/// The hook text for delivered messages: one line each, e.g.
+/// `[ALERT #12 deploys] db is down (ack: channel_acknowledge message_id=12)`. Messages that
+/// repeat until acknowledged (alert, critical) say how to acknowledge; `info` ones are shown
+/// once and do not. Empty for no messages.
+pub fn render_delivery(messages: &[Message]) -> String {
+    let mut out = String::new();
+    for m in messages {
+        if !out.is_empty() {
+            out.push('\n');
+        }
+        let level = m.severity.as_str().to_ascii_uppercase();
+        out.push_str(&format!("[{level} #{} {}] {}", m.id, m.channel, m.body));
+        if m.severity != Severity::Info {
+            out.push_str(&format!(" (ack: channel_acknowledge message_id={})", m.id));
+        }
+    }
+    out
+}
+
+fn invalid(field: &str, problem: impl std::fmt::Display) -> ToolError {
+    ToolError::InvalidArguments(format!("{field}: {problem}"))
+}
+
+fn channel_arg(field: &str, name: &str) -> Result<(), ToolError> {
+    check_channel_name(name).map_err(|e| invalid(field, e))
+}
+
+/// Severity as the tools accept it.
+#[derive(Debug, Clone, Copy, Default, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+enum SeverityArg {
+    #[default]
+    Info,
+    Alert,
+    Critical,
+}
+
+impl From<SeverityArg> for Severity {
+    fn from(s: SeverityArg) -> Self {
+        match s {
+            SeverityArg::Info => Severity::Info,
+            SeverityArg::Alert => Severity::Alert,
+            SeverityArg::Critical => Severity::Critical,
+        }
+    }
+}
+
+// Arguments of `channel_publish`. Argument structs carry no doc comment of their own: it would
+// become a schema description that every session pays for.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct PublishArgs {
+    /// Letters, digits, `.`, `_`, `-` (max 64); `global` reaches every session.
+    channel: String,
+    /// Max 4096 bytes.
+    message: String,
+    /// info (default): shown once; alert: every prompt until acknowledged; critical: also
+    /// before every tool call.
+    severity: Option<SeverityArg>,
+    /// Seconds, 1-2592000 (default 3600).
+    ttl_seconds: Option<i64>,
+}
+
+fn publish(ctx: &CallContext<'_>, args: Value) -> Result<Value, ToolError> {
+    let args: PublishArgs = catalogue::parse_args(args)?;
+    channel_arg("channel", &args.channel)?;
+    check_message(&args.message).map_err(|e| invalid("message", e))?;
+    let ttl = match args.ttl_seconds {
+        None => TTL_DEFAULT_SECONDS,
+        Some(s) => u64::try_from(s)
+            .map_err(|_| format!("must be at least {TTL_MIN_SECONDS} second, got {s}"))
+            .and_then(check_ttl)
+            .map_err(|e| invalid("ttl_seconds", e))?,
+    };
+    let store = ctx.service::<StoreHandle>()?;
+    let now = ctx.now_ms();
+    // Opportunistic housekeeping: one indexed DELETE keeps expired messages from piling up.
+    store.prune_expired(now)?;
+    let message = store.publish(&NewMessage {
+        channel: args.channel,
+        body: args.message,
+        severity: args.severity.unwrap_or_default().into(),
+        created_at: now,
+        expires_at: now + i64::from(ttl) * 1000,
+    })?;
+    Ok(json!({
+        "id": message.id,
+        "channel": message.channel,
+        "severity": message.severity.as_str(),
+        "expires_at": store::to_rfc3339(message.expires_at),
+    }))
+}
+
+catalogue::submit! {
+    catalogue::ToolRegistration {
+        name: "channel_publish",
+        category: catalogue::Category::Channels,
+        title: "Publish a broadcast",
+        description: "Broadcast a message to agent sessions until it expires.",
+        input_schema: catalogue::schema_of::<PublishArgs>,
+        output_schema: None,
+        annotations: Annotations::ADDITIVE,
+        handler: publish,
+    }
+}
+
+// Arguments of `channel_list` (none).
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct ListArgs {}
+
+fn list(ctx: &CallContext<'_>, args: Value) -> Result<Value, ToolError> {
+    let ListArgs {} = catalogue::parse_args(args)?;
+    let store = ctx.service::<StoreHandle>()?;
+    let channels = store.channels(ctx.now_ms())?;
+    let total: u64 = channels.iter().map(|c| c.active).sum();
+    let channels: Vec<Value> = channels
+        .iter()
+        .map(|c| {
+            json!({
+                "channel": c.channel,
+                "active": c.active,
+                "latest_at": store::to_rfc3339(c.latest_at),
+            })
+        })
+        .collect();
+    Ok(json!({ "channels": channels, "total_active": total }))
+}
+
+catalogue::submit! {
+    catalogue::ToolRegistration {
+        name: "channel_list",
+        category: catalogue::Category::Channels,
+        title: "List channels",
+        description: "List channels that have unexpired messages.",
+        input_schema: catalogue::schema_of::<ListArgs>,
+        output_schema: None,
+        annotations: Annotations::READ_ONLY,
+        handler: list,
+    }
+}
+
+// Arguments of `channel_read`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct ReadArgs {
+    /// Only this channel (default: all).
+    channel: Option<String>,
+    /// Whose acknowledgements apply (default: this session if known, else none).
+    session_id: Option<String>,
+    /// Include messages that session acknowledged.
+    #[serde(default)]
+    include_acknowledged: bool,
+    /// 1-200 (default 20).
+    limit: Option<i64>,
+}
+
+fn read(ctx: &CallContext<'_>, args: Value) -> Result<Value, ToolError> {
+    let args: ReadArgs = catalogue::parse_args(args)?;
+    if let Some(channel) = &args.channel {
+        channel_arg("channel", channel)?;
+    }
+    let limit = match args.limit {
+        None => READ_LIMIT_DEFAULT,
+        Some(n) => u32::try_from(n)
+            .ok()
+            .filter(|n| (1..=READ_LIMIT_MAX).contains(n))
+            .ok_or_else(|| invalid("limit", format!("must be 1 to {READ_LIMIT_MAX}, got {n}")))?,
+    };
+    // Reading is useful without a session too: then nothing is marked or hidden as
+    // acknowledged, rather than failing.
+    let session_id = ctx.session_id(args.session_id.as_deref()).ok();
+    let store = ctx.service::<StoreHandle>()?;
+    let views = store.read_messages(&MessageQuery {
+        channel: args.channel,
+        session_id,
+        include_acknowledged: args.include_acknowledged,
+        limit,
+        now: ctx.now_ms(),
+    })?;
+    let messages: Vec<Value> = views
+        .iter()
+        .map(|v| {
+            let m = &v.message;
+            json!({
+                "id": m.id,
+                "channel": m.channel,
+                "severity": m.severity.as_str(),
+                "message": m.body,
+                "created_at": store::to_rfc3339(m.created_at),
+                "expires_at": store::to_rfc3339(m.expires_at),
+                "acknowledged": v.acknowledged,
+            })
+        })
+        .collect();
+    Ok(json!({ "messages": messages }))
+}
+
+catalogue::submit! {
+    catalogue::ToolRegistration {
+        name: "channel_read",
+        category: catalogue::Category::Channels,
+        title: "Read broadcasts",
+        description: "Read unexpired messages, newest first.",
+        input_schema: catalogue::schema_of::<ReadArgs>,
+        output_schema: None,
+        annotations: Annotations::READ_ONLY,
+        handler: read,
+    }
+}
+
+// Arguments of `channel_acknowledge`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct AcknowledgeArgs {
+    /// The message's id.
+    message_id: i64,
+    /// Acknowledging session (default: this session).
+    session_id: Option<String>,
+}
+
+fn acknowledge(ctx: &CallContext<'_>, args: Value) -> Result<Value, ToolError> {
+    let args: AcknowledgeArgs = catalogue::parse_args(args)?;
+    let session_id = ctx.session_id(args.session_id.as_deref())?;
+    let store = ctx.service::<StoreHandle>()?;
+    let message = store
+        .acknowledge(args.message_id, &session_id, ctx.now_ms())
+        .map_err(|e| match e {
+            store::StoreError::NotFound { .. } => ToolError::NotFound(format!(
+                "message_id: no unexpired message has id {}; channel_read lists them",
+                args.message_id
+            )),
+            other => other.into(),
+        })?;
+    Ok(json!({ "acknowledged": message.id, "session_id": session_id }))
+}
+
+catalogue::submit! {
+    catalogue::ToolRegistration {
+        name: "channel_acknowledge",
+        category: catalogue::Category::Channels,
+        title: "Acknowledge a broadcast",
+        description: "Stop delivering an alert or critical message to a session.",
+        input_schema: catalogue::schema_of::<AcknowledgeArgs>,
+        output_schema: None,
+        // Acknowledging twice changes nothing more.
+        annotations: Annotations { idempotent: true, ..Annotations::ADDITIVE },
+        handler: acknowledge,
+    }
+}
+
+// Arguments of `channel_clear`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct ClearArgs {
+    /// Delete every message of this channel.
+    channel: Option<String>,
+    /// Delete this message.
+    message_id: Option<i64>,
+}
+
+fn clear(ctx: &CallContext<'_>, args: Value) -> Result<Value, ToolError> {
+    let args: ClearArgs = catalogue::parse_args(args)?;
+    let scope = match (args.channel, args.message_id) {
+        (Some(channel), None) => {
+            channel_arg("channel", &channel)?;
+            MessageScope::Channel(channel)
+        }
+        (None, Some(id)) => MessageScope::Id(id),
+        (Some(_), Some(_)) => {
+            return Err(invalid(
+                "channel",
+                "cannot be combined with message_id; pass only one of them",
+            ));
+        }
+        (None, None) => {
+            return Err(invalid(
+                "channel",
+                "pass `channel` to clear a channel or `message_id` to delete one message \
+                 (clearing every channel at once is not offered)",
+            ));
+        }
+    };
+    let store = ctx.service::<StoreHandle>()?;
+    let removed = store.clear_messages(&scope)?;
+    Ok(json!({ "removed": removed }))
+}
+
+catalogue::submit! {
+    catalogue::ToolRegistration {
+        name: "channel_clear",
+        category: catalogue::Category::Channels,
+        title: "Delete broadcasts",
+        description: "Delete one message, or every message of a channel. Pass exactly one of \
+                      channel, message_id.",
+        input_schema: catalogue::schema_of::<ClearArgs>,
+        output_schema: None,
+        annotations: Annotations::DESTRUCTIVE,
+        handler: clear,
+    }
+}

@@ -72,9 +72,9 @@ fn serve() -> anyhow::Result<()> {
     let transport = std::env::var("MCP_TRANSPORT").unwrap_or_default();
     match transport.trim() {
         "" | "stdio" => serve_stdio(),
-        other => anyhow::bail!(
-            "MCP_TRANSPORT={other} is not a transport this build serves; use stdio"
-        ),
+        other => {
+            anyhow::bail!("MCP_TRANSPORT={other} is not a transport this build serves; use stdio")
+        }
     }
 }
 

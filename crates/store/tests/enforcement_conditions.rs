@@ -1,0 +1,202 @@
+//! Store-level tests of the enforcement and conditions parts of the SQLite backend.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::sync::Arc;
+
+use store::{
+    Condition, ConditionStore, EnforcementStore, NewReminder, PutMode, PutOutcome, ReminderScope,
+    ScriptLanguage, SqliteStore, Step, StoreAdmin, StoreError,
+};
+
+fn open() -> (tempfile::TempDir, SqliteStore) {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SqliteStore::create(dir.path().join("state.db")).unwrap();
+    (dir, store)
+}
+
+fn reminder(message: &str, cadence: u32, tag: Option<&str>) -> NewReminder {
+    NewReminder {
+        message: message.into(),
+        cadence,
+        tag: tag.map(Into::into),
+        created_at: 1_000,
+    }
+}
+
+fn condition(name: &str, script: &str, at: i64) -> Condition {
+    Condition {
+        name: name.into(),
+        step: Step::Pre,
+        matcher: "bash.git".into(),
+        script: script.into(),
+        language: ScriptLanguage::Bash,
+        run_async: false,
+        session_id: "s1".into(),
+        created_at: at,
+        updated_at: at,
+    }
+}
+
+#[test]
+fn reminders_round_trip_and_clear_by_id_and_tag() {
+    let (_dir, store) = open();
+    let a = store
+        .add_reminder(&reminder("run the tests", 3, Some("qa")))
+        .unwrap();
+    let b = store
+        .add_reminder(&reminder("update the log", 5, None))
+        .unwrap();
+    let c = store
+        .add_reminder(&reminder("lint", 2, Some("qa")))
+        .unwrap();
+    assert!(a.id < b.id && b.id < c.id);
+    assert_eq!(
+        store.reminders().unwrap(),
+        vec![a.clone(), b.clone(), c.clone()]
+    );
+    assert_eq!(store.counts(0).unwrap().reminders, 3);
+
+    assert_eq!(
+        store
+            .clear_reminders(&ReminderScope::Tag("qa".into()))
+            .unwrap(),
+        2
+    );
+    assert_eq!(store.reminders().unwrap(), vec![b.clone()]);
+    assert_eq!(store.clear_reminders(&ReminderScope::Id(b.id)).unwrap(), 1);
+    assert_eq!(store.clear_reminders(&ReminderScope::Id(b.id)).unwrap(), 0);
+    assert!(store.reminders().unwrap().is_empty());
+}
+
+#[test]
+fn zero_cadence_is_rejected_by_the_schema() {
+    let (_dir, store) = open();
+    assert!(store.add_reminder(&reminder("never", 0, None)).is_err());
+    assert!(store.reminders().unwrap().is_empty());
+}
+
+#[test]
+fn tool_call_counters_are_per_session() {
+    let (_dir, store) = open();
+    assert_eq!(store.tool_calls("s1").unwrap(), 0);
+    assert_eq!(store.count_tool_call("s1", 10).unwrap(), 1);
+    assert_eq!(store.count_tool_call("s1", 11).unwrap(), 2);
+    assert_eq!(store.count_tool_call("s2", 12).unwrap(), 1);
+    assert_eq!(store.count_tool_call("s1", 13).unwrap(), 3);
+    assert_eq!(store.tool_calls("s1").unwrap(), 3);
+    assert_eq!(store.tool_calls("s2").unwrap(), 1);
+}
+
+#[test]
+fn concurrent_tool_calls_get_distinct_numbers() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("state.db");
+    SqliteStore::create(&path).unwrap();
+    // Separate connections, as separate hook processes would have.
+    let handles: Vec<_> = (0..4)
+        .map(|_| {
+            let store = Arc::new(SqliteStore::create(&path).unwrap());
+            std::thread::spawn(move || {
+                (0..10)
+                    .map(|i| store.count_tool_call("s1", i).unwrap())
+                    .collect::<Vec<_>>()
+            })
+        })
+        .collect();
+    let mut all: Vec<u64> = handles
+        .into_iter()
+        .flat_map(|h| h.join().unwrap())
+        .collect();
+    all.sort_unstable();
+    assert_eq!(all, (1..=40).collect::<Vec<u64>>());
+}
+
+#[test]
+fn put_condition_creates_refuses_duplicates_and_replaces_keeping_created_at() {
+    let (_dir, store) = open();
+    let first = condition("no_force_push", "exit 0", 100);
+    assert_eq!(
+        store.put_condition(&first, PutMode::CreateOnly).unwrap(),
+        PutOutcome::Created
+    );
+    assert_eq!(
+        store.condition("no_force_push").unwrap(),
+        Some(first.clone())
+    );
+
+    let mut second = condition("no_force_push", "exit 2", 200);
+    second.step = Step::Post;
+    second.language = ScriptLanguage::Python;
+    second.run_async = true;
+    second.session_id = "s2".into();
+    match store.put_condition(&second, PutMode::CreateOnly) {
+        Err(StoreError::Conflict(msg)) => assert!(msg.contains("replace=true"), "{msg}"),
+        other => panic!("expected a conflict, got {other:?}"),
+    }
+    assert_eq!(
+        store.condition("no_force_push").unwrap(),
+        Some(first.clone())
+    );
+
+    assert_eq!(
+        store.put_condition(&second, PutMode::Replace).unwrap(),
+        PutOutcome::Replaced
+    );
+    let stored = store.condition("no_force_push").unwrap().unwrap();
+    assert_eq!(
+        stored,
+        Condition {
+            created_at: 100,
+            ..second.clone()
+        }
+    );
+
+    // Replace mode on a new name creates it.
+    let other = condition("audit", "true", 300);
+    assert_eq!(
+        store.put_condition(&other, PutMode::Replace).unwrap(),
+        PutOutcome::Created
+    );
+    let names: Vec<String> = store
+        .conditions()
+        .unwrap()
+        .into_iter()
+        .map(|c| c.name)
+        .collect();
+    assert_eq!(names, ["audit", "no_force_push"]);
+    assert_eq!(store.counts(0).unwrap().conditions, 2);
+}
+
+#[test]
+fn delete_condition_reports_whether_it_existed() {
+    let (_dir, store) = open();
+    store
+        .put_condition(&condition("a", "true", 1), PutMode::CreateOnly)
+        .unwrap();
+    assert!(store.delete_condition("a").unwrap());
+    assert!(!store.delete_condition("a").unwrap());
+    assert_eq!(store.condition("a").unwrap(), None);
+}
+
+#[test]
+fn gate_opens_until_expiry_per_session_and_disarms() {
+    let (_dir, store) = open();
+    assert_eq!(store.gate_open_until("s1", 0).unwrap(), None);
+    store.arm_gate("s1", 1_000).unwrap();
+    assert_eq!(store.gate_open_until("s1", 999).unwrap(), Some(1_000));
+    assert_eq!(
+        store.gate_open_until("s1", 1_000).unwrap(),
+        None,
+        "closed at the instant"
+    );
+    assert_eq!(
+        store.gate_open_until("s2", 500).unwrap(),
+        None,
+        "other sessions stay closed"
+    );
+    store.arm_gate("s1", 5_000).unwrap();
+    assert_eq!(store.gate_open_until("s1", 2_000).unwrap(), Some(5_000));
+    store.disarm_gate("s1").unwrap();
+    assert_eq!(store.gate_open_until("s1", 2_000).unwrap(), None);
+    store.disarm_gate("s1").unwrap();
+}

@@ -1,0 +1,296 @@
+//! The scheduler part of the store: creation, cancellation, and firing exactly once per
+//! occurrence, also when several processes fire the same schedules at the same moment.
+//!
+//! The cross-process test re-runs this test executable as child processes (selecting
+//! [`child_fire_due`]); children find the database and a start signal in the environment.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use store::{
+    Millis, NewSchedule, NextFire, OpenOptions, Schedule, ScheduleStatus, ScheduleStore, Severity,
+    SqliteStore, StoreError, StoreLocation, Trigger,
+};
+
+const DB_ENV: &str = "HOOKS_MCP_TEST_SCHEDULER_DB";
+const GO_ENV: &str = "HOOKS_MCP_TEST_SCHEDULER_GO";
+const CHILDREN: usize = 4;
+const SCHEDULES: usize = 200;
+const ROUNDS: usize = 5;
+const T0: Millis = 1_800_000_000_000;
+const MINUTE: Millis = 60_000;
+
+/// A minimal plan (the real one, with cron, lives in the scheduler tools): one-shots complete,
+/// intervals move to the first grid point after `now` and count what they pass.
+fn plan(schedule: &Schedule, now: Millis) -> NextFire {
+    match schedule.trigger {
+        Trigger::Every(s) => {
+            let period = i64::from(s) * 1000;
+            let fired = schedule.next_fire_at.unwrap();
+            let late = (now - fired) / period;
+            NextFire {
+                next_fire_at: Some(fired + (late + 1) * period),
+                skipped: late as u64,
+            }
+        }
+        _ => NextFire {
+            next_fire_at: None,
+            skipped: 0,
+        },
+    }
+}
+
+fn new_schedule(body: &str, trigger: Trigger, next_fire_at: Millis) -> NewSchedule {
+    NewSchedule {
+        name: None,
+        channel: "ops".into(),
+        message: body.into(),
+        severity: Severity::Alert,
+        ttl_seconds: 600,
+        trigger,
+        next_fire_at,
+        created_at: T0 - 10 * MINUTE,
+    }
+}
+
+fn store_at(dir: &tempfile::TempDir) -> (SqliteStore, PathBuf) {
+    let path = dir.path().join("state.db");
+    (SqliteStore::create(&path).unwrap(), path)
+}
+
+#[test]
+fn create_list_and_cancel() {
+    let dir = tempfile::tempdir().unwrap();
+    let (store, _) = store_at(&dir);
+    let mut named = new_schedule("standup", Trigger::Cron("0 9 * * 1-5".into()), T0);
+    named.name = Some("standup".into());
+    let a = store.create_schedule(&named).unwrap();
+    let b = store
+        .create_schedule(&new_schedule("tick", Trigger::Every(60), T0))
+        .unwrap();
+    assert_eq!(store.schedules().unwrap(), vec![a.clone(), b.clone()]);
+    assert_eq!(a.trigger, Trigger::Cron("0 9 * * 1-5".into()));
+    assert_eq!(a.status, ScheduleStatus::Active);
+
+    let cancelled = store.cancel_schedule(a.id, T0).unwrap();
+    assert_eq!(cancelled.status, ScheduleStatus::Cancelled);
+    assert_eq!(cancelled.next_fire_at, None);
+    assert_eq!(store.schedules().unwrap()[0], cancelled);
+
+    match store.cancel_schedule(a.id, T0) {
+        Err(StoreError::Conflict(msg)) => assert!(msg.contains("already cancelled"), "{msg}"),
+        other => panic!("expected a conflict, got {other:?}"),
+    }
+    assert!(matches!(
+        store.cancel_schedule(9999, T0),
+        Err(StoreError::NotFound { .. })
+    ));
+    // A cancelled schedule never fires; the other one does.
+    let firings = store.fire_due(T0, &plan).unwrap();
+    assert_eq!(
+        firings.iter().map(|f| f.schedule_id).collect::<Vec<_>>(),
+        vec![b.id]
+    );
+}
+
+#[test]
+fn fire_due_publishes_and_advances_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let (store, path) = store_at(&dir);
+    let once = store
+        .create_schedule(&new_schedule("once", Trigger::At(T0), T0))
+        .unwrap();
+    let every = store
+        .create_schedule(&new_schedule("every", Trigger::Every(60), T0))
+        .unwrap();
+    let later = store
+        .create_schedule(&new_schedule("later", Trigger::At(T0 + 1), T0 + 1))
+        .unwrap();
+
+    assert!(
+        store.fire_due(T0 - 1, &plan).unwrap().is_empty(),
+        "nothing is due yet"
+    );
+    let firings = store.fire_due(T0, &plan).unwrap();
+    assert_eq!(firings.len(), 2);
+    let first = &firings[0];
+    assert_eq!(
+        (first.schedule_id, first.scheduled_for, first.skipped),
+        (once.id, T0, 0)
+    );
+    assert_eq!(first.message.body, "once");
+    assert_eq!(first.message.channel, "ops");
+    assert_eq!(first.message.severity, Severity::Alert);
+    assert_eq!(
+        (first.message.created_at, first.message.expires_at),
+        (T0, T0 + 600_000)
+    );
+    assert!(
+        store.fire_due(T0, &plan).unwrap().is_empty(),
+        "the same instant fires nothing"
+    );
+
+    let all = store.schedules().unwrap();
+    assert_eq!(all[0].status, ScheduleStatus::Completed);
+    assert_eq!(
+        (all[0].next_fire_at, all[0].last_fired_at, all[0].fire_count),
+        (None, Some(T0), 1)
+    );
+    assert_eq!(all[1].status, ScheduleStatus::Active);
+    assert_eq!(all[1].next_fire_at, Some(T0 + MINUTE));
+    assert_eq!(all[2].id, later.id);
+    assert_eq!(all[2].fire_count, 0);
+
+    // Down for 3.5 periods: the interval fires once and records the three it skipped.
+    let late = T0 + MINUTE + 7 * MINUTE / 2;
+    let firings = store.fire_due(late, &plan).unwrap();
+    let interval = firings.iter().find(|f| f.schedule_id == every.id).unwrap();
+    assert_eq!((interval.scheduled_for, interval.skipped), (T0 + MINUTE, 3));
+    let again = store
+        .schedules()
+        .unwrap()
+        .into_iter()
+        .find(|s| s.id == every.id)
+        .unwrap();
+    assert_eq!((again.fire_count, again.skipped_count), (2, 3));
+    assert_eq!(again.next_fire_at, Some(T0 + 5 * MINUTE));
+
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    let (messages, firings, linked): (i64, i64, i64) = conn
+        .query_row(
+            "SELECT (SELECT count(*) FROM messages), (SELECT count(*) FROM schedule_firings), \
+             (SELECT count(*) FROM schedule_firings f JOIN messages m ON m.id = f.message_id)",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+        )
+        .unwrap();
+    assert_eq!((messages, firings, linked), (4, 4, 4));
+}
+
+#[test]
+fn a_recorded_occurrence_is_never_published_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let (store, _) = store_at(&dir);
+    let s = store
+        .create_schedule(&new_schedule("stuck", Trigger::Every(60), T0))
+        .unwrap();
+    // A faulty plan that keeps the fired occurrence due: the firing row still refuses it.
+    let stuck = |_: &Schedule, _: Millis| NextFire {
+        next_fire_at: Some(T0),
+        skipped: 0,
+    };
+    assert_eq!(store.fire_due(T0, &stuck).unwrap().len(), 1);
+    assert!(store.fire_due(T0, &stuck).unwrap().is_empty());
+    assert!(store.fire_due(T0 + MINUTE, &stuck).unwrap().is_empty());
+    let after = &store.schedules().unwrap()[0];
+    assert_eq!((after.id, after.fire_count), (s.id, 1));
+}
+
+/// Run by [`fire_due_is_exactly_once_across_processes`] only: waits for the start signal, fires
+/// at `T0` a few times and prints how many firings it made.
+#[test]
+fn child_fire_due() {
+    let (Ok(db), Ok(go)) = (std::env::var(DB_ENV), std::env::var(GO_ENV)) else {
+        return; // Run by the parent only.
+    };
+    let store = SqliteStore::open(&StoreLocation::at(&db), &OpenOptions::default())
+        .unwrap()
+        .0;
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !Path::new(&go).exists() {
+        assert!(Instant::now() < deadline, "no start signal");
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    let mut fired = 0;
+    for _ in 0..ROUNDS {
+        fired += store.fire_due(T0, &plan).unwrap().len();
+    }
+    println!("FIRED {fired}");
+}
+
+#[test]
+fn fire_due_is_exactly_once_across_processes() {
+    let dir = tempfile::tempdir().unwrap();
+    let (store, path) = store_at(&dir);
+    for i in 0..SCHEDULES {
+        let due = T0 - 1000 - i as Millis;
+        let trigger = if i % 2 == 0 {
+            Trigger::At(due)
+        } else {
+            Trigger::Every(60)
+        };
+        store
+            .create_schedule(&new_schedule(&format!("s{i}"), trigger, due))
+            .unwrap();
+    }
+    drop(store);
+
+    let go = dir.path().join("go");
+    let exe = std::env::current_exe().unwrap();
+    let children: Vec<_> = (0..CHILDREN)
+        .map(|_| {
+            Command::new(&exe)
+                .args([
+                    "--exact",
+                    "child_fire_due",
+                    "--nocapture",
+                    "--test-threads=1",
+                ])
+                .env(DB_ENV, &path)
+                .env(GO_ENV, &go)
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    std::fs::write(&go, b"go").unwrap();
+    let mut total = 0;
+    for (n, child) in children.into_iter().enumerate() {
+        let out = child.wait_with_output().unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "child {n} failed: {stdout}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        // The harness prints `test child_fire_due ... ` on the same line first.
+        let count = stdout.split("FIRED ").nth(1).unwrap_or_else(|| {
+            panic!("child {n} printed no count: {stdout}");
+        });
+        let digits: String = count.chars().take_while(char::is_ascii_digit).collect();
+        total += digits.parse::<usize>().unwrap();
+    }
+    assert_eq!(total, SCHEDULES, "firings across all children");
+
+    let store = SqliteStore::create(&path).unwrap();
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    let schedules = store.schedules().unwrap();
+    assert_eq!(schedules.len(), SCHEDULES);
+    for (i, s) in schedules.iter().enumerate() {
+        let count = |sql: &str, arg: &dyn rusqlite::ToSql| -> i64 {
+            conn.query_row(sql, [arg], |r| r.get(0)).unwrap()
+        };
+        let body = format!("s{i}");
+        assert_eq!(
+            count("SELECT count(*) FROM messages WHERE body = ?1", &body),
+            1,
+            "{body}"
+        );
+        assert_eq!(
+            count(
+                "SELECT count(*) FROM schedule_firings WHERE schedule_id = ?1",
+                &s.id
+            ),
+            1,
+            "{body}"
+        );
+        assert_eq!(s.fire_count, 1, "{body}");
+        match s.trigger {
+            Trigger::At(_) => assert_eq!(s.status, ScheduleStatus::Completed),
+            _ => assert!(s.next_fire_at.unwrap() > T0, "{body} advanced past now"),
+        }
+    }
+}

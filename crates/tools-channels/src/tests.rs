@@ -1,0 +1,547 @@
+//! Tests of the channels tools, through the catalogue, and of [`crate::render_delivery`].
+
+use std::sync::Arc;
+
+use catalogue::{CallContext, Extensions, SessionPolicy, ToolError};
+use serde_json::{Value, json};
+use store::{DeliveryPoint, Message, MessageQuery, Severity, SqliteStore, StoreHandle};
+
+use crate::render_delivery;
+
+const NOW: i64 = 1_764_000_000_000;
+
+struct Env {
+    _dir: tempfile::TempDir,
+    ext: Extensions,
+    store: StoreHandle,
+}
+
+fn env() -> Env {
+    let dir = tempfile::tempdir().unwrap();
+    let store = StoreHandle(Arc::new(
+        SqliteStore::create(dir.path().join("state.db")).unwrap(),
+    ));
+    let mut ext = Extensions::new();
+    ext.insert(store.clone());
+    Env {
+        _dir: dir,
+        ext,
+        store,
+    }
+}
+
+impl Env {
+    /// Calls `tool` at `now` as session `s1` (the stdio fallback).
+    fn call_at(&self, now: i64, tool: &str, args: Value) -> Result<Value, ToolError> {
+        let policy = SessionPolicy::Fallback(Some("s1".into()));
+        catalogue::call(tool, &CallContext::new(now, &policy, &self.ext), args)
+    }
+
+    fn call(&self, tool: &str, args: Value) -> Result<Value, ToolError> {
+        self.call_at(NOW, tool, args)
+    }
+
+    fn call_with(
+        &self,
+        policy: SessionPolicy,
+        tool: &str,
+        args: Value,
+    ) -> Result<Value, ToolError> {
+        catalogue::call(tool, &CallContext::new(NOW, &policy, &self.ext), args)
+    }
+
+    fn publish(&self, channel: &str, severity: &str) -> i64 {
+        let out = self
+            .call(
+                "channel_publish",
+                json!({
+                    "channel": channel,
+                    "message": format!("{severity} news"),
+                    "severity": severity,
+                }),
+            )
+            .unwrap();
+        out["id"].as_i64().unwrap()
+    }
+
+    /// Every stored message, expired or not, as ids.
+    fn stored_ids(&self) -> Vec<i64> {
+        let query = MessageQuery {
+            channel: None,
+            session_id: None,
+            include_acknowledged: true,
+            limit: 1000,
+            now: 0,
+        };
+        let mut ids: Vec<i64> = self
+            .store
+            .read_messages(&query)
+            .unwrap()
+            .iter()
+            .map(|v| v.message.id)
+            .collect();
+        ids.sort_unstable();
+        ids
+    }
+}
+
+fn invalid(result: Result<Value, ToolError>) -> String {
+    match result {
+        Err(ToolError::InvalidArguments(msg)) => msg,
+        other => panic!("expected invalid arguments, got {other:?}"),
+    }
+}
+
+fn ids(out: &Value) -> Vec<i64> {
+    out["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["id"].as_i64().unwrap())
+        .collect()
+}
+
+#[test]
+fn the_five_tools_are_registered_with_their_hints() {
+    let tools: Vec<_> = catalogue::registrations()
+        .into_iter()
+        .filter(|r| r.category == catalogue::Category::Channels)
+        .map(|r| (r.name, r.annotations.read_only, r.annotations.destructive))
+        .collect();
+    assert_eq!(
+        tools,
+        [
+            ("channel_acknowledge", false, false),
+            ("channel_clear", false, true),
+            ("channel_list", true, false),
+            ("channel_publish", false, false),
+            ("channel_read", true, false),
+        ]
+    );
+}
+
+#[test]
+fn publish_returns_the_message_with_defaults() {
+    let env = env();
+    let out = env.call(
+        "channel_publish",
+        json!({"channel": "deploys", "message": "v2 is out"}),
+    );
+    let out = out.unwrap();
+    assert_eq!(
+        out,
+        json!({
+            "id": out["id"],
+            "channel": "deploys",
+            "severity": "info",
+            "expires_at": store::to_rfc3339(NOW + 3_600_000),
+        })
+    );
+    assert!(out["id"].is_i64());
+    let out = env
+        .call(
+            "channel_publish",
+            json!({
+                "channel": "a.b_c-1",
+                "message": "x",
+                "severity": "critical",
+                "ttl_seconds": 2_592_000,
+            }),
+        )
+        .unwrap();
+    assert_eq!(out["severity"], "critical");
+    assert_eq!(out["expires_at"], store::to_rfc3339(NOW + 2_592_000_000));
+    let long_ok = "é".repeat(2048); // exactly 4096 bytes
+    env.call(
+        "channel_publish",
+        json!({"channel": "a", "message": long_ok, "ttl_seconds": 1}),
+    )
+    .unwrap();
+    assert_eq!(env.stored_ids().len(), 3);
+}
+
+#[test]
+fn publish_rejects_bad_arguments_and_stores_nothing() {
+    let env = env();
+    let ok = || json!({"channel": "deploys", "message": "hello"});
+    let with = |key: &str, value: Value| {
+        let mut args = ok();
+        args[key] = value;
+        args
+    };
+    let cases: Vec<(Value, &str)> = vec![
+        (json!({"message": "hello"}), "missing field `channel`"),
+        (json!({"channel": "deploys"}), "missing field `message`"),
+        (with("colour", json!("red")), "unknown field `colour`"),
+        (with("channel", json!(5)), "invalid type"),
+        (with("ttl_seconds", json!("60")), "invalid type"),
+        (
+            with("severity", json!("urgent")),
+            "unknown variant `urgent`",
+        ),
+        (
+            with("channel", json!("")),
+            "channel: must be 1 to 64 characters long (got 0)",
+        ),
+        (
+            with("channel", json!("x".repeat(65))),
+            "channel: must be 1 to 64",
+        ),
+        (
+            with("channel", json!("two words")),
+            "channel: may contain only letters",
+        ),
+        (with("message", json!("  ")), "message: must not be empty"),
+        (
+            with("message", json!("x".repeat(4097))),
+            "message: is 4097 bytes; the limit is 4096",
+        ),
+        (
+            with("ttl_seconds", json!(0)),
+            "ttl_seconds: must be between 1 and 2592000",
+        ),
+        (
+            with("ttl_seconds", json!(2_592_001)),
+            "ttl_seconds: must be between 1 and 2592000",
+        ),
+        (
+            with("ttl_seconds", json!(-5)),
+            "ttl_seconds: must be at least 1 second, got -5",
+        ),
+        (
+            json!(["deploys", "hello"]),
+            "arguments must be a JSON object",
+        ),
+    ];
+    for (args, expected) in cases {
+        let msg = invalid(env.call("channel_publish", args.clone()));
+        assert!(msg.contains(expected), "{args}: `{msg}` lacks `{expected}`");
+    }
+    assert!(env.stored_ids().is_empty());
+}
+
+#[test]
+fn publish_prunes_expired_messages() {
+    let env = env();
+    let short = env
+        .call(
+            "channel_publish",
+            json!({"channel": "a", "message": "soon gone", "ttl_seconds": 1}),
+        )
+        .unwrap()["id"]
+        .as_i64()
+        .unwrap();
+    let long = env.publish("a", "info");
+    assert_eq!(env.stored_ids(), [short, long]);
+    let later = env
+        .call_at(
+            NOW + 1_000,
+            "channel_publish",
+            json!({"channel": "b", "message": "next"}),
+        )
+        .unwrap()["id"]
+        .as_i64()
+        .unwrap();
+    assert_eq!(env.stored_ids(), [long, later]);
+}
+
+#[test]
+fn list_counts_active_messages_per_channel() {
+    let env = env();
+    assert_eq!(
+        env.call("channel_list", json!({})).unwrap(),
+        json!({"channels": [], "total_active": 0})
+    );
+    env.publish("ops", "alert");
+    env.publish("deploys", "info");
+    env.call_at(
+        NOW + 5,
+        "channel_publish",
+        json!({"channel": "ops", "message": "again"}),
+    )
+    .unwrap();
+    env.call_at(
+        NOW - 10_000,
+        "channel_publish",
+        json!({"channel": "old", "message": "x", "ttl_seconds": 1}),
+    )
+    .unwrap();
+    let out = env.call_at(NOW + 10, "channel_list", Value::Null).unwrap();
+    assert_eq!(
+        out,
+        json!({
+            "channels": [
+                {"channel": "deploys", "active": 1, "latest_at": store::to_rfc3339(NOW)},
+                {"channel": "ops", "active": 2, "latest_at": store::to_rfc3339(NOW + 5)},
+            ],
+            "total_active": 3,
+        })
+    );
+    assert!(invalid(env.call("channel_list", json!({"channel": "ops"}))).contains("unknown field"));
+}
+
+#[test]
+fn read_returns_newest_first_with_filters_and_limit() {
+    let env = env();
+    let first = env.publish("ops", "alert");
+    let second = env.call_at(
+        NOW + 1,
+        "channel_publish",
+        json!({"channel": "dev", "message": "hi"}),
+    );
+    let second = second.unwrap()["id"].as_i64().unwrap();
+    let third = env.call_at(
+        NOW + 2,
+        "channel_publish",
+        json!({"channel": "ops", "message": "m3"}),
+    );
+    let third = third.unwrap()["id"].as_i64().unwrap();
+
+    let out = env.call("channel_read", json!({})).unwrap();
+    assert_eq!(ids(&out), [third, second, first]);
+    assert_eq!(
+        out["messages"][2],
+        json!({
+            "id": first,
+            "channel": "ops",
+            "severity": "alert",
+            "message": "alert news",
+            "created_at": store::to_rfc3339(NOW),
+            "expires_at": store::to_rfc3339(NOW + 3_600_000),
+            "acknowledged": false,
+        })
+    );
+    assert_eq!(
+        ids(&env.call("channel_read", json!({"channel": "ops"})).unwrap()),
+        [third, first]
+    );
+    assert_eq!(
+        ids(&env.call("channel_read", json!({"limit": 1})).unwrap()),
+        [third]
+    );
+    assert_eq!(
+        ids(&env.call("channel_read", json!({"limit": 200})).unwrap()).len(),
+        3
+    );
+    let expired = env
+        .call_at(NOW + 3_600_000, "channel_read", json!({}))
+        .unwrap();
+    assert_eq!(ids(&expired), [third, second]);
+}
+
+#[test]
+fn read_rejects_bad_arguments() {
+    let env = env();
+    for (args, expected) in [
+        (json!({"limit": 0}), "limit: must be 1 to 200, got 0"),
+        (json!({"limit": 201}), "limit: must be 1 to 200, got 201"),
+        (json!({"limit": -1}), "limit: must be 1 to 200, got -1"),
+        (json!({"limit": "5"}), "invalid type"),
+        (json!({"channel": ""}), "channel: must be 1 to 64"),
+        (json!({"channel": "a/b"}), "channel: may contain only"),
+        (json!({"include_acknowledged": "yes"}), "invalid type"),
+        (json!({"since": 3}), "unknown field `since`"),
+    ] {
+        let msg = invalid(env.call("channel_read", args.clone()));
+        assert!(msg.contains(expected), "{args}: `{msg}` lacks `{expected}`");
+    }
+}
+
+#[test]
+fn read_hides_or_marks_acknowledged_messages_per_session() {
+    let env = env();
+    let acked = env.publish("ops", "alert");
+    let open = env.publish("ops", "alert");
+    env.call("channel_acknowledge", json!({"message_id": acked}))
+        .unwrap();
+
+    assert_eq!(ids(&env.call("channel_read", json!({})).unwrap()), [open]);
+    let all = env
+        .call("channel_read", json!({"include_acknowledged": true}))
+        .unwrap();
+    assert_eq!(ids(&all), [open, acked]);
+    assert_eq!(all["messages"][1]["acknowledged"], true);
+    assert_eq!(all["messages"][0]["acknowledged"], false);
+
+    // Another session, named explicitly, acknowledged nothing.
+    let other = env
+        .call("channel_read", json!({"session_id": "s2"}))
+        .unwrap();
+    assert_eq!(ids(&other), [open, acked]);
+    // Without any session id nothing is hidden or marked, and reading still works.
+    for policy in [SessionPolicy::Fallback(None), SessionPolicy::ExplicitOnly] {
+        let out = env.call_with(policy, "channel_read", json!({})).unwrap();
+        assert_eq!(ids(&out), [open, acked]);
+        assert!(
+            out["messages"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .all(|m| m["acknowledged"] == false)
+        );
+    }
+}
+
+#[test]
+fn acknowledge_stops_delivery_to_that_session_only() {
+    let env = env();
+    let id = env.publish("ops", "critical");
+    let out = env
+        .call("channel_acknowledge", json!({"message_id": id}))
+        .unwrap();
+    assert_eq!(out, json!({"acknowledged": id, "session_id": "s1"}));
+    // Twice is fine.
+    env.call("channel_acknowledge", json!({"message_id": id}))
+        .unwrap();
+    let s1 = env
+        .store
+        .deliver("s1", None, DeliveryPoint::ToolCall, NOW + 1)
+        .unwrap();
+    assert!(s1.is_empty());
+    let s2 = env
+        .store
+        .deliver("s2", None, DeliveryPoint::ToolCall, NOW + 1)
+        .unwrap();
+    assert_eq!(s2.iter().map(|m| m.id).collect::<Vec<_>>(), [id]);
+
+    let out = env
+        .call_with(
+            SessionPolicy::ExplicitOnly,
+            "channel_acknowledge",
+            json!({"message_id": id, "session_id": "s2"}),
+        )
+        .unwrap();
+    assert_eq!(out, json!({"acknowledged": id, "session_id": "s2"}));
+    assert!(
+        env.store
+            .deliver("s2", None, DeliveryPoint::ToolCall, NOW + 1)
+            .unwrap()
+            .is_empty()
+    );
+}
+
+#[test]
+fn acknowledge_refuses_unknown_expired_and_malformed_ids() {
+    let env = env();
+    let id = env
+        .call(
+            "channel_publish",
+            json!({"channel": "a", "message": "x", "severity": "alert", "ttl_seconds": 1}),
+        )
+        .unwrap()["id"]
+        .as_i64()
+        .unwrap();
+    for (now, unknown) in [(NOW, id + 1), (NOW + 1_000, id)] {
+        match env.call_at(now, "channel_acknowledge", json!({"message_id": unknown})) {
+            Err(ToolError::NotFound(msg)) => {
+                assert!(msg.starts_with("message_id: "), "{msg}");
+                assert!(msg.contains(&unknown.to_string()), "{msg}");
+            }
+            other => panic!("expected NotFound for {unknown} at {now}, got {other:?}"),
+        }
+    }
+    for (args, expected) in [
+        (json!({}), "missing field `message_id`"),
+        (json!({"message_id": "7"}), "invalid type"),
+        (json!({"message_id": 1.5}), "invalid type"),
+        (
+            json!({"message_id": id, "channel": "a"}),
+            "unknown field `channel`",
+        ),
+    ] {
+        let msg = invalid(env.call("channel_acknowledge", args.clone()));
+        assert!(msg.contains(expected), "{args}: `{msg}` lacks `{expected}`");
+    }
+    let msg = invalid(env.call_with(
+        SessionPolicy::Fallback(None),
+        "channel_acknowledge",
+        json!({"message_id": id}),
+    ));
+    assert!(msg.starts_with("session_id: required"), "{msg}");
+}
+
+#[test]
+fn clear_deletes_one_message_or_one_channel() {
+    let env = env();
+    let a1 = env.publish("a", "info");
+    let a2 = env.publish("a", "alert");
+    let b = env.publish("b", "info");
+    assert_eq!(
+        env.call("channel_clear", json!({"message_id": a1}))
+            .unwrap(),
+        json!({"removed": 1})
+    );
+    assert_eq!(
+        env.call("channel_clear", json!({"message_id": a1}))
+            .unwrap(),
+        json!({"removed": 0})
+    );
+    assert_eq!(env.stored_ids(), [a2, b]);
+    assert_eq!(
+        env.call("channel_clear", json!({"channel": "a"})).unwrap(),
+        json!({"removed": 1})
+    );
+    assert_eq!(
+        env.call("channel_clear", json!({"channel": "nobody"}))
+            .unwrap(),
+        json!({"removed": 0})
+    );
+    assert_eq!(env.stored_ids(), [b]);
+}
+
+#[test]
+fn clear_requires_exactly_one_valid_selector() {
+    let env = env();
+    let b = env.publish("b", "info");
+    for (args, expected) in [
+        (
+            json!({}),
+            "channel: pass `channel` to clear a channel or `message_id`",
+        ),
+        (
+            json!({"channel": "b", "message_id": b}),
+            "channel: cannot be combined with message_id",
+        ),
+        (json!({"channel": ""}), "channel: must be 1 to 64"),
+        (json!({"channel": "*"}), "channel: may contain only"),
+        (json!({"message_id": "all"}), "invalid type"),
+        (json!({"all": true}), "unknown field `all`"),
+    ] {
+        let msg = invalid(env.call("channel_clear", args.clone()));
+        assert!(msg.contains(expected), "{args}: `{msg}` lacks `{expected}`");
+    }
+    assert_eq!(env.stored_ids(), [b]);
+}
+
+#[test]
+fn the_store_is_required() {
+    let ext = Extensions::new();
+    let policy = SessionPolicy::Fallback(Some("s1".into()));
+    let ctx = CallContext::new(NOW, &policy, &ext);
+    let out = catalogue::call("channel_list", &ctx, json!({}));
+    assert!(matches!(out, Err(ToolError::Internal(_))), "{out:?}");
+}
+
+#[test]
+fn render_delivery_writes_one_short_line_per_message() {
+    let message = |id, channel: &str, severity, body: &str| Message {
+        id,
+        channel: channel.into(),
+        body: body.into(),
+        severity,
+        created_at: NOW,
+        expires_at: NOW + 1,
+    };
+    let text = render_delivery(&[
+        message(3, "global", Severity::Info, "standup at 10"),
+        message(12, "deploys", Severity::Alert, "freeze until noon"),
+        message(13, "ops", Severity::Critical, "db is down"),
+    ]);
+    assert_eq!(
+        text,
+        "[INFO #3 global] standup at 10\n\
+         [ALERT #12 deploys] freeze until noon (ack: channel_acknowledge message_id=12)\n\
+         [CRITICAL #13 ops] db is down (ack: channel_acknowledge message_id=13)"
+    );
+    assert_eq!(render_delivery(&[]), "");
+}
