@@ -516,7 +516,9 @@ pub struct StoreHandle(pub Arc<dyn Store>);
 
 impl fmt::Debug for StoreHandle {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_tuple("StoreHandle").field(&self.0.describe()).finish()
+        f.debug_tuple("StoreHandle")
+            .field(&self.0.describe())
+            .finish()
     }
 }
 

@@ -27,6 +27,6 @@ mod sqlite;
 
 pub use api::*;
 pub use error::StoreError;
-pub use rules::{from_rfc3339, to_rfc3339};
 pub use location::{HOME_ENV, StoreLocation};
+pub use rules::{from_rfc3339, to_rfc3339};
 pub use sqlite::{OpenOptions, Opened, SCHEMA_VERSION, SqliteStore};

@@ -17,19 +17,29 @@ pub struct StoreLocation {
 impl StoreLocation {
     /// A database file at an explicit path.
     pub fn at(path: impl Into<PathBuf>) -> Self {
-        StoreLocation { path: path.into(), source: "explicit path" }
+        StoreLocation {
+            path: path.into(),
+            source: "explicit path",
+        }
     }
 
     /// `$HOOKS_MCP_HOME/state.db`, else `$XDG_STATE_HOME/hooks-mcp/state.db`, else
     /// `$HOME/.local/state/hooks-mcp/state.db`. Blank variables count as unset.
     pub fn from_env() -> Option<Self> {
-        Self::resolve(|k| std::env::var_os(k).filter(|v| !v.is_empty()).map(PathBuf::from))
+        Self::resolve(|k| {
+            std::env::var_os(k)
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from)
+        })
     }
 
     /// [`StoreLocation::from_env`] over any variable lookup (for tests).
     pub fn resolve(var: impl Fn(&str) -> Option<PathBuf>) -> Option<Self> {
         if let Some(home) = var(HOME_ENV) {
-            return Some(StoreLocation { path: home.join("state.db"), source: HOME_ENV });
+            return Some(StoreLocation {
+                path: home.join("state.db"),
+                source: HOME_ENV,
+            });
         }
         if let Some(state) = var("XDG_STATE_HOME") {
             return Some(StoreLocation {

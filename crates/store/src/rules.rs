@@ -28,7 +28,10 @@ pub fn check_channel_name(name: &str) -> Result<(), String> {
             name.chars().count()
         ));
     }
-    if let Some(bad) = name.chars().find(|c| !(c.is_ascii_alphanumeric() || "._-".contains(*c))) {
+    if let Some(bad) = name
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || "._-".contains(*c)))
+    {
         return Err(format!(
             "may contain only letters, digits, `.`, `_` and `-` (found {bad:?}); e.g. `deploys`"
         ));

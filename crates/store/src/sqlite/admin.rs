@@ -44,13 +44,17 @@ impl StoreAdmin for SqliteStore {
                     detail: format!("integrity check: {}", problems.join("; ")),
                 }));
             }
-            Ok(VerifyReport { schema_version: version, tables })
+            Ok(VerifyReport {
+                schema_version: version,
+                tables,
+            })
         })
     }
 
     fn ping(&self) -> StoreResult<()> {
         let conn = self.lock();
-        conn.query_row("SELECT 1", [], |r| r.get::<_, i64>(0)).map_err(|e| self.err(e, None))?;
+        conn.query_row("SELECT 1", [], |r| r.get::<_, i64>(0))
+            .map_err(|e| self.err(e, None))?;
         Ok(())
     }
 

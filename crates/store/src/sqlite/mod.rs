@@ -47,7 +47,10 @@ pub struct OpenOptions {
 impl Default for OpenOptions {
     /// Do not create; wait up to 5 s for locks.
     fn default() -> Self {
-        OpenOptions { create: false, busy_timeout: Duration::from_secs(5) }
+        OpenOptions {
+            create: false,
+            busy_timeout: Duration::from_secs(5),
+        }
     }
 }
 
@@ -95,12 +98,23 @@ impl SqliteStore {
         if options.create {
             flags |= OpenFlags::SQLITE_OPEN_CREATE;
         }
-        let conn = Connection::open_with_flags(&path, flags).map_err(|e| map_err(&path, e, None))?;
-        let store =
-            SqliteStore { conn: Mutex::new(conn), path, busy_timeout: options.busy_timeout };
+        let conn =
+            Connection::open_with_flags(&path, flags).map_err(|e| map_err(&path, e, None))?;
+        let store = SqliteStore {
+            conn: Mutex::new(conn),
+            path,
+            busy_timeout: options.busy_timeout,
+        };
         store.configure()?;
         store.migrate()?;
-        Ok((store, if exists { Opened::Existing } else { Opened::Created }))
+        Ok((
+            store,
+            if exists {
+                Opened::Existing
+            } else {
+                Opened::Created
+            },
+        ))
     }
 
     /// Opens the store at `path`, creating it if needed, with default options. Convenient for
@@ -109,7 +123,10 @@ impl SqliteStore {
     /// # Errors
     /// As [`SqliteStore::open`].
     pub fn create(path: impl Into<PathBuf>) -> StoreResult<Self> {
-        let options = OpenOptions { create: true, ..OpenOptions::default() };
+        let options = OpenOptions {
+            create: true,
+            ..OpenOptions::default()
+        };
         SqliteStore::open(&StoreLocation::at(path), &options).map(|(store, _)| store)
     }
 
@@ -120,7 +137,8 @@ impl SqliteStore {
 
     fn configure(&self) -> StoreResult<()> {
         let conn = self.lock();
-        conn.busy_timeout(self.busy_timeout).map_err(|e| self.err(e, None))?;
+        conn.busy_timeout(self.busy_timeout)
+            .map_err(|e| self.err(e, None))?;
         // WAL lets readers run beside one writer across processes; NORMAL sync is durable
         // against process crashes, which is the failure this store must survive.
         let mode: String = conn
@@ -138,6 +156,15 @@ impl SqliteStore {
     }
 
     fn migrate(&self) -> StoreResult<()> {
+        // A plain read first: an up-to-date store (the common case, on every hook) must not
+        // queue for the write lock.
+        let current: u32 = self
+            .lock()
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .map_err(|e| self.err(e, None))?;
+        if current == SCHEMA_VERSION {
+            return Ok(());
+        }
         self.write(|tx| {
             let version: u32 = tx.query_row("PRAGMA user_version", [], |r| r.get(0))?;
             if version > SCHEMA_VERSION {
@@ -158,7 +185,9 @@ impl SqliteStore {
     /// Locks the connection. A panic while holding it cannot leave SQLite mid-transaction
     /// (rusqlite rolls back on drop), so a poisoned lock is safe to reuse.
     pub(crate) fn lock(&self) -> MutexGuard<'_, Connection> {
-        self.conn.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.conn
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     /// Runs `f` in one `BEGIN IMMEDIATE` transaction (the write lock is taken up front, so
@@ -230,11 +259,15 @@ fn map_err(path: &Path, e: rusqlite::Error, started: Option<Instant>) -> StoreEr
             path,
             waited: started.map(|s| s.elapsed()).unwrap_or_default(),
         },
-        Some(ErrorCode::DatabaseCorrupt | ErrorCode::NotADatabase) => {
-            StoreError::Corrupt { path, detail: e.to_string() }
-        }
+        Some(ErrorCode::DatabaseCorrupt | ErrorCode::NotADatabase) => StoreError::Corrupt {
+            path,
+            detail: e.to_string(),
+        },
         Some(ErrorCode::ReadOnly | ErrorCode::CannotOpen | ErrorCode::PermissionDenied) => {
-            StoreError::ReadOnly { path, detail: e.to_string() }
+            StoreError::ReadOnly {
+                path,
+                detail: e.to_string(),
+            }
         }
         _ => StoreError::Database(e.to_string()),
     }
@@ -242,5 +275,6 @@ fn map_err(path: &Path, e: rusqlite::Error, started: Option<Instant>) -> StoreEr
 
 /// Reads a lower-case enum column.
 pub(crate) fn parse_column<T: std::str::FromStr<Err = String>>(text: &str) -> Result<T, Fail> {
-    text.parse::<T>().map_err(|e| Fail::Store(StoreError::InvalidData(e)))
+    text.parse::<T>()
+        .map_err(|e| Fail::Store(StoreError::InvalidData(e)))
 }
