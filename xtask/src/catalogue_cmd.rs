@@ -5,7 +5,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
-use catalogue::{Catalogue, Category, Filter};
+use catalogue::{Catalogue, Category, Filter, StartMode};
 
 // Linking a tools crate is what registers its tools: name every one of them.
 use tools_channels as _;
@@ -36,11 +36,15 @@ pub(crate) struct Args {
     /// Count o200k_base tokens of each tool's MCP JSON, per category and in total.
     #[arg(long)]
     tokens: bool,
+    /// Start mode whose advertised list and instructions to price with --tokens: `eager`,
+    /// `lazy` or `modules=a,b`; `all` prices eager, lazy and each category alone.
+    #[arg(long, value_name = "MODE")]
+    mode: Option<String>,
     /// Write docs/catalogue.md (every tool, as markdown, with token counts).
-    #[arg(long, conflicts_with_all = ["categories", "allowed_tools", "format", "tokens", "check"])]
+    #[arg(long, conflicts_with_all = ["categories", "allowed_tools", "format", "tokens", "mode", "check"])]
     write: bool,
     /// Fail when docs/catalogue.md differs from what --write would write.
-    #[arg(long, conflicts_with_all = ["categories", "allowed_tools", "format", "tokens"])]
+    #[arg(long, conflicts_with_all = ["categories", "allowed_tools", "format", "tokens", "mode"])]
     check: bool,
 }
 
@@ -90,7 +94,28 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
         }
         print!("{}", tokens::count(&visible)?.tables());
     }
+    if let Some(mode) = &args.mode {
+        let modes = parse_modes(mode)?;
+        println!();
+        print!("{}", tokens::mode_table(&tokens::mode_costs(&visible, &modes)?));
+    }
     Ok(())
+}
+
+/// `eager`, `lazy`, `modules=a,b` or `all`.
+fn parse_modes(text: &str) -> anyhow::Result<Vec<StartMode>> {
+    if text == "all" {
+        return Ok(tokens::standard_modes());
+    }
+    let flag = match text.strip_prefix("modules=") {
+        Some(list) => vec!["--modules".to_owned(), list.to_owned()],
+        None => vec![format!("--{text}")],
+    };
+    let (mode, rest) = StartMode::parse(&flag, None, None)?;
+    if !rest.is_empty() {
+        bail!("--mode takes eager, lazy, modules=a,b or all; got `{text}`");
+    }
+    Ok(vec![mode])
 }
 
 /// Every linked tool, after checking that each category has at least one.
@@ -119,6 +144,13 @@ pub(crate) fn doc_text(all: &Catalogue) -> anyhow::Result<String> {
          the tools carries in its context.\n\n",
     );
     text.push_str(&tokens::count(all)?.tables());
+    text.push_str(
+        "\n## Start modes\n\n\
+         What each start mode puts in a schema-loading client's context at start: the \
+         advertised tools and the server instructions (o200k_base). `modules=X` loads one \
+         category; the rest stay loadable with `load_modules`.\n\n",
+    );
+    text.push_str(&tokens::mode_table(&tokens::mode_costs(all, &tokens::standard_modes())?));
     Ok(text)
 }
 

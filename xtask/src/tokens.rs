@@ -1,7 +1,9 @@
 //! Token counts of the tools a client lists, with the o200k_base encoding.
 
 use anyhow::anyhow;
-use catalogue::{Catalogue, Category};
+use catalogue::{Catalogue, Category, StartMode};
+use serde_json::Value;
+use tiktoken_rs::CoreBPE;
 
 use crate::markdown::{Align, table};
 
@@ -22,8 +24,7 @@ pub(crate) struct Counts {
 /// Counts the o200k_base tokens of each tool's MCP object, serialized compactly (what a client
 /// puts in the model's context for it).
 pub(crate) fn count(catalogue: &Catalogue) -> anyhow::Result<Counts> {
-    let bpe =
-        tiktoken_rs::o200k_base().map_err(|e| anyhow!("loading the o200k_base tokenizer: {e}"))?;
+    let bpe = tokenizer()?;
     let mut tools = Vec::with_capacity(catalogue.len());
     for tool in catalogue.tools() {
         let text = serde_json::to_string(&tool.to_mcp())?;
@@ -100,4 +101,75 @@ fn summary_row(label: &str, counts: &[usize]) -> Vec<String> {
         sum.to_string(),
         format!("{average:.1}"),
     ]
+}
+
+fn tokenizer() -> anyhow::Result<CoreBPE> {
+    tiktoken_rs::o200k_base().map_err(|e| anyhow!("loading the o200k_base tokenizer: {e}"))
+}
+
+/// What one start mode costs a client that loads every advertised schema.
+#[derive(Debug)]
+pub(crate) struct ModeCost {
+    /// The mode.
+    pub(crate) mode: StartMode,
+    /// Tools advertised at start.
+    pub(crate) tools: usize,
+    /// Tokens of the advertised tools' MCP objects.
+    pub(crate) tool_tokens: usize,
+    /// Tokens of the server instructions (0 when there are none).
+    pub(crate) instruction_tokens: usize,
+}
+
+/// The o200k_base cost of each mode over `visible`.
+pub(crate) fn mode_costs(visible: &Catalogue, modes: &[StartMode]) -> anyhow::Result<Vec<ModeCost>> {
+    let bpe = tokenizer()?;
+    let tokens_of = |v: &Value| -> anyhow::Result<usize> {
+        Ok(bpe.encode_ordinary(&serde_json::to_string(v)?).len())
+    };
+    let mut costs = Vec::with_capacity(modes.len());
+    for mode in modes {
+        let mut tool_tokens = 0;
+        let advertised = catalogue::advertised_tools(visible, mode);
+        for tool in &advertised {
+            tool_tokens += tokens_of(tool)?;
+        }
+        let instruction_tokens = catalogue::instructions(visible, mode)
+            .map(|text| bpe.encode_ordinary(&text).len())
+            .unwrap_or(0);
+        costs.push(ModeCost { mode: mode.clone(), tools: advertised.len(), tool_tokens, instruction_tokens });
+    }
+    Ok(costs)
+}
+
+/// A markdown table of mode costs.
+pub(crate) fn mode_table(costs: &[ModeCost]) -> String {
+    let rows: Vec<Vec<String>> = costs
+        .iter()
+        .map(|c| {
+            vec![
+                format!("`{}`", c.mode),
+                c.tools.to_string(),
+                c.tool_tokens.to_string(),
+                c.instruction_tokens.to_string(),
+                (c.tool_tokens + c.instruction_tokens).to_string(),
+            ]
+        })
+        .collect();
+    table(
+        &[
+            ("Mode", Align::Left),
+            ("Tools at start", Align::Right),
+            ("Tool tokens", Align::Right),
+            ("Instruction tokens", Align::Right),
+            ("Total", Align::Right),
+        ],
+        &rows,
+    )
+}
+
+/// The modes every report shows: eager, lazy, and each single category as `modules`.
+pub(crate) fn standard_modes() -> Vec<StartMode> {
+    let mut modes = vec![StartMode::Eager, StartMode::Lazy];
+    modes.extend(Category::ALL.iter().map(|c| StartMode::Modules([*c].into_iter().collect())));
+    modes
 }

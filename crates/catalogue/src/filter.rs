@@ -10,6 +10,25 @@ pub const CATEGORIES_ENV: &str = "MCP_CATEGORIES";
 /// Environment variable restricting tools by name within the selected categories.
 pub const ALLOWED_TOOLS_ENV: &str = "ALLOWED_TOOLS";
 
+/// The settings this module parses, for the generated configuration reference.
+pub const FILTER_SETTINGS: &[crate::Setting] = &[
+    crate::Setting {
+        env: CATEGORIES_ENV,
+        flag: "",
+        default: "all",
+        effect: "Comma-separated categories: channels, conditions, enforcement, scheduler. \
+                 Unknown names warn on stderr and are skipped; a selection with zero tools warns.",
+    },
+    crate::Setting {
+        env: ALLOWED_TOOLS_ENV,
+        flag: "",
+        default: "unset",
+        effect: "Comma-separated tool names within the selected categories; matching ignores \
+                 case; unset or blank permits all. It never adds a tool from an excluded \
+                 category, and bounds what load_modules can load.",
+    },
+];
+
 /// Which tools a server exposes: a set of categories and an optional allowlist of names.
 ///
 /// The allowlist only narrows: it can never add a tool from a category that is not selected.

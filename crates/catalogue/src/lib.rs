@@ -11,6 +11,11 @@
 //! - [`Filter`]: the `MCP_CATEGORIES` and `ALLOWED_TOOLS` rules, parsed here so every entry point
 //!   (the stdio front end, the full server, the daemon, `cargo xtask catalogue`) applies the same
 //!   ones. Problems come back as [`FilterWarning`] values for the caller to print.
+//! - [`StartMode`]: eager, lazy or modules; the discovery tools ([`discovery_tools`]), the
+//!   list a session advertises at start ([`advertised_tools`]) and the lazy-mode
+//!   [`instructions`].
+//! - [`Setting`]: how each crate documents the settings it parses, for the generated
+//!   configuration reference.
 //! - [`CallContext`], [`ToolError`] and [`parse_args`]: what a tool handler receives and returns.
 //!
 //! # What it must not depend on
@@ -49,6 +54,7 @@
 
 mod context;
 mod filter;
+mod mode;
 mod registration;
 mod schema;
 mod spec;
@@ -57,7 +63,13 @@ mod spec;
 mod tests;
 
 pub use context::{CallContext, Extensions, SessionPolicy, ToolError, parse_args};
-pub use filter::{ALLOWED_TOOLS_ENV, CATEGORIES_ENV, Filter, FilterWarning};
+pub use filter::{ALLOWED_TOOLS_ENV, CATEGORIES_ENV, FILTER_SETTINGS, Filter, FilterWarning};
+pub use mode::{
+    BYTES_PER_TOKEN, FIND_TOOLS, FindToolsArgs, LOAD_MODULES, LoadModulesArgs, MODE_ENV,
+    MODE_SETTINGS, MODULES_ENV, ModeError, StartMode, advertised_tools, discovery_tools,
+    estimate_tokens, instructions,
+};
+pub use protocol_lite::setting::Setting;
 pub use registration::{Handler, ToolRegistration, call, find, registrations};
 pub use schema::schema_of;
 pub use spec::{Annotations, Catalogue, CatalogueError, Category, ToolSpec, UnknownCategory};

@@ -31,6 +31,16 @@ impl Category {
         Category::Scheduler,
     ];
 
+    /// One line saying what the category's tools do.
+    pub fn summary(self) -> &'static str {
+        match self {
+            Category::Channels => "broadcast messages to agent sessions",
+            Category::Conditions => "operator scripts run on matching tool calls",
+            Category::Enforcement => "reminders re-injected every N tool calls",
+            Category::Scheduler => "one-shot, interval and cron publications",
+        }
+    }
+
     /// The category's name as configuration spells it.
     pub fn as_str(self) -> &'static str {
         match self {

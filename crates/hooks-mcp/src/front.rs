@@ -10,27 +10,34 @@ use std::process::{Command, ExitCode, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
-use catalogue::{ALLOWED_TOOLS_ENV, CATEGORIES_ENV, Catalogue, Filter};
+use catalogue::{
+    ALLOWED_TOOLS_ENV, CATEGORIES_ENV, Catalogue, Filter, MODE_ENV, MODULES_ENV, StartMode,
+    advertised_tools, instructions,
+};
+use serde_json::json;
 use protocol_lite::handshake::ServerIdentity;
 use protocol_lite::light::{LightSession, Step};
-
-/// Overrides where the full server binary is (default: `hooks-mcp-full` beside this one).
-const FULL_BIN_ENV: &str = "HOOKS_MCP_FULL_BIN";
-/// The catalogue child's time limit in milliseconds (default 30 000).
-const CATALOGUE_TIMEOUT_ENV: &str = "HOOKS_MCP_CATALOGUE_TIMEOUT_MS";
-/// Tells the full server which inherited descriptor holds the bytes to replay.
-const REPLAY_FD_ENV: &str = "HOOKS_MCP_REPLAY_FD";
-/// Tells the full server the id of the `initialize` whose response it must not send again.
-const SUPPRESS_ID_ENV: &str = "HOOKS_MCP_SUPPRESS_ID";
-/// Log filter; `debug` reports the handoff and why it happened.
-const LOG_ENV: &str = "HOOKS_MCP_LOG";
+use protocol_lite::setting::{
+    CATALOGUE_TIMEOUT_ENV, FULL_BIN_ENV, LOG_ENV, REPLAY_FD_ENV, SUPPRESS_ID_ENV,
+};
 
 pub(crate) fn run() -> ExitCode {
-    let args: Vec<OsString> = std::env::args_os().skip(1).collect();
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let (mode, rest) = match StartMode::parse(
+        &args,
+        std::env::var(MODE_ENV).ok().as_deref(),
+        std::env::var(MODULES_ENV).ok().as_deref(),
+    ) {
+        Ok(parsed) => parsed,
+        Err(e) => {
+            eprintln!("hooks-mcp: cannot start: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
     let transport = std::env::var("MCP_TRANSPORT").unwrap_or_default();
-    if !args.is_empty() || !matches!(transport.trim(), "" | "stdio") {
+    if !rest.is_empty() || !matches!(transport.trim(), "" | "stdio") {
         // Subcommands and network transports are the full server's: no front end to keep light.
-        return exec_full(args.into_iter(), None);
+        return exec_full(rest.into_iter().map(OsString::from), None, &mode);
     }
     let (filter, warnings) = Filter::from_env();
     for w in &warnings {
@@ -47,17 +54,10 @@ pub(crate) fn run() -> ExitCode {
     for w in &warnings {
         eprintln!("hooks-mcp: warning: {w}");
     }
-    debug(|| {
-        format!(
-            "light path ready with {} of {} tools",
-            visible.len(),
-            catalogue.len()
-        )
-    });
-    serve_light(LightSession::new(
-        ServerIdentity::default(),
-        visible.tools_list_result(),
-    ))
+    let tools = advertised_tools(&visible, &mode);
+    debug(|| format!("light path ready ({mode}): {} tools advertised", tools.len()));
+    let identity = ServerIdentity { instructions: instructions(&visible, &mode) };
+    serve_light(LightSession::new(identity, json!({ "tools": tools })), &mode)
 }
 
 fn debug(message: impl FnOnce() -> String) {
@@ -67,7 +67,7 @@ fn debug(message: impl FnOnce() -> String) {
 }
 
 /// Answers the light methods until EOF (exit 0) or a handoff (never returns then).
-fn serve_light(mut session: LightSession) -> ExitCode {
+fn serve_light(mut session: LightSession, mode: &StartMode) -> ExitCode {
     // Our own buffer (larger than std's), so the bytes read ahead are ours to forward.
     let mut reader = BufReader::with_capacity(64 * 1024, io::stdin());
     let mut out = io::stdout().lock();
@@ -105,6 +105,7 @@ fn serve_light(mut session: LightSession) -> ExitCode {
                 return exec_full(
                     [OsString::from("serve-stdio")].into_iter(),
                     Some((replay, suppress)),
+                    mode,
                 );
             }
         }
@@ -124,10 +125,13 @@ fn full_binary() -> PathBuf {
 fn exec_full(
     args: impl Iterator<Item = OsString>,
     replay: Option<(Vec<u8>, Option<String>)>,
+    mode: &StartMode,
 ) -> ExitCode {
     let path = full_binary();
     let mut command = Command::new(&path);
     command.args(args);
+    // The full server starts in the mode this front end resolved (flags included).
+    command.envs(mode.to_env());
     // Kept open until exec: the full server reads it through /dev/fd.
     let mut _replay_file = None;
     if let Some((bytes, suppress)) = replay {

@@ -11,6 +11,8 @@
 //! - [`light`]: the front end's session state machine: it answers `initialize`, `ping` and the
 //!   discovery lists itself and says when to hand the connection to the full server, keeping the
 //!   bytes the full server must replay.
+//! - [`setting`]: the [`setting::Setting`] record every crate documents its settings with, and
+//!   the front end's own settings.
 //!
 //! # What it must not depend on
 //!
@@ -21,3 +23,4 @@
 pub mod handshake;
 pub mod jsonrpc;
 pub mod light;
+pub mod setting;

@@ -7,31 +7,42 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use catalogue::{CallContext, Extensions, FilterWarning, SessionPolicy, ToolError};
+use catalogue::{CallContext, Extensions, FilterWarning, SessionPolicy, StartMode, ToolError};
 use protocol_lite::handshake::{LATEST_WITH_INITIALIZE, ServerIdentity};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, CustomRequest,
     CustomResult, ErrorCode, ErrorData, InitializeResult, ListPromptsResult,
     ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, LoggingLevel,
-    PaginatedRequestParams, ServerConfig, SetLevelRequestParams,
+    PaginatedRequestParams, ServerConfig, SetLevelRequestParams, Tool,
 };
 use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{RoleServer, ServerHandler};
-use serde_json::Value;
+use serde_json::{Value, json};
 use tokio::sync::Notify;
 
-use crate::registry::{self, ToolEntry};
+use crate::discovery;
+use crate::registry::{self, Registry, ToolEntry};
 use crate::settings::{Settings, SettingsError, now_ms};
 
-/// The hooks-mcp MCP server: one per session (cheap to clone; clones share state).
+/// The hooks-mcp MCP server. Clones share everything; [`HooksServer::fork_session`] makes a
+/// server for another session that shares the registry but loads tools on its own.
 #[derive(Debug, Clone)]
 pub struct HooksServer {
     inner: Arc<Inner>,
+    session: Arc<SessionTools>,
+}
+
+/// The tools one session has loaded (indexes into the registry).
+#[derive(Debug)]
+struct SessionTools {
+    loaded: Mutex<Vec<bool>>,
 }
 
 #[derive(Debug)]
 struct Inner {
-    tools: Vec<ToolEntry>,
+    registry: Registry,
+    mode: StartMode,
+    discovery: Vec<Tool>,
     info: ServerConfig,
     session: SessionPolicy,
     extensions: Arc<Extensions>,
@@ -45,27 +56,100 @@ impl HooksServer {
     /// # Errors
     /// [`SettingsError::Catalogue`] when the registered tools are inconsistent.
     pub fn new(settings: Settings) -> Result<(Self, Vec<FilterWarning>), SettingsError> {
-        let (tools, warnings) = registry::build(&settings.filter)?;
-        let info = server_config(&settings.identity)?;
+        let (registry, warnings) = registry::build(&settings.filter)?;
+        let identity = ServerIdentity {
+            instructions: catalogue::instructions(&registry.visible, &settings.mode),
+        };
+        let info = server_config(&identity)?;
+        let discovery = if settings.mode.has_discovery() {
+            catalogue::discovery_tools()
+                .into_iter()
+                .map(serde_json::from_value::<Tool>)
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|e| SettingsError::Catalogue(catalogue::CatalogueError::Malformed(e)))?
+        } else {
+            Vec::new()
+        };
         let inner = Inner {
-            tools,
+            registry,
+            mode: settings.mode,
+            discovery,
             info,
             session: settings.session,
             extensions: settings.extensions,
             initialized: Arc::new(Notify::new()),
             log_level: Mutex::new(LoggingLevel::Info),
         };
-        Ok((
-            HooksServer {
-                inner: Arc::new(inner),
-            },
-            warnings,
-        ))
+        let inner = Arc::new(inner);
+        let session = SessionTools::new(&inner);
+        Ok((HooksServer { inner, session }, warnings))
     }
 
-    /// The exposed tools, in catalogue order.
+    /// A server for another session: same registry and store, its own loaded tools (as the
+    /// start mode loads them).
+    pub fn fork_session(&self) -> HooksServer {
+        HooksServer { inner: self.inner.clone(), session: SessionTools::new(&self.inner) }
+    }
+
+    /// Every tool the filters expose (loaded or not), in catalogue order.
     pub fn tools(&self) -> &[ToolEntry] {
-        &self.inner.tools
+        &self.inner.registry.entries
+    }
+
+    /// The names of the tools this session lists now (discovery tools first).
+    pub fn listed_tools(&self) -> Vec<String> {
+        self.current_tools().into_iter().map(|t| t.name.into_owned()).collect()
+    }
+
+    fn loaded(&self) -> std::sync::MutexGuard<'_, Vec<bool>> {
+        self.session.loaded.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn current_tools(&self) -> Vec<Tool> {
+        let loaded = self.loaded().clone();
+        let mut tools = self.inner.discovery.clone();
+        tools.extend(
+            self.inner
+                .registry
+                .entries
+                .iter()
+                .zip(loaded)
+                .filter(|(_, on)| *on)
+                .map(|(e, _)| e.tool.clone()),
+        );
+        tools
+    }
+
+    /// Runs `load_modules`: loads what it names and, when anything was added, notifies the
+    /// client through the request's own peer before answering (so the notification can never
+    /// miss a session that registered late: the peer is the session).
+    async fn load_modules(
+        &self,
+        args: Value,
+        peer: &rmcp::Peer<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let wanted = match discovery::resolve_modules(&self.inner.registry, args) {
+            Ok(wanted) => wanted,
+            Err(error) => return Ok(tool_error(&error)),
+        };
+        let added: Vec<String> = {
+            let mut loaded = self.loaded();
+            wanted
+                .into_iter()
+                .filter(|&i| !std::mem::replace(&mut loaded[i], true))
+                .map(|i| self.inner.registry.entries[i].spec.name.clone())
+                .collect()
+        };
+        if !added.is_empty() {
+            if let Err(e) = peer.notify_tool_list_changed().await {
+                tracing::warn!("cannot send tools/list_changed: {e}");
+            }
+        }
+        let value = json!({
+            "added": added,
+            "listed": self.listed_tools().len(),
+        });
+        Ok(tool_success(value))
     }
 
     /// Signalled each time a client's `notifications/initialized` has been handled.
@@ -75,12 +159,23 @@ impl HooksServer {
 
     /// Runs one tool call to completion on a blocking thread and shapes its result.
     async fn run_tool(&self, name: &str, args: Value) -> Result<CallToolResult, ErrorData> {
-        let Some(entry) = self.inner.tools.iter().find(|t| t.spec.name == name) else {
+        let position = self.inner.registry.entries.iter().position(|t| t.spec.name == name);
+        let Some(index) = position else {
             return Err(ErrorData::invalid_params(
                 format!("Unknown tool `{name}`; call tools/list for the tools this server offers"),
                 None,
             ));
         };
+        if !self.loaded()[index] {
+            return Err(ErrorData::invalid_params(
+                format!(
+                    "Tool `{name}` is not loaded in this session; call load_modules with \
+                     {{\"modules\": [\"{name}\"]}} (or its category) first"
+                ),
+                None,
+            ));
+        }
+        let entry = &self.inner.registry.entries[index];
         let handler = entry.handler;
         let inner = self.inner.clone();
         let now = now_ms();
@@ -90,12 +185,7 @@ impl HooksServer {
         })
         .await;
         Ok(match outcome {
-            Ok(Ok(value)) => {
-                let mut result =
-                    CallToolResult::success(vec![ContentBlock::text(value.to_string())]);
-                result.structured_content = Some(value);
-                result
-            }
+            Ok(Ok(value)) => tool_success(value),
             Ok(Err(error)) => tool_error(&error),
             Err(join) => {
                 tracing::error!(tool = name, error = %join, "tool handler panicked");
@@ -105,6 +195,21 @@ impl HooksServer {
             }
         })
     }
+}
+
+impl SessionTools {
+    fn new(inner: &Inner) -> Arc<SessionTools> {
+        let loaded =
+            inner.registry.entries.iter().map(|e| inner.mode.loads_at_start(e.spec.category)).collect();
+        Arc::new(SessionTools { loaded: Mutex::new(loaded) })
+    }
+}
+
+/// A successful result: the JSON object as structured content and as text.
+fn tool_success(value: Value) -> CallToolResult {
+    let mut result = CallToolResult::success(vec![ContentBlock::text(value.to_string())]);
+    result.structured_content = Some(value);
+    result
 }
 
 fn tool_error(error: &ToolError) -> CallToolResult {
@@ -128,25 +233,36 @@ impl ServerHandler for HooksServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(
-            self.inner.tools.iter().map(|t| t.tool.clone()).collect(),
-        ))
+        Ok(ListToolsResult::with_all_items(self.current_tools()))
     }
 
     fn get_tool(&self, name: &str) -> Option<rmcp::model::Tool> {
-        self.inner
-            .tools
-            .iter()
-            .find(|t| t.spec.name == name)
-            .map(|t| t.tool.clone())
+        self.current_tools().into_iter().find(|t| t.name == name)
     }
 
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let args = request.arguments.map(Value::Object).unwrap_or(Value::Null);
+        if self.inner.mode.has_discovery() {
+            match request.name.as_ref() {
+                catalogue::LOAD_MODULES => {
+                    return self.load_modules(args, &context.peer).await.map(Into::into);
+                }
+                catalogue::FIND_TOOLS => {
+                    let loaded = self.loaded().clone();
+                    let result = discovery::find_tools(&self.inner.registry, &loaded, args);
+                    return Ok(match result {
+                        Ok(value) => tool_success(value),
+                        Err(error) => tool_error(&error),
+                    }
+                    .into());
+                }
+                _ => {}
+            }
+        }
         self.run_tool(&request.name, args).await.map(Into::into)
     }
 

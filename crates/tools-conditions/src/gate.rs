@@ -10,6 +10,16 @@ use store::{Millis, StoreError};
 /// Environment variable that switches the gate off: `off`, `false` or `0`.
 pub const GATE_ENV: &str = "HOOKS_MCP_CONDITIONS_GATE";
 
+/// The settings this crate parses, for the generated configuration reference.
+pub const SETTINGS: &[catalogue::Setting] = &[catalogue::Setting {
+    env: GATE_ENV,
+    flag: "",
+    default: "on",
+    effect: "`off` (or `false`, `0`) lets tools set and remove conditions without the operator \
+             asking in their own prompt; otherwise the prompt hook opens the gate for that \
+             session for ten minutes.",
+}];
+
 /// How long a prompt keeps the gate open: 10 minutes.
 pub const GATE_WINDOW_MS: Millis = 10 * 60 * 1000;
 

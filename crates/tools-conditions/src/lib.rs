@@ -34,6 +34,7 @@ use store::{
 pub use gate::{
     GATE_ENV, GATE_WINDOW_MS, GateSetting, arm_gate_for_prompt, gate_setting_from_env,
     prompt_requests_condition_change,
+    SETTINGS,
 };
 pub use matcher::{MatchTerm, Matcher};
 
@@ -166,7 +167,7 @@ impl From<LanguageArg> for ScriptLanguage {
 struct SetArgs {
     /// `pre`: before the call; `post`: after it.
     step: StepArg,
-    /// Which calls it runs on (grammar in the description).
+    /// Which calls it runs on, e.g. `edit+write` or `bash.git`.
     matcher: String,
     /// Unique name: letters, digits, `_` (max 64).
     name: String,
@@ -225,11 +226,9 @@ catalogue::submit! {
         name: "condition_set",
         category: catalogue::Category::Conditions,
         title: "Install a condition script",
-        description: "Install an operator script run on matching tool calls. Gated: only when the \
-                      operator asked for it in their own prompt. matcher: `any` | a tool name \
-                      (bash, edit, write, read, webfetch...) | `mcp` | `mcp__<server>` | \
-                      `mcp__<server>__<tool>` | `bash.<cli>` (Bash commands running that \
-                      program); join alternatives with `+`, e.g. `edit+write`.",
+        description: "Install a script run on matching tool calls; allowed only after the \
+                      operator asks for it in their own prompt. matcher: `any`, a tool name, \
+                      `mcp`, `mcp__<server>[__<tool>]` or `bash.<cli>`; join with `+`.",
         input_schema: catalogue::schema_of::<SetArgs>,
         output_schema: None,
         // It may overwrite (replace=true), and repeating a create fails.

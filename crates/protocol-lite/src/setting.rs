@@ -1,0 +1,51 @@
+//! Documented settings, and those of the front end's launch of the full server.
+
+/// A setting some crate parses: environment variable, command-line flag, default and effect.
+/// Each crate lists its own next to the code that parses them; `cargo xtask docs` gathers them
+/// into docs/configuration.md, so the reference cannot drift from the parsers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Setting {
+    /// The environment variable.
+    pub env: &'static str,
+    /// The equivalent command-line flag, or empty.
+    pub flag: &'static str,
+    /// The default, as a reader should see it.
+    pub default: &'static str,
+    /// What it does, in a sentence or two.
+    pub effect: &'static str,
+}
+
+/// Overrides where the full server binary is (default: `hooks-mcp-full` beside `hooks-mcp`).
+pub const FULL_BIN_ENV: &str = "HOOKS_MCP_FULL_BIN";
+/// The catalogue child's time limit in milliseconds.
+pub const CATALOGUE_TIMEOUT_ENV: &str = "HOOKS_MCP_CATALOGUE_TIMEOUT_MS";
+/// Log filter for stderr.
+pub const LOG_ENV: &str = "HOOKS_MCP_LOG";
+/// Tells the full server which inherited descriptor holds the bytes to replay (internal).
+pub const REPLAY_FD_ENV: &str = "HOOKS_MCP_REPLAY_FD";
+/// Tells the full server the id of the `initialize` it must not answer again (internal).
+pub const SUPPRESS_ID_ENV: &str = "HOOKS_MCP_SUPPRESS_ID";
+
+/// The front end's settings.
+pub const LAUNCH_SETTINGS: &[Setting] = &[
+    Setting {
+        env: FULL_BIN_ENV,
+        flag: "",
+        default: "beside hooks-mcp",
+        effect: "Path of `hooks-mcp-full`, which generates the catalogue at start and takes the \
+                 session over on its first tool call.",
+    },
+    Setting {
+        env: CATALOGUE_TIMEOUT_ENV,
+        flag: "",
+        default: "30000",
+        effect: "Time limit of the catalogue child process at start-up, in milliseconds; on \
+                 failure or timeout the server exits before `initialize` with a message.",
+    },
+    Setting {
+        env: LOG_ENV,
+        flag: "",
+        default: "warn",
+        effect: "Log filter for stderr (`debug` reports when and why the handoff happened).",
+    },
+];
