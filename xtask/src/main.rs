@@ -1,11 +1,16 @@
 //! Project automation for hooks-mcp, run as `cargo xtask <command>`.
 //!
-//! It owns developer commands only (catalogue dumps, token counts, generated docs); nothing in
-//! the shipped binaries may depend on it.
+//! It owns developer commands only (catalogue dumps, token counts, generated docs, benchmarks);
+//! nothing in the shipped binaries may depend on it.
 // A developer command's output is its stdout; there is no MCP stream to corrupt here.
 #![allow(clippy::print_stdout)]
 
+mod bench;
+mod bench_hook;
+mod bench_http;
 mod catalogue_cmd;
+mod conformance;
+mod docs_cmd;
 mod markdown;
 mod tokens;
 
@@ -29,12 +34,26 @@ enum Command {
     /// Print the tool catalogue (MCP tools/list JSON or markdown), count its tokens, or
     /// write and check docs/catalogue.md.
     Catalogue(catalogue_cmd::Args),
+    /// Benchmarks (stdio front end, store, tools), printed as markdown tables.
+    Bench(bench::Args),
+    /// Write docs/configuration.md from the settings each crate declares (--check: verify).
+    Docs(docs_cmd::Args),
+    /// Network daemon under load: tools/call throughput and p50/p99 at several session
+    /// counts, and memory per idle session.
+    BenchHttp(bench_http::Args),
+    /// Run the official MCP conformance suite against the daemon's /mcp, with the
+    /// expected-failures baseline.
+    Conformance(conformance::Args),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Catalogue(args) => catalogue_cmd::run(&args),
+        Command::Bench(args) => bench::run(&args),
+        Command::Docs(args) => docs_cmd::run(&args),
+        Command::BenchHttp(args) => bench_http::run(&args),
+        Command::Conformance(args) => conformance::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

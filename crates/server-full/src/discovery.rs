@@ -86,7 +86,12 @@ pub(crate) fn resolve_modules(registry: &Registry, args: Value) -> Result<Vec<us
         ));
     }
     let mut wanted = BTreeSet::new();
-    for name in args.modules.iter().map(|m| m.trim()).filter(|m| !m.is_empty()) {
+    for name in args
+        .modules
+        .iter()
+        .map(|m| m.trim())
+        .filter(|m| !m.is_empty())
+    {
         if name.eq_ignore_ascii_case("all") {
             wanted.extend(0..registry.entries.len());
             continue;
@@ -108,13 +113,18 @@ pub(crate) fn resolve_modules(registry: &Registry, args: Value) -> Result<Vec<us
             wanted.extend(members);
             continue;
         }
-        if let Some(i) = registry.entries.iter().position(|e| e.spec.name.eq_ignore_ascii_case(name))
+        if let Some(i) = registry
+            .entries
+            .iter()
+            .position(|e| e.spec.name.eq_ignore_ascii_case(name))
         {
             wanted.insert(i);
             continue;
         }
-        if let Some((tool, category)) =
-            registry.excluded.iter().find(|(t, _)| t.eq_ignore_ascii_case(name))
+        if let Some((tool, category)) = registry
+            .excluded
+            .iter()
+            .find(|(t, _)| t.eq_ignore_ascii_case(name))
         {
             return Err(ToolError::Refused(format!(
                 "modules: `{tool}` ({category}) exists but this server's MCP_CATEGORIES/\

@@ -9,6 +9,10 @@
 //! - [`stdio`]: serving one session on stdin/stdout, either from the start or after the light
 //!   front end handed the connection over (replaying the handshake, suppressing the duplicate
 //!   `initialize` response), with JSON-RPC errors as the specification words them.
+//! - [`daemon`]: the long-lived network daemon (`MCP_TRANSPORT=streamable-http` or `sse`):
+//!   start-up phases, `/health`, Streamable HTTP at `/mcp` and the legacy SSE transport, bearer
+//!   token and `Host`/`Origin` checks, the session cap, the scheduler tick, the instance lock
+//!   and graceful shutdown.
 //! - [`Settings`]: the environment the server runs in (filters, session policy, store).
 //! - [`link_tools`]: the one place that names every tools crate, so their registrations are
 //!   linked into any binary that uses this crate.
@@ -18,11 +22,21 @@
 //! Nothing depends on this crate but the `hooks-mcp` binary. It must never be linked into the
 //! light front end: it brings tokio, rmcp, SQLite and every tool.
 
+mod auth;
+pub mod daemon;
+mod discovery;
+mod health;
+mod http;
 mod registry;
 mod server;
 mod settings;
+mod sse;
 pub mod stdio;
 
+pub use auth::{Access, Refusal, Token};
+pub use daemon::{DaemonConfig, DaemonError, InstanceLock};
+pub use health::{Phase, probe as probe_health};
+pub use http::BindError;
 pub use registry::{ToolEntry, link_tools};
 pub use server::HooksServer;
-pub use settings::{BUSY_TIMEOUT_ENV, SESSION_ENV, Settings, SettingsError, now_ms};
+pub use settings::{BUSY_TIMEOUT_ENV, SESSION_ENV, Settings, SettingsError, mode_from_env, now_ms};

@@ -47,7 +47,11 @@ pub(crate) fn build(filter: &Filter) -> Result<(Registry, Vec<FilterWarning>), C
             continue;
         };
         let tool: Tool = serde_json::from_value(spec.to_mcp())?;
-        entries.push(ToolEntry { spec: spec.clone(), tool, handler: registration.handler });
+        entries.push(ToolEntry {
+            spec: spec.clone(),
+            tool,
+            handler: registration.handler,
+        });
     }
     let excluded = all
         .tools()
@@ -55,5 +59,12 @@ pub(crate) fn build(filter: &Filter) -> Result<(Registry, Vec<FilterWarning>), C
         .filter(|t| visible.get(&t.name).is_none())
         .map(|t| (t.name.clone(), t.category))
         .collect();
-    Ok((Registry { entries, visible, excluded }, warnings))
+    Ok((
+        Registry {
+            entries,
+            visible,
+            excluded,
+        },
+        warnings,
+    ))
 }

@@ -88,7 +88,10 @@ impl HooksServer {
     /// A server for another session: same registry and store, its own loaded tools (as the
     /// start mode loads them).
     pub fn fork_session(&self) -> HooksServer {
-        HooksServer { inner: self.inner.clone(), session: SessionTools::new(&self.inner) }
+        HooksServer {
+            inner: self.inner.clone(),
+            session: SessionTools::new(&self.inner),
+        }
     }
 
     /// Every tool the filters expose (loaded or not), in catalogue order.
@@ -98,11 +101,17 @@ impl HooksServer {
 
     /// The names of the tools this session lists now (discovery tools first).
     pub fn listed_tools(&self) -> Vec<String> {
-        self.current_tools().into_iter().map(|t| t.name.into_owned()).collect()
+        self.current_tools()
+            .into_iter()
+            .map(|t| t.name.into_owned())
+            .collect()
     }
 
     fn loaded(&self) -> std::sync::MutexGuard<'_, Vec<bool>> {
-        self.session.loaded.lock().unwrap_or_else(|p| p.into_inner())
+        self.session
+            .loaded
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
     }
 
     fn current_tools(&self) -> Vec<Tool> {
@@ -159,7 +168,12 @@ impl HooksServer {
 
     /// Runs one tool call to completion on a blocking thread and shapes its result.
     async fn run_tool(&self, name: &str, args: Value) -> Result<CallToolResult, ErrorData> {
-        let position = self.inner.registry.entries.iter().position(|t| t.spec.name == name);
+        let position = self
+            .inner
+            .registry
+            .entries
+            .iter()
+            .position(|t| t.spec.name == name);
         let Some(index) = position else {
             return Err(ErrorData::invalid_params(
                 format!("Unknown tool `{name}`; call tools/list for the tools this server offers"),
@@ -199,9 +213,15 @@ impl HooksServer {
 
 impl SessionTools {
     fn new(inner: &Inner) -> Arc<SessionTools> {
-        let loaded =
-            inner.registry.entries.iter().map(|e| inner.mode.loads_at_start(e.spec.category)).collect();
-        Arc::new(SessionTools { loaded: Mutex::new(loaded) })
+        let loaded = inner
+            .registry
+            .entries
+            .iter()
+            .map(|e| inner.mode.loads_at_start(e.spec.category))
+            .collect();
+        Arc::new(SessionTools {
+            loaded: Mutex::new(loaded),
+        })
     }
 }
 

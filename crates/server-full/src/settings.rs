@@ -3,9 +3,8 @@
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use catalogue::{Extensions, Filter, FilterWarning, SessionPolicy};
-use protocol_lite::handshake::ServerIdentity;
-use store::{OpenOptions, Opened, SqliteStore, StoreError, StoreHandle, StoreLocation};
+use catalogue::{Extensions, Filter, FilterWarning, SessionPolicy, StartMode};
+use store::{Opened, StoreError, StoreHandle};
 
 /// Environment variables naming the agent session a stdio server acts for, in priority order.
 pub const SESSION_ENV: [&str; 2] = ["HOOKS_MCP_SESSION_ID", "CLAUDE_CODE_SESSION_ID"];
@@ -20,6 +19,9 @@ pub enum SettingsError {
     /// The store could not be located or opened.
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// The start mode settings are invalid.
+    #[error(transparent)]
+    Mode(#[from] catalogue::ModeError),
     /// The registered tools do not form a valid catalogue.
     #[error(transparent)]
     Catalogue(#[from] catalogue::CatalogueError),
@@ -32,8 +34,8 @@ pub struct Settings {
     pub filter: Filter,
     /// Where a call's session id comes from when the caller passes none.
     pub session: SessionPolicy,
-    /// What `initialize` announces.
-    pub identity: ServerIdentity,
+    /// Which tools a session advertises at start.
+    pub mode: StartMode,
     /// Services for tool handlers (the store, settings of the tools crates).
     pub extensions: Arc<Extensions>,
 }
@@ -46,28 +48,19 @@ impl Settings {
     /// [`SettingsError::Store`] when the store cannot be located, opened or migrated.
     pub fn stdio_from_env() -> Result<(Settings, Vec<FilterWarning>, Opened), SettingsError> {
         let (filter, warnings) = Filter::from_env();
+        let mode = mode_from_env()?;
         let session = SessionPolicy::Fallback(
             SESSION_ENV
                 .iter()
                 .find_map(|k| std::env::var(k).ok().filter(|v| !v.trim().is_empty())),
         );
-        let location = StoreLocation::from_env().ok_or(StoreError::NoLocation)?;
-        let mut options = OpenOptions {
-            create: true,
-            ..OpenOptions::default()
-        };
-        if let Some(ms) = std::env::var(BUSY_TIMEOUT_ENV)
-            .ok()
-            .and_then(|v| v.trim().parse().ok())
-        {
-            options.busy_timeout = std::time::Duration::from_millis(ms);
-        }
-        let (store, opened) = SqliteStore::open(&location, &options)?;
+        // PostgreSQL when HOOKS_MCP_DATABASE_URL is set, else SQLite at the usual location.
+        let (store, opened) = store::open_from_env(true)?;
         let settings = Settings {
             filter,
             session,
-            identity: ServerIdentity::default(),
-            extensions: Arc::new(Settings::extensions(StoreHandle(Arc::new(store)))),
+            mode,
+            extensions: Arc::new(Settings::extensions(store)),
         };
         Ok((settings, warnings, opened))
     }
@@ -81,10 +74,46 @@ impl Settings {
     }
 }
 
+/// The start mode from [`catalogue::MODE_ENV`] and [`catalogue::MODULES_ENV`] (the front end
+/// passes its flags on this way).
+///
+/// # Errors
+/// [`SettingsError::Mode`] for an unknown mode or module.
+pub fn mode_from_env() -> Result<StartMode, SettingsError> {
+    let (mode, _) = StartMode::parse(
+        &[],
+        std::env::var(catalogue::MODE_ENV).ok().as_deref(),
+        std::env::var(catalogue::MODULES_ENV).ok().as_deref(),
+    )?;
+    Ok(mode)
+}
+
 /// The current time in Unix milliseconds.
 pub fn now_ms() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
         .unwrap_or(0)
+}
+
+impl Settings {
+    /// Settings for the network daemon from the environment, around an opened `store`: the
+    /// category filters and start mode (they apply to every client of the daemon) and no
+    /// session fallback. One process serves many agent sessions, so tools that act for a
+    /// session require an explicit `session_id` ([`SessionPolicy::ExplicitOnly`]).
+    ///
+    /// # Errors
+    /// [`SettingsError::Mode`] for an unknown start mode or module.
+    pub fn network_from_env(
+        store: StoreHandle,
+    ) -> Result<(Settings, Vec<FilterWarning>), SettingsError> {
+        let (filter, warnings) = Filter::from_env();
+        let settings = Settings {
+            filter,
+            session: SessionPolicy::ExplicitOnly,
+            mode: mode_from_env()?,
+            extensions: Arc::new(Settings::extensions(store)),
+        };
+        Ok((settings, warnings))
+    }
 }

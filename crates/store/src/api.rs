@@ -483,6 +483,25 @@ pub struct Counts {
     pub active_schedules: u64,
 }
 
+/// A change another process made, as a [`ChangeFeed`] reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Change {
+    /// A broadcast was published (by a caller or by a schedule firing), with its id.
+    Message(i64),
+    /// A schedule was created or cancelled, with its id.
+    Schedule(i64),
+}
+
+/// Changes pushed by the database, so that a long-running process (the daemon) waits for them
+/// instead of polling. A hint only: whoever reacts reads the store for the truth.
+pub trait ChangeFeed: Send {
+    /// Waits up to `timeout` for the next change; `None` when none arrived in time.
+    ///
+    /// # Errors
+    /// [`StoreError::Unavailable`] when the connection was lost: open a new feed.
+    fn wait(&mut self, timeout: std::time::Duration) -> StoreResult<Option<Change>>;
+}
+
 /// Checks and statistics over the whole store.
 pub trait StoreAdmin {
     /// Checks the schema version, the required tables and the database's integrity.
@@ -495,8 +514,13 @@ pub trait StoreAdmin {
     fn ping(&self) -> StoreResult<()>;
     /// Counts of live records at `now`.
     fn counts(&self, now: Millis) -> StoreResult<Counts>;
-    /// Where the store is, for logs (a path; never credentials).
+    /// Where the store is, for logs (a path or a URL; never credentials).
     fn describe(&self) -> String;
+    /// A feed of the changes other processes make, where the backend pushes them (PostgreSQL's
+    /// LISTEN/NOTIFY); `None` where callers must poll (SQLite, the default).
+    fn changes(&self) -> StoreResult<Option<Box<dyn ChangeFeed>>> {
+        Ok(None)
+    }
 }
 
 /// Everything a backend provides.

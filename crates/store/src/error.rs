@@ -10,7 +10,7 @@ pub enum StoreError {
     /// The database file does not exist and creation was not requested.
     #[error(
         "no store at {path}: start the server once to create it, or set HOOKS_MCP_HOME to the \
-         directory that holds state.db"
+         directory that holds state.db (HOOKS_MCP_DATABASE_URL for PostgreSQL)"
     )]
     Missing {
         /// Where it was looked for.
@@ -77,6 +77,26 @@ pub enum StoreError {
         table: &'static str,
         /// The recorded schema version.
         version: u32,
+    },
+    /// A database server (PostgreSQL) cannot be reached or dropped the connection. The call did
+    /// not take effect unless the server committed it before the connection was lost.
+    #[error(
+        "the store at {store} is unavailable ({detail}); check that the database server is \
+         running and reachable, then retry: the server reconnects by itself"
+    )]
+    Unavailable {
+        /// The store's description (never credentials).
+        store: String,
+        /// What the client reported.
+        detail: String,
+    },
+    /// A setting (an environment variable) has a value the store cannot use.
+    #[error("{name}: {problem}")]
+    InvalidSetting {
+        /// The setting, e.g. `HOOKS_MCP_DATABASE_URL`.
+        name: &'static str,
+        /// What is wrong with its value and how to fix it (never the value of a secret).
+        problem: String,
     },
     /// A record the call refers to does not exist.
     #[error("{what} {id} does not exist")]

@@ -1,4 +1,5 @@
-//! Persistence for hooks-mcp: the domain API the tools use, and its embedded SQLite backend.
+//! Persistence for hooks-mcp: the domain API the tools use, its embedded SQLite backend and a
+//! PostgreSQL backend.
 //!
 //! # What this crate owns
 //!
@@ -10,23 +11,97 @@
 //! - [`SqliteStore`], the embedded default: WAL, a busy timeout, versioned migrations and
 //!   [`StoreAdmin::verify`]. Many processes (one stdio server per agent session, hooks, a daemon)
 //!   share one database file; every multi-statement write is one immediate transaction.
+//! - `PostgresStore` (feature `postgres`, on by default): one PostgreSQL database for a fleet of
+//!   machines, selected at run time by `HOOKS_MCP_DATABASE_URL`. Same API and semantics; a
+//!   bounded lazy pool, versioned migrations, `FOR UPDATE SKIP LOCKED` claims in `fire_due`,
+//!   and a LISTEN/NOTIFY change feed ([`StoreAdmin::changes`]).
+//! - [`open_from_env`]: the one place that picks the backend from the environment.
 //! - [`StoreLocation`]: where the database lives (`HOOKS_MCP_HOME`, else the XDG state directory).
 //! - [`StoreError`]: typed failures that say what is wrong and how to repair it.
 //!
 //! # What it must not depend on
 //!
-//! No MCP SDK, no async runtime, no tools crate (it uses only the catalogue's `ToolError`, to
+//! No MCP SDK, no async runtime of its own (the PostgreSQL client drives each connection on a
+//! private single-threaded one, inside its synchronous calls), no tools crate (it uses only the catalogue's `ToolError`, to
 //! convert its errors for tool results): the store is a plain library the
 //! hook path can open in a millisecond.
 
 pub mod api;
 mod error;
 mod location;
+#[cfg(feature = "postgres")]
+mod postgres;
 pub mod rules;
 mod sqlite;
 
 pub use api::*;
 pub use error::StoreError;
 pub use location::{HOME_ENV, StoreLocation};
+#[cfg(feature = "postgres")]
+pub use postgres::{
+    CONNECT_TIMEOUT_ENV, POOL_SIZE_ENV, PgOptions, PostgresStore, STATEMENT_TIMEOUT_ENV,
+};
 pub use rules::{from_rfc3339, to_rfc3339};
 pub use sqlite::{OpenOptions, Opened, SCHEMA_VERSION, SqliteStore};
+
+/// Environment variable holding a PostgreSQL URL; when set (and not blank) it selects the
+/// PostgreSQL backend instead of SQLite.
+pub const DATABASE_URL_ENV: &str = "HOOKS_MCP_DATABASE_URL";
+
+/// Environment variable: how long a store call waits for another's lock, in milliseconds
+/// (default 5000). SQLite's busy timeout; PostgreSQL's `lock_timeout`.
+pub const BUSY_TIMEOUT_ENV: &str = "HOOKS_MCP_BUSY_TIMEOUT_MS";
+
+/// Opens the store the environment selects: PostgreSQL when [`DATABASE_URL_ENV`] is set (with
+/// [`PgOptions::from_env`]), else the SQLite file at [`StoreLocation::from_env`] (waiting up to
+/// [`BUSY_TIMEOUT_ENV`] for locks). With `create`, a missing store is created. Log
+/// [`StoreAdmin::describe`] of the result, never the URL: it may hold a password.
+///
+/// # Errors
+/// [`StoreError::NoLocation`], [`StoreError::InvalidSetting`] for a bad setting, and whatever
+/// opening the backend reports.
+pub fn open_from_env(create: bool) -> Result<(StoreHandle, Opened), StoreError> {
+    let url = std::env::var(DATABASE_URL_ENV)
+        .ok()
+        .filter(|v| !v.trim().is_empty());
+    if let Some(url) = url {
+        return open_postgres(&url, create);
+    }
+    let location = StoreLocation::from_env().ok_or(StoreError::NoLocation)?;
+    let mut options = OpenOptions {
+        create,
+        ..OpenOptions::default()
+    };
+    if let Some(text) = std::env::var(BUSY_TIMEOUT_ENV)
+        .ok()
+        .filter(|v| !v.trim().is_empty())
+    {
+        let ms: u64 = text
+            .trim()
+            .parse()
+            .map_err(|_| StoreError::InvalidSetting {
+                name: BUSY_TIMEOUT_ENV,
+                problem: format!("must be a whole number of milliseconds, got `{text}`"),
+            })?;
+        options.busy_timeout = std::time::Duration::from_millis(ms);
+    }
+    let (store, opened) = SqliteStore::open(&location, &options)?;
+    Ok((StoreHandle(std::sync::Arc::new(store)), opened))
+}
+
+#[cfg(feature = "postgres")]
+fn open_postgres(url: &str, create: bool) -> Result<(StoreHandle, Opened), StoreError> {
+    let options = PgOptions::from_env(create)?;
+    let (store, opened) = PostgresStore::open(url, &options)?;
+    Ok((StoreHandle::from(store), opened))
+}
+
+#[cfg(not(feature = "postgres"))]
+fn open_postgres(_url: &str, _create: bool) -> Result<(StoreHandle, Opened), StoreError> {
+    Err(StoreError::InvalidSetting {
+        name: DATABASE_URL_ENV,
+        problem: "this build has no PostgreSQL support (store feature `postgres`); unset it to \
+                  use SQLite, or rebuild with the feature"
+            .into(),
+    })
+}

@@ -3,6 +3,13 @@
 //! Agents start `hooks-mcp`, which `exec`s this binary on the first request it cannot answer
 //! itself; it can also be run directly.
 
+mod client;
+mod hook;
+mod init;
+mod open;
+mod ops;
+mod status;
+
 use std::process::ExitCode;
 
 use anyhow::Context;
@@ -27,6 +34,32 @@ enum Cmd {
     /// Serve one stdio session handed over by the front end.
     #[command(hide = true)]
     ServeStdio,
+    /// Ask the running daemon (MCP_HOST, MCP_PORT) for /health; exit 0 when it answers 200.
+    Health {
+        /// `db` (store round trip) or `full` (counts and scheduler lag); default: alive and
+        /// ready.
+        #[arg(long)]
+        level: Option<String>,
+    },
+    /// The agent client's hook command: reads one lifecycle event's payload on stdin
+    /// (SessionStart, UserPromptSubmit, PreToolUse, PostToolUse) and answers on stdout.
+    Hook {
+        /// The event this command is registered for.
+        event: String,
+    },
+    /// Register the MCP server and the hooks in the client's configuration (or --remove them).
+    Init(init::InitArgs),
+    /// Compare the configuration, the client's registration and the daemon (exit 0 running and
+    /// matching, 1 stopped, 2 diverged).
+    Status(status::StatusArgs),
+    /// Publish, list, read, acknowledge and clear broadcasts.
+    Channel(ops::ChannelArgs),
+    /// Add, list and clear recurring reminders.
+    Enforcement(ops::EnforcementArgs),
+    /// List, show and clear conditions.
+    Condition(ops::ConditionArgs),
+    /// Create, list and cancel schedules.
+    Schedule(ops::ScheduleArgs),
 }
 
 fn main() -> ExitCode {
@@ -35,6 +68,14 @@ fn main() -> ExitCode {
     let result = match cli.command.unwrap_or(Cmd::Serve) {
         Cmd::CatalogueDump => catalogue_dump(),
         Cmd::Serve | Cmd::ServeStdio => serve(),
+        Cmd::Health { level } => health(level.as_deref()),
+        Cmd::Hook { event } => return hook::run(&event),
+        Cmd::Init(args) => return init::run(args),
+        Cmd::Status(args) => return status::run(args),
+        Cmd::Channel(args) => return ops::channel(args),
+        Cmd::Enforcement(args) => return ops::enforcement(args),
+        Cmd::Condition(args) => return ops::condition(args),
+        Cmd::Schedule(args) => return ops::schedule(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -46,7 +87,11 @@ fn main() -> ExitCode {
 }
 
 fn init_logging() {
-    let filter = std::env::var("HOOKS_MCP_LOG").unwrap_or_else(|_| "warn,rmcp=error".into());
+    // The daemon reports its start-up phases and shutdown at `info`; a stdio server stays quiet.
+    let daemon = std::env::var(server_full::daemon::TRANSPORT_ENV)
+        .is_ok_and(|t| server_full::daemon::is_network_transport(&t));
+    let default = if daemon { "info,rmcp=warn" } else { "warn,rmcp=error" };
+    let filter = std::env::var("HOOKS_MCP_LOG").unwrap_or_else(|_| default.into());
     let filter = tracing_subscriber::EnvFilter::try_new(&filter)
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
     // stdout carries the protocol: logs go to stderr only.
@@ -69,13 +114,39 @@ fn catalogue_dump() -> anyhow::Result<()> {
 }
 
 fn serve() -> anyhow::Result<()> {
-    let transport = std::env::var("MCP_TRANSPORT").unwrap_or_default();
+    let transport = std::env::var(server_full::daemon::TRANSPORT_ENV).unwrap_or_default();
     match transport.trim() {
         "" | "stdio" => serve_stdio(),
-        other => {
-            anyhow::bail!("MCP_TRANSPORT={other} is not a transport this build serves; use stdio")
+        network if server_full::daemon::is_network_transport(network) => {
+            Ok(server_full::daemon::serve_from_env()?)
+        }
+        other => anyhow::bail!(
+            "MCP_TRANSPORT: unknown transport `{other}`; use stdio (default), streamable-http or \
+             sse"
+        ),
+    }
+}
+
+/// `hooks-mcp-full health`: a probe for supervisors (Docker HEALTHCHECK) that needs no curl.
+fn health(level: Option<&str>) -> anyhow::Result<()> {
+    use std::io::Write;
+    let addrs = server_full::daemon::probe_addresses()?;
+    let timeout = std::time::Duration::from_secs(5);
+    let mut last_error = None;
+    for addr in addrs {
+        match server_full::probe_health(addr, level, timeout) {
+            Ok((status, body)) => {
+                let mut out = std::io::stdout().lock();
+                out.write_all(body.as_bytes())?;
+                out.write_all(b"\n")?;
+                out.flush()?;
+                anyhow::ensure!(status == 200, "the daemon at {addr} answered {status}");
+                return Ok(());
+            }
+            Err(e) => last_error = Some(anyhow::anyhow!("cannot reach the daemon at {addr}: {e}")),
         }
     }
+    Err(last_error.unwrap_or_else(|| anyhow::anyhow!("MCP_HOST resolves to no address")))
 }
 
 fn serve_stdio() -> anyhow::Result<()> {

@@ -105,8 +105,18 @@ impl SqliteStore {
             path,
             busy_timeout: options.busy_timeout,
         };
-        store.configure()?;
-        store.migrate()?;
+        // A file other processes are creating and switching to WAL at this very moment reports
+        // their lock at once for some steps, without calling the busy handler: retry those
+        // steps (all idempotent) within the busy timeout.
+        let started = Instant::now();
+        loop {
+            match store.configure().and_then(|()| store.migrate()) {
+                Err(StoreError::Locked { .. }) if started.elapsed() < options.busy_timeout => {
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+                other => break other?,
+            }
+        }
         Ok((
             store,
             if exists {
@@ -152,6 +162,14 @@ impl SqliteStore {
         }
         conn.execute_batch("PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;")
             .map_err(|e| self.err(e, None))?;
+        // Short-lived processes (a hook runs around every tool call) must not checkpoint and
+        // fsync the database each time they close it: the WAL stays, and the automatic
+        // checkpoint (every 1000 pages) folds it back into the database.
+        conn.set_db_config(
+            rusqlite::config::DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE,
+            true,
+        )
+        .map_err(|e| self.err(e, None))?;
         Ok(())
     }
 

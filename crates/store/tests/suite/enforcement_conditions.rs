@@ -1,18 +1,10 @@
-//! Store-level tests of the enforcement and conditions parts of the SQLite backend.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
-use std::sync::Arc;
+//! Enforcement (reminders, tool-call counters) and conditions (scripts, the gate).
 
 use store::{
-    Condition, ConditionStore, EnforcementStore, NewReminder, PutMode, PutOutcome, ReminderScope,
-    ScriptLanguage, SqliteStore, Step, StoreAdmin, StoreError,
+    Condition, NewReminder, PutMode, PutOutcome, ReminderScope, ScriptLanguage, Step, StoreError,
 };
 
-fn open() -> (tempfile::TempDir, SqliteStore) {
-    let dir = tempfile::tempdir().unwrap();
-    let store = SqliteStore::create(dir.path().join("state.db")).unwrap();
-    (dir, store)
-}
+use super::{Backend, fresh};
 
 fn reminder(message: &str, cadence: u32, tag: Option<&str>) -> NewReminder {
     NewReminder {
@@ -37,9 +29,8 @@ fn condition(name: &str, script: &str, at: i64) -> Condition {
     }
 }
 
-#[test]
-fn reminders_round_trip_and_clear_by_id_and_tag() {
-    let (_dir, store) = open();
+pub(crate) fn reminders_round_trip_and_clear_by_id_and_tag(b: &dyn Backend) {
+    let store = fresh(b);
     let a = store
         .add_reminder(&reminder("run the tests", 3, Some("qa")))
         .unwrap();
@@ -68,16 +59,14 @@ fn reminders_round_trip_and_clear_by_id_and_tag() {
     assert!(store.reminders().unwrap().is_empty());
 }
 
-#[test]
-fn zero_cadence_is_rejected_by_the_schema() {
-    let (_dir, store) = open();
+pub(crate) fn zero_cadence_is_rejected_by_the_schema(b: &dyn Backend) {
+    let store = fresh(b);
     assert!(store.add_reminder(&reminder("never", 0, None)).is_err());
     assert!(store.reminders().unwrap().is_empty());
 }
 
-#[test]
-fn tool_call_counters_are_per_session() {
-    let (_dir, store) = open();
+pub(crate) fn tool_call_counters_are_per_session(b: &dyn Backend) {
+    let store = fresh(b);
     assert_eq!(store.tool_calls("s1").unwrap(), 0);
     assert_eq!(store.count_tool_call("s1", 10).unwrap(), 1);
     assert_eq!(store.count_tool_call("s1", 11).unwrap(), 2);
@@ -87,15 +76,12 @@ fn tool_call_counters_are_per_session() {
     assert_eq!(store.tool_calls("s2").unwrap(), 1);
 }
 
-#[test]
-fn concurrent_tool_calls_get_distinct_numbers() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("state.db");
-    SqliteStore::create(&path).unwrap();
-    // Separate connections, as separate hook processes would have.
+pub(crate) fn concurrent_tool_calls_get_distinct_numbers(b: &dyn Backend) {
+    let fixture = fresh(b);
+    // Separate connections, as separate hook processes (or daemons) would have.
     let handles: Vec<_> = (0..4)
         .map(|_| {
-            let store = Arc::new(SqliteStore::create(&path).unwrap());
+            let store = fixture.open_another();
             std::thread::spawn(move || {
                 (0..10)
                     .map(|i| store.count_tool_call("s1", i).unwrap())
@@ -109,11 +95,13 @@ fn concurrent_tool_calls_get_distinct_numbers() {
         .collect();
     all.sort_unstable();
     assert_eq!(all, (1..=40).collect::<Vec<u64>>());
+    assert_eq!(fixture.tool_calls("s1").unwrap(), 40);
 }
 
-#[test]
-fn put_condition_creates_refuses_duplicates_and_replaces_keeping_created_at() {
-    let (_dir, store) = open();
+pub(crate) fn put_condition_creates_refuses_duplicates_and_replaces_keeping_created_at(
+    b: &dyn Backend,
+) {
+    let store = fresh(b);
     let first = condition("no_force_push", "exit 0", 100);
     assert_eq!(
         store.put_condition(&first, PutMode::CreateOnly).unwrap(),
@@ -167,9 +155,8 @@ fn put_condition_creates_refuses_duplicates_and_replaces_keeping_created_at() {
     assert_eq!(store.counts(0).unwrap().conditions, 2);
 }
 
-#[test]
-fn delete_condition_reports_whether_it_existed() {
-    let (_dir, store) = open();
+pub(crate) fn delete_condition_reports_whether_it_existed(b: &dyn Backend) {
+    let store = fresh(b);
     store
         .put_condition(&condition("a", "true", 1), PutMode::CreateOnly)
         .unwrap();
@@ -178,9 +165,8 @@ fn delete_condition_reports_whether_it_existed() {
     assert_eq!(store.condition("a").unwrap(), None);
 }
 
-#[test]
-fn gate_opens_until_expiry_per_session_and_disarms() {
-    let (_dir, store) = open();
+pub(crate) fn gate_opens_until_expiry_per_session_and_disarms(b: &dyn Backend) {
+    let store = fresh(b);
     assert_eq!(store.gate_open_until("s1", 0).unwrap(), None);
     store.arm_gate("s1", 1_000).unwrap();
     assert_eq!(store.gate_open_until("s1", 999).unwrap(), Some(1_000));

@@ -1,40 +1,29 @@
 //! Several processes writing one store at once lose nothing and leave no torn state.
 //!
-//! The parent test re-runs this test executable as child processes (selecting
-//! [`child_writer`]); children find their database and worker number in the environment.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+//! The parent re-runs the suite's executable as child processes (selecting `child_writer` in
+//! `store_suite.rs`); children find their store and worker number in the environment.
 
 use std::collections::BTreeSet;
-use std::path::Path;
 use std::process::{Command, Stdio};
+use std::sync::Arc;
 
-use store::{
-    ChannelStore, DeliveryPoint, MessageQuery, NewMessage, OpenOptions, Severity, SqliteStore,
-    StoreAdmin, StoreLocation,
-};
+use store::{DeliveryPoint, MessageQuery, NewMessage, Severity, Store};
 
-const DB_ENV: &str = "HOOKS_MCP_TEST_CHILD_DB";
-const WORKER_ENV: &str = "HOOKS_MCP_TEST_WORKER";
+use super::{Backend, fresh};
+
+/// The store the children write (a [`super::Location::spec`]).
+pub(crate) const STORE_ENV: &str = "HOOKS_MCP_TEST_CHILD_STORE";
+/// The child's worker number.
+pub(crate) const WORKER_ENV: &str = "HOOKS_MCP_TEST_WORKER";
 const WORKERS: usize = 4;
 const PER_WORKER: usize = 200;
 const T0: i64 = 1_800_000_000_000;
 const HOUR: i64 = 3_600_000;
 
-fn open(path: &Path) -> SqliteStore {
-    SqliteStore::open(&StoreLocation::at(path), &OpenOptions::default())
-        .unwrap()
-        .0
-}
-
 /// Worker `w` publishes `PER_WORKER` messages on channel `w<w>` (every tenth an `info` on the
 /// shared channel `all` instead), acknowledges every fourth of its own as session `s<w>`, and
 /// takes its deliveries after each publication.
-#[test]
-fn child_writer() {
-    let (Ok(db), Ok(worker)) = (std::env::var(DB_ENV), std::env::var(WORKER_ENV)) else {
-        return; // Run by the parent only.
-    };
-    let store = open(Path::new(&db));
+pub(crate) fn child_writer(store: Arc<dyn Store>, worker: &str) {
     let session = format!("s{worker}");
     for i in 0..PER_WORKER {
         let shared = i % 10 == 0;
@@ -66,18 +55,15 @@ fn child_writer() {
     }
 }
 
-#[test]
-fn concurrent_processes_lose_no_writes() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("state.db");
-    drop(SqliteStore::create(&path).unwrap());
+pub(crate) fn concurrent_processes_lose_no_writes(b: &dyn Backend) {
+    let fixture = fresh(b);
 
     let exe = std::env::current_exe().unwrap();
     let children: Vec<_> = (0..WORKERS)
         .map(|w| {
             Command::new(&exe)
                 .args(["--exact", "child_writer", "--nocapture", "--test-threads=1"])
-                .env(DB_ENV, &path)
+                .env(STORE_ENV, fixture.location.spec())
                 .env(WORKER_ENV, w.to_string())
                 .stdout(Stdio::piped())
                 .stderr(Stdio::piped())
@@ -95,7 +81,7 @@ fn concurrent_processes_lose_no_writes() {
         );
     }
 
-    let store = open(&path);
+    let store = &fixture;
     store.verify().unwrap();
     let everything = MessageQuery {
         channel: None,
@@ -159,9 +145,7 @@ fn concurrent_processes_lose_no_writes() {
         );
     }
     // Each session was delivered every message it did not acknowledge, recorded once.
-    let conn = rusqlite::Connection::open(&path).unwrap();
-    let count =
-        |sql: &str| -> usize { conn.query_row(sql, [], |r| r.get::<_, i64>(0)).unwrap() as usize };
+    let count = |sql: &str| -> usize { store.location.scalar(sql) as usize };
     let acks_per_session = PER_WORKER.div_ceil(4);
     assert_eq!(
         count("SELECT count(*) FROM message_acks"),

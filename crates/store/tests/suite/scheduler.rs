@@ -1,21 +1,25 @@
-//! The scheduler part of the store: creation, cancellation, and firing exactly once per
-//! occurrence, also when several processes fire the same schedules at the same moment.
+//! The scheduler: creation, cancellation, and firing exactly once per occurrence, also when
+//! several processes fire the same schedules at the same moment.
 //!
-//! The cross-process test re-runs this test executable as child processes (selecting
-//! [`child_fire_due`]); children find the database and a start signal in the environment.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+//! The cross-process test re-runs the suite's executable as child processes (selecting
+//! `child_fire_due` in `store_suite.rs`); children find the store and a start signal in the
+//! environment.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use store::{
-    Millis, NewSchedule, NextFire, OpenOptions, Schedule, ScheduleStatus, ScheduleStore, Severity,
-    SqliteStore, StoreError, StoreLocation, Trigger,
+    Millis, NewSchedule, NextFire, Schedule, ScheduleStatus, Severity, Store, StoreError, Trigger,
 };
 
-const DB_ENV: &str = "HOOKS_MCP_TEST_SCHEDULER_DB";
-const GO_ENV: &str = "HOOKS_MCP_TEST_SCHEDULER_GO";
+use super::{Backend, fresh};
+
+/// The store the children fire on (a [`super::Location::spec`]).
+pub(crate) const STORE_ENV: &str = "HOOKS_MCP_TEST_SCHEDULER_STORE";
+/// The file whose appearance starts the children.
+pub(crate) const GO_ENV: &str = "HOOKS_MCP_TEST_SCHEDULER_GO";
 const CHILDREN: usize = 4;
 const SCHEDULES: usize = 200;
 const ROUNDS: usize = 5;
@@ -55,15 +59,8 @@ fn new_schedule(body: &str, trigger: Trigger, next_fire_at: Millis) -> NewSchedu
     }
 }
 
-fn store_at(dir: &tempfile::TempDir) -> (SqliteStore, PathBuf) {
-    let path = dir.path().join("state.db");
-    (SqliteStore::create(&path).unwrap(), path)
-}
-
-#[test]
-fn create_list_and_cancel() {
-    let dir = tempfile::tempdir().unwrap();
-    let (store, _) = store_at(&dir);
+pub(crate) fn create_list_and_cancel(b: &dyn Backend) {
+    let store = fresh(b);
     let mut named = new_schedule("standup", Trigger::Cron("0 9 * * 1-5".into()), T0);
     named.name = Some("standup".into());
     let a = store.create_schedule(&named).unwrap();
@@ -95,10 +92,8 @@ fn create_list_and_cancel() {
     );
 }
 
-#[test]
-fn fire_due_publishes_and_advances_once() {
-    let dir = tempfile::tempdir().unwrap();
-    let (store, path) = store_at(&dir);
+pub(crate) fn fire_due_publishes_and_advances_once(b: &dyn Backend) {
+    let store = fresh(b);
     let once = store
         .create_schedule(&new_schedule("once", Trigger::At(T0), T0))
         .unwrap();
@@ -157,22 +152,18 @@ fn fire_due_publishes_and_advances_once() {
     assert_eq!((again.fire_count, again.skipped_count), (2, 3));
     assert_eq!(again.next_fire_at, Some(T0 + 5 * MINUTE));
 
-    let conn = rusqlite::Connection::open(&path).unwrap();
-    let (messages, firings, linked): (i64, i64, i64) = conn
-        .query_row(
-            "SELECT (SELECT count(*) FROM messages), (SELECT count(*) FROM schedule_firings), \
-             (SELECT count(*) FROM schedule_firings f JOIN messages m ON m.id = f.message_id)",
-            [],
-            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
-        )
-        .unwrap();
+    let (messages, firings, linked) = (
+        store.count("messages"),
+        store.count("schedule_firings"),
+        store.location.scalar(
+            "SELECT count(*) FROM schedule_firings f JOIN messages m ON m.id = f.message_id",
+        ),
+    );
     assert_eq!((messages, firings, linked), (4, 4, 4));
 }
 
-#[test]
-fn a_recorded_occurrence_is_never_published_again() {
-    let dir = tempfile::tempdir().unwrap();
-    let (store, _) = store_at(&dir);
+pub(crate) fn a_recorded_occurrence_is_never_published_again(b: &dyn Backend) {
+    let store = fresh(b);
     let s = store
         .create_schedule(&new_schedule("stuck", Trigger::Every(60), T0))
         .unwrap();
@@ -188,18 +179,12 @@ fn a_recorded_occurrence_is_never_published_again() {
     assert_eq!((after.id, after.fire_count), (s.id, 1));
 }
 
-/// Run by [`fire_due_is_exactly_once_across_processes`] only: waits for the start signal, fires
-/// at `T0` a few times and prints how many firings it made.
-#[test]
-fn child_fire_due() {
-    let (Ok(db), Ok(go)) = (std::env::var(DB_ENV), std::env::var(GO_ENV)) else {
-        return; // Run by the parent only.
-    };
-    let store = SqliteStore::open(&StoreLocation::at(&db), &OpenOptions::default())
-        .unwrap()
-        .0;
+/// The child's part of [`fire_due_is_exactly_once_across_processes`]: waits for the start
+/// signal, fires at `T0` a few times and prints how many firings it made.
+#[allow(clippy::print_stdout)] // The parent reads the count from the child's stdout.
+pub(crate) fn child_fire_due(store: Arc<dyn Store>, go: &Path) {
     let deadline = Instant::now() + Duration::from_secs(20);
-    while !Path::new(&go).exists() {
+    while !go.exists() {
         assert!(Instant::now() < deadline, "no start signal");
         std::thread::sleep(Duration::from_millis(2));
     }
@@ -210,10 +195,8 @@ fn child_fire_due() {
     println!("FIRED {fired}");
 }
 
-#[test]
-fn fire_due_is_exactly_once_across_processes() {
-    let dir = tempfile::tempdir().unwrap();
-    let (store, path) = store_at(&dir);
+pub(crate) fn fire_due_is_exactly_once_across_processes(b: &dyn Backend) {
+    let store = fresh(b);
     for i in 0..SCHEDULES {
         let due = T0 - 1000 - i as Millis;
         let trigger = if i % 2 == 0 {
@@ -225,9 +208,9 @@ fn fire_due_is_exactly_once_across_processes() {
             .create_schedule(&new_schedule(&format!("s{i}"), trigger, due))
             .unwrap();
     }
-    drop(store);
 
-    let go = dir.path().join("go");
+    let signals = tempfile::tempdir().unwrap();
+    let go = signals.path().join("go");
     let exe = std::env::current_exe().unwrap();
     let children: Vec<_> = (0..CHILDREN)
         .map(|_| {
@@ -238,7 +221,7 @@ fn fire_due_is_exactly_once_across_processes() {
                     "--nocapture",
                     "--test-threads=1",
                 ])
-                .env(DB_ENV, &path)
+                .env(STORE_ENV, store.location.spec())
                 .env(GO_ENV, &go)
                 .stdout(Stdio::piped())
                 .stderr(Stdio::piped())
@@ -265,25 +248,22 @@ fn fire_due_is_exactly_once_across_processes() {
     }
     assert_eq!(total, SCHEDULES, "firings across all children");
 
-    let store = SqliteStore::create(&path).unwrap();
-    let conn = rusqlite::Connection::open(&path).unwrap();
     let schedules = store.schedules().unwrap();
     assert_eq!(schedules.len(), SCHEDULES);
     for (i, s) in schedules.iter().enumerate() {
-        let count = |sql: &str, arg: &dyn rusqlite::ToSql| -> i64 {
-            conn.query_row(sql, [arg], |r| r.get(0)).unwrap()
-        };
         let body = format!("s{i}");
         assert_eq!(
-            count("SELECT count(*) FROM messages WHERE body = ?1", &body),
+            store.location.scalar(&format!(
+                "SELECT count(*) FROM messages WHERE body = '{body}'"
+            )),
             1,
             "{body}"
         );
         assert_eq!(
-            count(
-                "SELECT count(*) FROM schedule_firings WHERE schedule_id = ?1",
-                &s.id
-            ),
+            store.location.scalar(&format!(
+                "SELECT count(*) FROM schedule_firings WHERE schedule_id = {}",
+                s.id
+            )),
             1,
             "{body}"
         );

@@ -1,0 +1,408 @@
+//! The agent client's configuration (Claude Code): where it lives, what hooks-mcp registers in
+//! it, and how to recognise hooks-mcp's own entries. `init` writes it; `status` reads it.
+//!
+//! - `~/.claude.json` (or `$CLAUDE_CONFIG_DIR/.claude.json`): the `mcpServers.hooks` entry;
+//!   stdio `{"type":"stdio","command":…,"args":[],"env":{}}`, streamable HTTP
+//!   `{"type":"http","url":"http://localhost:8642/mcp"}`, SSE `{"type":"sse","url":…/sse}`.
+//! - `~/.claude/settings.json` (or `$CLAUDE_CONFIG_DIR/settings.json`): the `hooks` block, one
+//!   matcher group per event whose command is `<hooks-mcp-full> hook <Event>`.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use serde_json::{Map, Value, json};
+
+use crate::hook::Event;
+
+/// The name the server is registered under (its tools appear as `mcp__hooks__<tool>`).
+pub(crate) const SERVER_NAME: &str = "hooks";
+pub(crate) use server_full::daemon::{DEFAULT_PORT, HOST_ENV, PORT_ENV, TRANSPORT_ENV};
+/// The daemon's bearer token; when set, `init` adds a header that the client expands from its
+/// own environment (the secret is never written to the file).
+use server_full::daemon::TOKEN_ENV;
+
+/// How the client reaches the server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum Transport {
+    /// The client starts `hooks-mcp` per session.
+    Stdio,
+    /// Streamable HTTP at `/mcp` of a running daemon.
+    StreamableHttp,
+    /// Legacy SSE at `/sse` of a running daemon.
+    Sse,
+}
+
+impl Transport {
+    /// The `MCP_TRANSPORT` spelling.
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Transport::Stdio => "stdio",
+            Transport::StreamableHttp => "streamable-http",
+            Transport::Sse => "sse",
+        }
+    }
+
+    /// The `type` of the client's server entry.
+    fn entry_type(self) -> &'static str {
+        match self {
+            Transport::Stdio => "stdio",
+            Transport::StreamableHttp => "http",
+            Transport::Sse => "sse",
+        }
+    }
+
+    /// The transport of a server entry's `type` (an entry without one is stdio).
+    pub(crate) fn of_entry(entry: &Value) -> Option<Transport> {
+        match entry.get("type").and_then(Value::as_str) {
+            None | Some("stdio") => Some(Transport::Stdio),
+            Some("http" | "streamable-http" | "streamableHttp") => Some(Transport::StreamableHttp),
+            Some("sse") => Some(Transport::Sse),
+            Some(_) => None,
+        }
+    }
+
+    /// `MCP_TRANSPORT` (unset or blank: stdio).
+    ///
+    /// # Errors
+    /// A message naming the variable and the valid values.
+    pub(crate) fn from_env() -> Result<Transport, String> {
+        let value = std::env::var(TRANSPORT_ENV).unwrap_or_default();
+        match value.trim() {
+            "" | "stdio" => Ok(Transport::Stdio),
+            "streamable-http" | "http" => Ok(Transport::StreamableHttp),
+            "sse" => Ok(Transport::Sse),
+            other => Err(format!(
+                "{TRANSPORT_ENV}=`{other}` is not a transport; use stdio, streamable-http or sse"
+            )),
+        }
+    }
+}
+
+impl fmt::Display for Transport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Where the daemon listens, from `MCP_HOST` and `MCP_PORT`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Endpoint {
+    /// The address it binds.
+    pub(crate) host: String,
+    /// Its port.
+    pub(crate) port: u16,
+}
+
+impl Endpoint {
+    /// Reads `MCP_HOST` (default `localhost`) and `MCP_PORT` (default 8642), as the daemon does.
+    ///
+    /// # Errors
+    /// A message naming `MCP_PORT` when it is not a port number.
+    pub(crate) fn from_env() -> Result<Endpoint, String> {
+        let host = std::env::var(HOST_ENV)
+            .ok()
+            .map(|h| h.trim().to_owned())
+            .filter(|h| !h.is_empty())
+            .unwrap_or_else(|| "localhost".into());
+        let port = match std::env::var(PORT_ENV) {
+            Err(_) => DEFAULT_PORT,
+            Ok(text) if text.trim().is_empty() => DEFAULT_PORT,
+            Ok(text) => text.trim().parse::<u16>().ok().filter(|p| *p > 0).ok_or_else(|| {
+                format!("{PORT_ENV}=`{text}` is not a port number (1-65535)")
+            })?,
+        };
+        Ok(Endpoint { host, port })
+    }
+
+    /// The host a client on this machine uses: `localhost` for loopback and wildcard addresses.
+    fn client_host(&self) -> String {
+        if is_local(&self.host) {
+            "localhost".into()
+        } else if self.host.contains(':') && !self.host.starts_with('[') {
+            format!("[{}]", self.host)
+        } else {
+            self.host.clone()
+        }
+    }
+
+    /// The URL of `transport`'s endpoint (`/mcp` or `/sse`); `None` for stdio.
+    pub(crate) fn url(&self, transport: Transport) -> Option<String> {
+        let path = match transport {
+            Transport::Stdio => return None,
+            Transport::StreamableHttp => "/mcp",
+            Transport::Sse => "/sse",
+        };
+        Some(format!("http://{}:{}{path}", self.client_host(), self.port))
+    }
+}
+
+/// Whether `host` names this machine (loopback or a wildcard address).
+pub(crate) fn is_local(host: &str) -> bool {
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    matches!(
+        host.to_ascii_lowercase().as_str(),
+        "localhost" | "127.0.0.1" | "::1" | "0.0.0.0" | "::"
+    ) || host.starts_with("127.")
+}
+
+/// The two configuration files.
+#[derive(Debug, Clone)]
+pub(crate) struct ClientFiles {
+    /// Holds `mcpServers`.
+    pub(crate) servers: PathBuf,
+    /// Holds `hooks`.
+    pub(crate) settings: PathBuf,
+}
+
+impl ClientFiles {
+    /// `$CLAUDE_CONFIG_DIR/{.claude.json,settings.json}` when that is set, else
+    /// `~/.claude.json` and `~/.claude/settings.json`.
+    ///
+    /// # Errors
+    /// A message when neither `CLAUDE_CONFIG_DIR` nor `HOME` is set.
+    pub(crate) fn from_env() -> Result<ClientFiles, String> {
+        let var = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty()).map(PathBuf::from);
+        if let Some(dir) = var("CLAUDE_CONFIG_DIR") {
+            return Ok(ClientFiles {
+                servers: dir.join(".claude.json"),
+                settings: dir.join("settings.json"),
+            });
+        }
+        let home = var("HOME").ok_or("HOME is not set: cannot find the client's configuration")?;
+        Ok(ClientFiles {
+            servers: home.join(".claude.json"),
+            settings: home.join(".claude").join("settings.json"),
+        })
+    }
+}
+
+/// The binaries to register: `hooks-mcp` (the MCP server) and `hooks-mcp-full` (the hook
+/// command, which skips the front end's `exec`), both beside the running executable.
+#[derive(Debug, Clone)]
+pub(crate) struct Binaries {
+    /// The stdio front end.
+    pub(crate) front: PathBuf,
+    /// The full binary.
+    pub(crate) full: PathBuf,
+}
+
+impl Binaries {
+    /// The binaries beside this executable.
+    ///
+    /// # Errors
+    /// A message when the executable's path is unknown.
+    pub(crate) fn beside_current_exe() -> Result<Binaries, String> {
+        let exe = std::env::current_exe()
+            .map_err(|e| format!("cannot tell where this executable is ({e})"))?;
+        let exe = exe.canonicalize().unwrap_or(exe);
+        Ok(Binaries {
+            front: exe.with_file_name("hooks-mcp"),
+            full: exe.with_file_name("hooks-mcp-full"),
+        })
+    }
+}
+
+/// The server entry `init` writes for `transport`.
+pub(crate) fn server_entry(transport: Transport, bins: &Binaries, endpoint: &Endpoint) -> Value {
+    match endpoint.url(transport) {
+        None => json!({
+            "type": transport.entry_type(),
+            "command": bins.front.to_string_lossy(),
+            "args": [],
+            "env": {},
+        }),
+        Some(url) => {
+            let mut entry = json!({ "type": transport.entry_type(), "url": url });
+            if std::env::var_os(TOKEN_ENV).is_some_and(|v| !v.is_empty()) {
+                entry["headers"] = json!({ "Authorization": format!("Bearer ${{{TOKEN_ENV}}}") });
+            }
+            entry
+        }
+    }
+}
+
+/// The hook command line for `event`.
+pub(crate) fn hook_command(full: &Path, event: Event) -> String {
+    format!("{} hook {}", shell_quote(&full.to_string_lossy()), event.name())
+}
+
+/// The matcher group `init` adds for `event`.
+pub(crate) fn hook_group(full: &Path, event: Event) -> Value {
+    let hook = json!({ "type": "command", "command": hook_command(full, event) });
+    if event.is_tool_event() {
+        json!({ "matcher": "*", "hooks": [hook] })
+    } else {
+        json!({ "hooks": [hook] })
+    }
+}
+
+/// Quotes `text` for a POSIX shell when it needs it.
+fn shell_quote(text: &str) -> String {
+    if !text.is_empty()
+        && text
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"/._-+:@%,".contains(&b))
+    {
+        text.to_owned()
+    } else {
+        format!("'{}'", text.replace('\'', r"'\''"))
+    }
+}
+
+/// Splits the first three words of a command line, undoing single and double quotes and
+/// backslash escapes (enough for the commands `init` writes and their hand-edited variants).
+fn first_words(command: &str) -> Vec<String> {
+    let mut words = Vec::new();
+    let mut word = String::new();
+    let mut in_word = false;
+    let mut quote: Option<char> = None;
+    let mut chars = command.chars();
+    while let Some(c) = chars.next() {
+        match (quote, c) {
+            (Some(q), c) if c == q => quote = None,
+            (Some('"'), '\\') | (None, '\\') => {
+                word.extend(chars.next());
+                in_word = true;
+            }
+            (Some(_), c) => word.push(c),
+            (None, '\'' | '"') => {
+                quote = Some(c);
+                in_word = true;
+            }
+            (None, c) if c.is_whitespace() => {
+                if in_word {
+                    words.push(std::mem::take(&mut word));
+                    in_word = false;
+                    if words.len() == 3 {
+                        return words;
+                    }
+                }
+            }
+            (None, c) => {
+                word.push(c);
+                in_word = true;
+            }
+        }
+    }
+    if in_word {
+        words.push(word);
+    }
+    words
+}
+
+/// If `command` is a hooks-mcp hook command, the program it runs and the event it names.
+pub(crate) fn parse_hook_command(command: &str) -> Option<(PathBuf, String)> {
+    let words = first_words(command);
+    let program = PathBuf::from(words.first()?);
+    let name = program.file_name()?.to_str()?;
+    if !matches!(name, "hooks-mcp" | "hooks-mcp-full") || words.get(1)? != "hook" {
+        return None;
+    }
+    Some((program, words.get(2).cloned().unwrap_or_default()))
+}
+
+/// Whether one hook object (`{"type":"command","command":…}`) is hooks-mcp's.
+pub(crate) fn is_our_hook(hook: &Value) -> bool {
+    hook.get("command")
+        .and_then(Value::as_str)
+        .and_then(parse_hook_command)
+        .is_some()
+}
+
+/// hooks-mcp's hook commands registered for `event` in a settings document: (program, event
+/// named on the command line).
+pub(crate) fn our_hooks(settings: &Value, event: Event) -> Vec<(PathBuf, String)> {
+    settings
+        .get("hooks")
+        .and_then(|h| h.get(event.name()))
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|group| group.get("hooks").and_then(Value::as_array))
+        .flatten()
+        .filter_map(|hook| hook.get("command").and_then(Value::as_str))
+        .filter_map(parse_hook_command)
+        .collect()
+}
+
+/// The `mcpServers.hooks` entry of a servers document.
+pub(crate) fn our_server(servers: &Value) -> Option<&Value> {
+    servers.get("mcpServers").and_then(|m| m.get(SERVER_NAME))
+}
+
+/// Reads a JSON configuration file: `Ok(None)` when it does not exist.
+///
+/// # Errors
+/// A message naming the file when it cannot be read or is not a JSON object.
+pub(crate) fn read_document(path: &Path) -> Result<Option<Map<String, Value>>, String> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
+    };
+    if text.trim().is_empty() {
+        return Ok(Some(Map::new()));
+    }
+    match serde_json::from_str::<Value>(&text) {
+        Ok(Value::Object(map)) => Ok(Some(map)),
+        Ok(_) => Err(format!(
+            "{} is not a JSON object; fix or move it aside, then run again",
+            path.display()
+        )),
+        Err(e) => Err(format!(
+            "{} is not valid JSON ({e}); fix or move it aside, then run again (nothing was \
+             changed)",
+            path.display()
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hook_commands_round_trip_through_quoting() {
+        for dir in ["/opt/bin", "/home/a b/it's here"] {
+            let full = Path::new(dir).join("hooks-mcp-full");
+            let command = hook_command(&full, Event::PreToolUse);
+            let (program, event) = parse_hook_command(&command).unwrap();
+            assert_eq!(program, full, "{command}");
+            assert_eq!(event, "PreToolUse");
+        }
+    }
+
+    #[test]
+    fn foreign_commands_are_not_ours() {
+        for command in [
+            "python3 ~/hooks/check.py",
+            "/usr/bin/hooks-mcp-fullish hook PreToolUse",
+            "hooks-mcp status",
+            "",
+        ] {
+            assert_eq!(parse_hook_command(command), None, "{command}");
+        }
+        assert!(parse_hook_command("hooks-mcp hook Stop").is_some());
+    }
+
+    #[test]
+    fn urls_use_localhost_for_local_binds() {
+        let local = Endpoint {
+            host: "0.0.0.0".into(),
+            port: 9000,
+        };
+        assert_eq!(
+            local.url(Transport::StreamableHttp).as_deref(),
+            Some("http://localhost:9000/mcp")
+        );
+        let remote = Endpoint {
+            host: "10.1.2.3".into(),
+            port: 8642,
+        };
+        assert_eq!(
+            remote.url(Transport::Sse).as_deref(),
+            Some("http://10.1.2.3:8642/sse")
+        );
+        assert_eq!(remote.url(Transport::Stdio), None);
+    }
+}

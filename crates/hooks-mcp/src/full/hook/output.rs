@@ -1,0 +1,122 @@
+//! The hook's answer, in Claude Code's hook output format.
+//!
+//! Everything goes into `hookSpecificOutput` (`additionalContext`; for `PreToolUse` also
+//! `permissionDecision`, `permissionDecisionReason` and `updatedInput`; for `PostToolUse`
+//! `updatedToolOutput`, plus `updatedMCPToolOutput` for MCP tools, which older clients read).
+//! A `post` condition that exits 2 adds the top-level `"decision": "block"` with its reason, which
+//! the client shows to the agent. Nothing to say means no output at all.
+
+use serde_json::{Map, Value};
+
+use super::payload::Event;
+
+/// A permission decision for the pending tool call, weakest first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum Decision {
+    /// Run it without asking the operator.
+    Allow,
+    /// Ask the operator first.
+    Ask,
+    /// Do not run it; the reason goes to the agent.
+    Deny,
+}
+
+impl Decision {
+    /// The client's spelling.
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Decision::Allow => "allow",
+            Decision::Ask => "ask",
+            Decision::Deny => "deny",
+        }
+    }
+
+    /// Parses `allow`, `ask` or `deny`.
+    pub(crate) fn parse(text: &str) -> Option<Decision> {
+        [Decision::Allow, Decision::Ask, Decision::Deny]
+            .into_iter()
+            .find(|d| d.as_str().eq_ignore_ascii_case(text.trim()))
+    }
+}
+
+/// What the hook tells the client, built up by the event's steps.
+#[derive(Debug, Default)]
+pub(crate) struct Response {
+    /// Lines of context for the agent, in order.
+    pub(crate) context: Vec<String>,
+    /// The strongest decision so far, with the reasons given for decisions of that strength.
+    pub(crate) decision: Option<(Decision, Vec<String>)>,
+    /// The whole rewritten tool input (`pre`).
+    pub(crate) updated_input: Option<Value>,
+    /// The replacement tool output (`post`).
+    pub(crate) updated_output: Option<Value>,
+    /// Reasons to show the agent after the call (`post` conditions that exited 2).
+    pub(crate) block_reasons: Vec<String>,
+}
+
+impl Response {
+    /// Adds a context block, unless it is blank.
+    pub(crate) fn add_context(&mut self, text: impl Into<String>) {
+        let text = text.into();
+        if !text.trim().is_empty() {
+            self.context.push(text);
+        }
+    }
+
+    /// Records a decision: a stronger one replaces a weaker one, an equal one adds its reason.
+    pub(crate) fn decide(&mut self, decision: Decision, reason: Option<String>) {
+        let reason = reason.filter(|r| !r.trim().is_empty());
+        match &mut self.decision {
+            Some((current, reasons)) if *current == decision => reasons.extend(reason),
+            Some((current, _)) if *current > decision => {}
+            _ => self.decision = Some((decision, reason.into_iter().collect())),
+        }
+    }
+
+    /// Whether the call is denied.
+    pub(crate) fn denied(&self) -> bool {
+        matches!(self.decision, Some((Decision::Deny, _)))
+    }
+
+    /// The JSON to print for `event` (about `tool_name`), or `None` when there is nothing to say.
+    pub(crate) fn to_json(&self, event: Event, tool_name: &str) -> Option<Value> {
+        // `hookEventName` first, as the client's documentation shows it.
+        let mut specific = Map::new();
+        specific.insert("hookEventName".into(), event.name().into());
+        if !self.context.is_empty() {
+            specific.insert("additionalContext".into(), self.context.join("\n").into());
+        }
+        let mut top = Map::new();
+        match event {
+            Event::PreToolUse => {
+                if let Some((decision, reasons)) = &self.decision {
+                    specific.insert("permissionDecision".into(), decision.as_str().into());
+                    if !reasons.is_empty() {
+                        specific
+                            .insert("permissionDecisionReason".into(), reasons.join("\n").into());
+                    }
+                }
+                if let Some(input) = &self.updated_input {
+                    specific.insert("updatedInput".into(), input.clone());
+                }
+            }
+            Event::PostToolUse => {
+                if let Some(output) = &self.updated_output {
+                    specific.insert("updatedToolOutput".into(), output.clone());
+                    if tool_name.starts_with("mcp__") {
+                        specific.insert("updatedMCPToolOutput".into(), output.clone());
+                    }
+                }
+                if !self.block_reasons.is_empty() {
+                    top.insert("decision".into(), "block".into());
+                    top.insert("reason".into(), self.block_reasons.join("\n").into());
+                }
+            }
+            Event::SessionStart | Event::UserPromptSubmit => {}
+        }
+        if specific.len() > 1 {
+            top.insert("hookSpecificOutput".into(), Value::Object(specific));
+        }
+        (!top.is_empty()).then_some(Value::Object(top))
+    }
+}

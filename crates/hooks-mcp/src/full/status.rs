@@ -1,0 +1,330 @@
+//! `hooks-mcp status`: the configured transport and endpoint, what the client's configuration
+//! declares, whether the daemon is up, and every divergence between them.
+//!
+//! Exit status: 0 when everything matches (and, for a network transport, the daemon answers),
+//! 1 when the configuration matches but the daemon is stopped, 2 when anything diverges.
+
+use std::io::Write;
+use std::path::Path;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::Args;
+use serde_json::{Value, json};
+
+use crate::client::{self, Binaries, ClientFiles, Endpoint, SERVER_NAME, Transport};
+use crate::hook::Event;
+
+/// How long the daemon probe waits to connect and for the answer.
+const PROBE_TIMEOUT: Duration = Duration::from_millis(1500);
+
+/// `hooks-mcp status [--json]`
+#[derive(Debug, Args)]
+pub(crate) struct StatusArgs {
+    /// Print the report as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+/// What a probe of the daemon's `/health` found.
+#[derive(Debug)]
+enum Daemon {
+    /// It answered with this HTTP status.
+    Answered(u16),
+    /// Nothing answered (the reason).
+    Down(String),
+}
+
+/// Runs `status`.
+pub(crate) fn run(args: StatusArgs) -> ExitCode {
+    let mut divergences = Vec::new();
+    let transport = Transport::from_env().unwrap_or_else(|e| {
+        divergences.push(e);
+        Transport::Stdio
+    });
+    let endpoint = Endpoint::from_env().unwrap_or_else(|e| {
+        divergences.push(e);
+        Endpoint {
+            host: "localhost".into(),
+            port: client::DEFAULT_PORT,
+        }
+    });
+    let bins = match Binaries::beside_current_exe() {
+        Ok(b) => b,
+        Err(e) => {
+            eprintln!("hooks-mcp status: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let files = match ClientFiles::from_env() {
+        Ok(f) => f,
+        Err(e) => {
+            eprintln!("hooks-mcp status: {e}");
+            return ExitCode::from(2);
+        }
+    };
+
+    let expected_url = endpoint.url(transport);
+    let configured = match &expected_url {
+        Some(url) => format!("{transport} at {url}"),
+        None => format!("{transport} (the client starts {})", bins.front.display()),
+    };
+
+    // What the client declares.
+    let servers = read(&files.servers, &mut divergences);
+    let declared = servers.as_ref().and_then(|doc| client::our_server(doc));
+    let declared_text = match declared {
+        None => {
+            divergences.push(format!(
+                "{} declares no `mcpServers.{SERVER_NAME}` server; run `hooks-mcp init`",
+                files.servers.display()
+            ));
+            "nothing".to_owned()
+        }
+        Some(entry) => {
+            check_server(entry, transport, expected_url.as_deref(), &bins, &mut divergences);
+            entry.to_string()
+        }
+    };
+    let settings = read(&files.settings, &mut divergences);
+    let mut hooks_text = Vec::new();
+    for event in Event::ALL {
+        let found = settings
+            .as_ref()
+            .map(|doc| client::our_hooks(doc, event))
+            .unwrap_or_default();
+        check_hooks(event, &found, &files.settings, &mut divergences);
+        hooks_text.push(match found.first() {
+            Some((program, _)) => format!("{event}: {}", program.display()),
+            None => format!("{event}: none"),
+        });
+    }
+
+    // The daemon.
+    let daemon = probe();
+    let mut stopped = false;
+    let daemon_text = match (&daemon, transport) {
+        (Daemon::Answered(code), _) => {
+            if transport != Transport::Stdio && !(200..300).contains(code) {
+                divergences.push(format!(
+                    "the daemon at {}:{} answers /health with HTTP {code} (starting, stopping \
+                     or unhealthy): see GET /health?level=full",
+                    endpoint.host, endpoint.port
+                ));
+            }
+            format!("up: /health answered HTTP {code}")
+        }
+        (Daemon::Down(why), Transport::Stdio) => format!("not running ({why}); stdio needs none"),
+        (Daemon::Down(why), _) => {
+            stopped = true;
+            format!("stopped ({why})")
+        }
+    };
+
+    let code: u8 = if !divergences.is_empty() {
+        2
+    } else if stopped {
+        1
+    } else {
+        0
+    };
+    let text = if args.json {
+        let report = json!({
+            "transport": transport.as_str(),
+            "endpoint": expected_url,
+            "client": {
+                "servers_file": files.servers.to_string_lossy(),
+                "settings_file": files.settings.to_string_lossy(),
+                "server": declared,
+                "hooks": Event::ALL.iter().map(|e| {
+                    let found = settings.as_ref().map(|d| client::our_hooks(d, *e)).unwrap_or_default();
+                    (e.name().to_owned(), Value::from(found.iter().map(|(p, _)| p.to_string_lossy().into_owned()).collect::<Vec<_>>()))
+                }).collect::<serde_json::Map<String, Value>>(),
+            },
+            "daemon": match &daemon {
+                Daemon::Answered(code) => json!({ "up": true, "health_status": code }),
+                Daemon::Down(why) => json!({ "up": false, "error": why }),
+            },
+            "divergences": divergences,
+            "exit": code,
+        });
+        serde_json::to_string_pretty(&report).unwrap_or_else(|_| report.to_string())
+    } else {
+        let mut lines = vec![
+            format!("configured:  {configured}"),
+            format!(
+                "client:      {} declares `{SERVER_NAME}`: {declared_text}",
+                files.servers.display()
+            ),
+            format!(
+                "hooks:       {}: {}",
+                files.settings.display(),
+                hooks_text.join(", ")
+            ),
+            format!("daemon:      {daemon_text}"),
+        ];
+        if divergences.is_empty() {
+            lines.push("divergences: none".into());
+        } else {
+            lines.push("divergences:".into());
+            lines.extend(divergences.iter().map(|d| format!("  - {d}")));
+        }
+        lines.join("\n")
+    };
+    let _ = writeln!(std::io::stdout().lock(), "{text}");
+    ExitCode::from(code)
+}
+
+/// Reads a client file, recording a problem as a divergence.
+fn read(path: &Path, divergences: &mut Vec<String>) -> Option<Value> {
+    match client::read_document(path) {
+        Ok(Some(doc)) => Some(Value::Object(doc)),
+        Ok(None) => None,
+        Err(e) => {
+            divergences.push(e);
+            None
+        }
+    }
+}
+
+/// Compares the declared server entry with the configuration.
+fn check_server(
+    entry: &Value,
+    transport: Transport,
+    expected_url: Option<&str>,
+    bins: &Binaries,
+    divergences: &mut Vec<String>,
+) {
+    let Some(declared) = Transport::of_entry(entry) else {
+        divergences.push(format!(
+            "the `{SERVER_NAME}` entry has an unknown type {}",
+            entry.get("type").unwrap_or(&Value::Null)
+        ));
+        return;
+    };
+    if declared != transport {
+        divergences.push(format!(
+            "the client uses {declared} but {} is {transport}; run `hooks-mcp init \
+             --transport {transport}` or change {}",
+            client::TRANSPORT_ENV,
+            client::TRANSPORT_ENV
+        ));
+        return;
+    }
+    match expected_url {
+        Some(expected) => {
+            let url = entry.get("url").and_then(Value::as_str).unwrap_or("");
+            if !same_url(url, expected) {
+                divergences.push(format!(
+                    "the client connects to `{url}` but the daemon is configured at {expected} \
+                     ({}, {}); run `hooks-mcp init --transport {transport}`",
+                    client::HOST_ENV,
+                    client::PORT_ENV
+                ));
+            }
+        }
+        None => {
+            let command = entry.get("command").and_then(Value::as_str).unwrap_or("");
+            let path = Path::new(command);
+            if !path.is_file() {
+                divergences.push(format!(
+                    "the client starts `{command}`, which does not exist; run `hooks-mcp init`"
+                ));
+            } else if !same_file(path, &bins.front) {
+                divergences.push(format!(
+                    "the client starts `{command}`, not this installation's {}; run \
+                     `hooks-mcp init` to register this one",
+                    bins.front.display()
+                ));
+            }
+        }
+    }
+}
+
+/// Compares the hook commands registered for `event` with this installation.
+fn check_hooks(
+    event: Event,
+    found: &[(std::path::PathBuf, String)],
+    settings: &Path,
+    divergences: &mut Vec<String>,
+) {
+    match found {
+        [] => divergences.push(format!(
+            "{} registers no hooks-mcp hook for {event}; run `hooks-mcp init`",
+            settings.display()
+        )),
+        [(program, named)] => {
+            if !named.eq_ignore_ascii_case(event.name()) {
+                divergences.push(format!(
+                    "the {event} hook runs `hook {named}`, the wrong event; run `hooks-mcp init`"
+                ));
+            } else if !program.is_file() {
+                divergences.push(format!(
+                    "the {event} hook runs {}, which does not exist; run `hooks-mcp init`",
+                    program.display()
+                ));
+            }
+        }
+        _ => divergences.push(format!(
+            "{event} has {} hooks-mcp hooks (each runs on every event); run `hooks-mcp init` to \
+             keep one",
+            found.len()
+        )),
+    }
+}
+
+/// Whether two files are the same (after resolving links), or equal paths.
+fn same_file(a: &Path, b: &Path) -> bool {
+    match (a.canonicalize(), b.canonicalize()) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => a == b,
+    }
+}
+
+/// Whether two URLs name the same endpoint, counting every loopback host as the same.
+fn same_url(a: &str, b: &str) -> bool {
+    fn parts(url: &str) -> Option<(String, String)> {
+        let rest = url.trim().strip_prefix("http://")?;
+        let (authority, path) = rest.split_once('/').unwrap_or((rest, ""));
+        let (host, port) = authority.rsplit_once(':')?;
+        let host = if client::is_local(host) {
+            "localhost".to_owned()
+        } else {
+            host.to_ascii_lowercase()
+        };
+        Some((format!("{host}:{port}"), path.trim_end_matches('/').to_owned()))
+    }
+    match (parts(a), parts(b)) {
+        (Some(x), Some(y)) => x == y,
+        _ => a.trim() == b.trim(),
+    }
+}
+
+/// Asks `GET /health` of the daemon where `MCP_HOST` and `MCP_PORT` say it listens (a wildcard
+/// bind is probed on loopback).
+fn probe() -> Daemon {
+    let addrs = match server_full::daemon::probe_addresses() {
+        Ok(addrs) => addrs,
+        Err(e) => return Daemon::Down(e.to_string()),
+    };
+    let mut last = "the daemon's host resolves to no address".to_owned();
+    for addr in addrs {
+        match server_full::probe_health(addr, None, PROBE_TIMEOUT) {
+            Ok((code, _)) => return Daemon::Answered(code),
+            Err(e) => last = format!("nothing answers on {addr}: {e}"),
+        }
+    }
+    Daemon::Down(last)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::same_url;
+
+    #[test]
+    fn loopback_urls_compare_equal() {
+        assert!(same_url("http://127.0.0.1:8642/mcp", "http://localhost:8642/mcp/"));
+        assert!(!same_url("http://localhost:8643/mcp", "http://localhost:8642/mcp"));
+        assert!(!same_url("http://localhost:8642/sse", "http://localhost:8642/mcp"));
+    }
+}

@@ -1,0 +1,935 @@
+//! The long-lived network daemon (`MCP_TRANSPORT=streamable-http` or `sse`): one process that
+//! every agent session on the machine connects to.
+//!
+//! Start-up runs in phases, each logged with its duration: configuration validated (including
+//! the instance lock and the listener, bound early so `/health` can answer 503 meanwhile);
+//! store opened; store verified; tool registry built; scheduler started; listener serving MCP.
+//! A failing phase stops start-up with a message saying what failed and how to fix it, and the
+//! daemon never serves. SIGTERM or SIGINT stops accepting connections, lets in-flight calls
+//! finish within a deadline, closes the sessions and the store, and returns success.
+
+use std::fs::File;
+use std::io::{Read, Seek, Write};
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+
+use catalogue::Setting;
+use store::{OpenOptions, Opened, SqliteStore, StoreError, StoreHandle, StoreLocation};
+use tokio_util::sync::CancellationToken;
+
+use crate::HooksServer;
+use crate::auth::{Access, LOOPBACK_HOSTS, Token, authority_host};
+use crate::health::{Phase, Status};
+use crate::http::{self, BindError, InFlight, McpOptions, Sessions, Shared};
+use crate::settings::{BUSY_TIMEOUT_ENV, Settings, SettingsError, now_ms};
+
+/// Selects the transport: `stdio` (default), `streamable-http` or `sse`.
+pub const TRANSPORT_ENV: &str = "MCP_TRANSPORT";
+/// The host name or address the daemon listens on.
+pub const HOST_ENV: &str = "MCP_HOST";
+/// The port the daemon listens on (0: any free port).
+pub const PORT_ENV: &str = "MCP_PORT";
+/// The bearer token MCP requests must carry.
+pub const TOKEN_ENV: &str = "HOOKS_MCP_TOKEN";
+/// A file holding the bearer token.
+pub const TOKEN_FILE_ENV: &str = "HOOKS_MCP_TOKEN_FILE";
+/// Extra `Host` names requests may carry.
+pub const ALLOWED_HOSTS_ENV: &str = "HOOKS_MCP_ALLOWED_HOSTS";
+/// Extra browser origins allowed.
+pub const ALLOWED_ORIGINS_ENV: &str = "HOOKS_MCP_ALLOWED_ORIGINS";
+/// Seconds without traffic after which a session is closed.
+pub const SESSION_IDLE_ENV: &str = "HOOKS_MCP_SESSION_IDLE_SECS";
+/// The most sessions served at once.
+pub const MAX_SESSIONS_ENV: &str = "HOOKS_MCP_MAX_SESSIONS";
+/// The largest request body accepted, in bytes.
+pub const MAX_BODY_ENV: &str = "HOOKS_MCP_MAX_BODY_BYTES";
+/// Seconds shutdown waits for in-flight calls.
+pub const DRAIN_ENV: &str = "HOOKS_MCP_DRAIN_SECS";
+/// Milliseconds between scheduler ticks.
+pub const TICK_ENV: &str = "HOOKS_MCP_SCHEDULER_TICK_MS";
+/// Scheduler lag (ms) above which `/health?level=full` reports `degraded`.
+pub const MAX_LAG_ENV: &str = "HOOKS_MCP_SCHEDULER_MAX_LAG_MS";
+/// Test-only: a delay before the last start-up phase, to observe `/health` during start-up.
+pub const TEST_PHASE_DELAY_ENV: &str = "HOOKS_MCP_TEST_PHASE_DELAY_MS";
+/// The lock file beside `state.db` that keeps a second daemon off the same store.
+pub const LOCK_FILE: &str = "daemon.lock";
+
+/// The default port.
+pub const DEFAULT_PORT: u16 = 8642;
+
+/// The daemon's settings, for the generated configuration reference.
+pub const NETWORK_SETTINGS: &[Setting] = &[
+    Setting {
+        env: TRANSPORT_ENV,
+        flag: "",
+        default: "stdio",
+        effect: "`streamable-http` or `sse` starts the long-lived daemon, which serves both \
+                 Streamable HTTP at `/mcp` and the legacy SSE transport at `/sse`.",
+    },
+    Setting {
+        env: HOST_ENV,
+        flag: "",
+        default: "localhost",
+        effect: "Where the daemon listens: every address the name resolves to (`localhost`: \
+                 its loopback addresses). A non-loopback address requires a token.",
+    },
+    Setting {
+        env: PORT_ENV,
+        flag: "",
+        default: "8642",
+        effect: "The daemon's port; 0 picks a free one (the `listening on` line on stderr \
+                 names it).",
+    },
+    Setting {
+        env: TOKEN_ENV,
+        flag: "",
+        default: "unset",
+        effect: "Bearer token every MCP request must carry (at least 16 characters).",
+    },
+    Setting {
+        env: TOKEN_FILE_ENV,
+        flag: "",
+        default: "unset",
+        effect: "A file holding the token instead (systemd credentials, Docker secrets).",
+    },
+    Setting {
+        env: ALLOWED_HOSTS_ENV,
+        flag: "",
+        default: "unset",
+        effect: "Comma-separated extra `Host` names clients may use (loopback names and \
+                 MCP_HOST are always allowed); `*` allows any.",
+    },
+    Setting {
+        env: ALLOWED_ORIGINS_ENV,
+        flag: "",
+        default: "unset",
+        effect: "Comma-separated extra browser origins (`https://app.example.com`); origins on \
+                 an allowed host are always allowed.",
+    },
+    Setting {
+        env: SESSION_IDLE_ENV,
+        flag: "",
+        default: "1800",
+        effect: "Seconds without traffic after which a session is closed (the client \
+                 initializes again).",
+    },
+    Setting {
+        env: MAX_SESSIONS_ENV,
+        flag: "",
+        default: "256",
+        effect: "Most sessions (both transports) served at once; more get 503.",
+    },
+    Setting {
+        env: MAX_BODY_ENV,
+        flag: "",
+        default: "1048576",
+        effect: "Largest request body accepted, in bytes; larger ones get 413.",
+    },
+    Setting {
+        env: DRAIN_ENV,
+        flag: "",
+        default: "10",
+        effect: "Seconds shutdown waits for in-flight calls before closing sessions.",
+    },
+    Setting {
+        env: TICK_ENV,
+        flag: "",
+        default: "1000",
+        effect: "Milliseconds between the daemon's scheduler ticks (firing due schedules).",
+    },
+    Setting {
+        env: MAX_LAG_ENV,
+        flag: "",
+        default: "30000",
+        effect: "Scheduler lag in milliseconds above which `/health?level=full` answers 503 \
+                 `degraded`.",
+    },
+];
+
+/// Whether `MCP_TRANSPORT`'s value selects the daemon.
+pub fn is_network_transport(name: &str) -> bool {
+    matches!(name.trim(), "streamable-http" | "sse")
+}
+
+/// Why the daemon did not start or stopped with an error.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum DaemonError {
+    /// A setting is invalid; the message starts with its name.
+    #[error("{0}")]
+    Config(String),
+    /// Another daemon serves the same store.
+    #[error(
+        "another hooks-mcp daemon (pid {pid}) already serves the store in {dir} (lock {lock}); \
+         connect to it instead, stop it first, or set HOOKS_MCP_HOME to another directory"
+    )]
+    AlreadyRunning {
+        /// The store directory.
+        dir: PathBuf,
+        /// The lock file.
+        lock: PathBuf,
+        /// The holder's pid, as its lock file says.
+        pid: String,
+    },
+    /// The lock file could not be created or locked.
+    #[error(
+        "cannot take the daemon lock {path}: {cause}; give this user write access to the \
+         store directory"
+    )]
+    Lock {
+        /// The lock file.
+        path: PathBuf,
+        /// The cause.
+        cause: std::io::Error,
+    },
+    /// The listener could not be bound.
+    #[error(transparent)]
+    Bind(#[from] BindError),
+    /// Phase "store opened" failed.
+    #[error("start-up failed while opening the store: {0}")]
+    StoreOpen(StoreError),
+    /// Phase "store verified" failed: the daemon never serves an unverified store.
+    #[error("start-up failed: the store did not pass verification, so it is not served: {0}")]
+    StoreVerify(StoreError),
+    /// Phase "tool registry built" failed.
+    #[error("start-up failed while building the tool registry: {0}")]
+    Registry(SettingsError),
+    /// The async runtime or a signal handler could not be set up.
+    #[error("cannot start the async runtime: {0}")]
+    Runtime(std::io::Error),
+    /// A start-up task died.
+    #[error("a start-up task failed unexpectedly: {0}; this is a bug, please report it")]
+    Task(String),
+}
+
+/// Everything the daemon needs, read and checked from the environment.
+#[derive(Debug, Clone)]
+pub struct DaemonConfig {
+    /// `MCP_HOST` as given.
+    pub host: String,
+    /// The addresses to listen on (port included).
+    pub addrs: Vec<SocketAddr>,
+    /// Token and allowed hosts and origins.
+    pub access: Access,
+    /// The store.
+    pub store: StoreLocation,
+    /// How long a store call waits for another process's lock.
+    pub busy_timeout: Duration,
+    /// Idle sessions are closed after this long.
+    pub idle: Duration,
+    /// Most sessions at once.
+    pub max_sessions: usize,
+    /// Largest request body.
+    pub max_body_bytes: usize,
+    /// Shutdown waits this long for in-flight calls.
+    pub drain: Duration,
+    /// Scheduler tick.
+    pub tick: Duration,
+    /// Scheduler lag that makes full health `degraded`.
+    pub max_lag: Duration,
+    /// Test-only delay before the last phase.
+    pub phase_delay: Option<Duration>,
+}
+
+impl DaemonConfig {
+    /// Reads the process environment.
+    ///
+    /// # Errors
+    /// [`DaemonError::Config`] naming the first invalid setting.
+    pub fn from_env() -> Result<DaemonConfig, DaemonError> {
+        DaemonConfig::from_vars(|k| std::env::var(k).ok())
+    }
+
+    /// Reads settings through `var` (tests pass a map).
+    ///
+    /// # Errors
+    /// [`DaemonError::Config`] naming the first invalid setting.
+    pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> Result<DaemonConfig, DaemonError> {
+        let get = |k: &str| {
+            var(k)
+                .map(|v| v.trim().to_owned())
+                .filter(|v| !v.is_empty())
+        };
+        let port: u16 = number(&get, PORT_ENV, DEFAULT_PORT, 0, u16::MAX)?;
+        let host = get(HOST_ENV).unwrap_or_else(|| "localhost".into());
+        let addrs = resolve(&host, port)?;
+        let token = token(&get)?;
+        if token.is_none()
+            && let Some(open) = addrs.iter().find(|a| !a.ip().is_loopback())
+        {
+            return Err(DaemonError::Config(format!(
+                "{HOST_ENV}: `{host}` means listening on {} (not a loopback address), which \
+                 requires a token; set {TOKEN_ENV} or {TOKEN_FILE_ENV} (generate one with \
+                 `openssl rand -hex 32`), or listen on localhost",
+                open.ip()
+            )));
+        }
+        let mut allowed_hosts: Vec<String> = LOOPBACK_HOSTS.iter().map(|h| h.to_string()).collect();
+        let mut allow = |h: String| {
+            if !allowed_hosts.contains(&h) {
+                allowed_hosts.push(h);
+            }
+        };
+        let wildcard = |h: &str| {
+            h.parse::<std::net::IpAddr>()
+                .is_ok_and(|ip| ip.is_unspecified())
+        };
+        if let Some(h) = authority_host(&host).filter(|h| !wildcard(h)) {
+            allow(h);
+        }
+        for addr in &addrs {
+            if !addr.ip().is_unspecified() {
+                allow(addr.ip().to_string());
+            }
+        }
+        for entry in list(get(ALLOWED_HOSTS_ENV)) {
+            let h = if entry == "*" {
+                entry
+            } else {
+                authority_host(&entry).ok_or_else(|| {
+                    DaemonError::Config(format!(
+                        "{ALLOWED_HOSTS_ENV}: `{entry}` is not a host name; list names like \
+                         `mcp.example.com,10.0.0.5`, or `*` to allow any"
+                    ))
+                })?
+            };
+            allow(h);
+        }
+        let mut allowed_origins = Vec::new();
+        for entry in list(get(ALLOWED_ORIGINS_ENV)) {
+            let entry = entry.to_ascii_lowercase();
+            let valid = entry
+                .split_once("://")
+                .is_some_and(|(scheme, rest)| !scheme.is_empty() && authority_host(rest).is_some());
+            if !valid {
+                return Err(DaemonError::Config(format!(
+                    "{ALLOWED_ORIGINS_ENV}: `{entry}` is not an origin; write \
+                     `scheme://host[:port]` without a path, e.g. `https://app.example.com`"
+                )));
+            }
+            allowed_origins.push(entry);
+        }
+        let store = StoreLocation::resolve(|k| get(k).map(PathBuf::from)).ok_or_else(|| {
+            DaemonError::Config(
+                "HOOKS_MCP_HOME: cannot locate the store; set HOOKS_MCP_HOME (or HOME / \
+                 XDG_STATE_HOME)"
+                    .into(),
+            )
+        })?;
+        let busy_ms: u64 = number(&get, BUSY_TIMEOUT_ENV, 5_000, 0, 600_000)?;
+        let idle_s: u64 = number(&get, SESSION_IDLE_ENV, 1_800, 1, 7 * 24 * 3600)?;
+        let max_sessions: usize = number(&get, MAX_SESSIONS_ENV, 256, 1, 100_000)?;
+        let max_body: usize = number(&get, MAX_BODY_ENV, 1 << 20, 1024, 64 << 20)?;
+        let drain_s: u64 = number(&get, DRAIN_ENV, 10, 0, 3600)?;
+        let tick_ms: u64 = number(&get, TICK_ENV, 1_000, 10, 3_600_000)?;
+        let lag_ms: u64 = number(&get, MAX_LAG_ENV, 30_000, 1, 86_400_000)?;
+        let delay_ms: u64 = number(&get, TEST_PHASE_DELAY_ENV, 0, 0, 600_000)?;
+        Ok(DaemonConfig {
+            host,
+            addrs,
+            access: Access {
+                token,
+                allowed_hosts,
+                allowed_origins,
+            },
+            store,
+            busy_timeout: Duration::from_millis(busy_ms),
+            idle: Duration::from_secs(idle_s),
+            max_sessions,
+            max_body_bytes: max_body,
+            drain: Duration::from_secs(drain_s),
+            tick: Duration::from_millis(tick_ms),
+            max_lag: Duration::from_millis(lag_ms),
+            phase_delay: (delay_ms > 0).then(|| Duration::from_millis(delay_ms)),
+        })
+    }
+}
+
+fn list(value: Option<String>) -> Vec<String> {
+    value
+        .map(|v| {
+            v.split(',')
+                .map(|s| s.trim().to_owned())
+                .filter(|s| !s.is_empty())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn number<T>(
+    get: &impl Fn(&str) -> Option<String>,
+    name: &str,
+    default: T,
+    min: T,
+    max: T,
+) -> Result<T, DaemonError>
+where
+    T: std::str::FromStr + PartialOrd + std::fmt::Display + Copy,
+{
+    let Some(raw) = get(name) else {
+        return Ok(default);
+    };
+    match raw.parse::<T>() {
+        Ok(n) if n >= min && n <= max => Ok(n),
+        _ => Err(DaemonError::Config(format!(
+            "{name}: must be a whole number from {min} to {max} (got `{raw}`); unset it for \
+             the default {default}"
+        ))),
+    }
+}
+
+/// The addresses `host` resolves to, IPv4 first, without duplicates. `localhost` keeps only
+/// loopback addresses.
+fn resolve(host: &str, port: u16) -> Result<Vec<SocketAddr>, DaemonError> {
+    let bare = host.trim_start_matches('[').trim_end_matches(']');
+    let found = (bare, port).to_socket_addrs().map_err(|e| {
+        DaemonError::Config(format!(
+            "{HOST_ENV}: cannot resolve `{host}`: {e}; use a host name this machine resolves \
+             or an address such as 127.0.0.1"
+        ))
+    })?;
+    let mut addrs: Vec<SocketAddr> = Vec::new();
+    for addr in found {
+        if bare.eq_ignore_ascii_case("localhost") && !addr.ip().is_loopback() {
+            continue;
+        }
+        if !addrs.contains(&addr) {
+            addrs.push(addr);
+        }
+    }
+    addrs.sort_by_key(|a| a.is_ipv6());
+    if addrs.is_empty() {
+        return Err(DaemonError::Config(format!(
+            "{HOST_ENV}: `{host}` resolves to no usable address; use 127.0.0.1 or a host name \
+             with an address"
+        )));
+    }
+    Ok(addrs)
+}
+
+fn token(get: &impl Fn(&str) -> Option<String>) -> Result<Option<Token>, DaemonError> {
+    match (get(TOKEN_ENV), get(TOKEN_FILE_ENV)) {
+        (Some(_), Some(_)) => Err(DaemonError::Config(format!(
+            "{TOKEN_ENV}: set either {TOKEN_ENV} or {TOKEN_FILE_ENV}, not both"
+        ))),
+        (Some(value), None) => Token::new(&value, TOKEN_ENV)
+            .map(Some)
+            .map_err(DaemonError::Config),
+        (None, Some(path)) => {
+            let text = std::fs::read_to_string(&path).map_err(|e| {
+                DaemonError::Config(format!(
+                    "{TOKEN_FILE_ENV}: cannot read the token file {path}: {e}; check the path \
+                     and that this user may read it"
+                ))
+            })?;
+            warn_if_shared(Path::new(&path));
+            Token::new(&text, TOKEN_FILE_ENV)
+                .map(Some)
+                .map_err(DaemonError::Config)
+        }
+        (None, None) => Ok(None),
+    }
+}
+
+fn warn_if_shared(path: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    if let Ok(meta) = std::fs::metadata(path)
+        && meta.permissions().mode() & 0o077 != 0
+    {
+        tracing::warn!(
+            path = %path.display(),
+            "the token file is readable by other users; restrict it with `chmod 600`"
+        );
+    }
+}
+
+/// Where a local health probe should connect: the addresses `MCP_HOST` and `MCP_PORT` name,
+/// with a wildcard address (`0.0.0.0`, `::`) replaced by loopback.
+///
+/// # Errors
+/// [`DaemonError::Config`] for an invalid port or an unresolvable host.
+pub fn probe_addresses() -> Result<Vec<SocketAddr>, DaemonError> {
+    let get = |k: &str| {
+        std::env::var(k)
+            .ok()
+            .map(|v| v.trim().to_owned())
+            .filter(|v| !v.is_empty())
+    };
+    let port: u16 = number(&get, PORT_ENV, DEFAULT_PORT, 1, u16::MAX)?;
+    let host = get(HOST_ENV).unwrap_or_else(|| "localhost".into());
+    Ok(resolve(&host, port)?
+        .into_iter()
+        .map(|mut addr| {
+            if addr.ip().is_unspecified() {
+                addr.set_ip(match addr {
+                    SocketAddr::V4(_) => std::net::Ipv4Addr::LOCALHOST.into(),
+                    SocketAddr::V6(_) => std::net::Ipv6Addr::LOCALHOST.into(),
+                });
+            }
+            addr
+        })
+        .collect())
+}
+
+/// The exclusive lock on the store directory (held until dropped).
+#[derive(Debug)]
+pub struct InstanceLock {
+    _file: File,
+    path: PathBuf,
+}
+
+impl InstanceLock {
+    /// Takes the lock `dir/daemon.lock` and writes this process's pid into it.
+    ///
+    /// # Errors
+    /// [`DaemonError::AlreadyRunning`] naming the holder's pid; [`DaemonError::Lock`] when the
+    /// file cannot be created.
+    pub fn acquire(dir: &Path) -> Result<InstanceLock, DaemonError> {
+        let path = dir.join(LOCK_FILE);
+        let lock_err = |cause| DaemonError::Lock {
+            path: path.clone(),
+            cause,
+        };
+        std::fs::create_dir_all(dir).map_err(lock_err)?;
+        let mut file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&path)
+            .map_err(lock_err)?;
+        match rustix::fs::flock(&file, rustix::fs::FlockOperation::NonBlockingLockExclusive) {
+            Ok(()) => {}
+            Err(rustix::io::Errno::WOULDBLOCK) => {
+                let mut pid = String::new();
+                let _ = file.read_to_string(&mut pid);
+                let pid = pid.trim();
+                return Err(DaemonError::AlreadyRunning {
+                    dir: dir.to_path_buf(),
+                    lock: path.clone(),
+                    pid: if pid.is_empty() {
+                        "unknown".into()
+                    } else {
+                        pid.into()
+                    },
+                });
+            }
+            Err(e) => return Err(lock_err(e.into())),
+        }
+        file.set_len(0).map_err(lock_err)?;
+        file.rewind().map_err(lock_err)?;
+        writeln!(file, "{}", std::process::id()).map_err(lock_err)?;
+        file.flush().map_err(lock_err)?;
+        Ok(InstanceLock { _file: file, path })
+    }
+
+    /// The lock file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+/// Runs the daemon from the environment until SIGTERM or SIGINT; what `hooks-mcp-full serve`
+/// does for a network transport.
+///
+/// # Errors
+/// [`DaemonError`] when a start-up phase fails (the daemon then never served).
+pub fn serve_from_env() -> Result<(), DaemonError> {
+    let started = Instant::now();
+    let config = DaemonConfig::from_env()?;
+    let lock = InstanceLock::acquire(config.store.dir())?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_name("hooks-mcp")
+        .build()
+        .map_err(DaemonError::Runtime)?;
+    let outcome = runtime.block_on(run(config, started));
+    // Whatever still runs (a session task that ignored cancellation) gets a moment, then the
+    // runtime drops it, and with it the last handles on the store.
+    runtime.shutdown_timeout(Duration::from_secs(2));
+    drop(lock);
+    if outcome.is_ok() {
+        tracing::info!("stopped; the store is closed");
+    }
+    outcome
+}
+
+/// One phase's bookkeeping: the phase in progress for `/health`, the duration for the log.
+struct Phases<'a> {
+    status: &'a Status,
+    current: Phase,
+    since: Instant,
+}
+
+impl Phases<'_> {
+    fn begin(&mut self, phase: Phase) {
+        self.status.set_phase(phase);
+        self.current = phase;
+        self.since = Instant::now();
+    }
+
+    fn done(&self) {
+        let elapsed = self.since.elapsed();
+        tracing::info!(
+            phase = self.current.id(),
+            ms = %millis(elapsed),
+            "{}",
+            self.current.done()
+        );
+    }
+}
+
+async fn run(config: DaemonConfig, started: Instant) -> Result<(), DaemonError> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut term = signal(SignalKind::terminate()).map_err(DaemonError::Runtime)?;
+    let mut int = signal(SignalKind::interrupt()).map_err(DaemonError::Runtime)?;
+    let shutdown = async move {
+        tokio::select! {
+            _ = term.recv() => "SIGTERM",
+            _ = int.recv() => "SIGINT",
+        }
+    };
+    tokio::pin!(shutdown);
+
+    let shared = Arc::new(Shared {
+        status: Status::new(config.tick, config.max_lag),
+        access: config.access.clone(),
+        mcp: OnceLock::new(),
+        sessions: Arc::new(Sessions::new(config.max_sessions)),
+        inflight: Arc::new(InFlight::default()),
+    });
+    let stop_accepting = CancellationToken::new();
+    let close_sessions = CancellationToken::new();
+    let stop_scheduler = CancellationToken::new();
+
+    let listeners = http::bind(&config.addrs)?;
+    let bound: Vec<SocketAddr> = listeners
+        .iter()
+        .filter_map(|l| l.local_addr().ok())
+        .collect();
+    for addr in &bound {
+        // Printed, not logged: scripts and tests read the bound port (MCP_PORT=0) from it at
+        // any log level.
+        eprintln!("hooks-mcp: listening on http://{addr}");
+    }
+    let servers = http::serve(listeners, http::app(shared.clone()), &stop_accepting);
+    let mut phases = Phases {
+        status: &shared.status,
+        current: Phase::Config,
+        since: started,
+    };
+    phases.done();
+
+    let startup = start(
+        &config,
+        &shared,
+        &mut phases,
+        &close_sessions,
+        &stop_scheduler,
+    );
+    let scheduler = tokio::select! {
+        outcome = startup => match outcome {
+            Ok(scheduler) => Some(scheduler),
+            Err(e) => {
+                stop(&shared, &stop_accepting, &close_sessions, &stop_scheduler, servers).await;
+                return Err(e);
+            }
+        },
+        signal = &mut shutdown => {
+            tracing::info!("{signal} during start-up: stopping without serving");
+            None
+        }
+    };
+    if let Some(scheduler) = scheduler {
+        tracing::info!(
+            ms = %millis(started.elapsed()),
+            "ready: MCP at {}",
+            bound
+                .iter()
+                .map(|a| format!("http://{a}/mcp (legacy SSE: http://{a}/sse)"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        let signal = shutdown.await;
+        tracing::info!(
+            in_flight = shared.inflight.count(),
+            "{signal} received: stopping (no new connections; in-flight calls may finish)"
+        );
+        shared.status.set_phase(Phase::Stopping);
+        stop_accepting.cancel();
+        if tokio::time::timeout(config.drain, shared.inflight.wait_idle())
+            .await
+            .is_err()
+        {
+            tracing::warn!(
+                abandoned = shared.inflight.count(),
+                "the drain deadline ({} s, {DRAIN_ENV}) passed; closing the remaining calls",
+                config.drain.as_secs()
+            );
+        } else {
+            tracing::info!("in-flight calls finished");
+        }
+        stop_scheduler.cancel();
+        let _ = scheduler.await;
+    }
+    stop(
+        &shared,
+        &stop_accepting,
+        &close_sessions,
+        &stop_scheduler,
+        servers,
+    )
+    .await;
+    Ok(())
+}
+
+/// Stops accepting, closes every session and waits (briefly) for the listeners to finish.
+async fn stop(
+    shared: &Shared,
+    stop_accepting: &CancellationToken,
+    close_sessions: &CancellationToken,
+    stop_scheduler: &CancellationToken,
+    servers: Vec<tokio::task::JoinHandle<std::io::Result<()>>>,
+) {
+    shared.status.set_phase(Phase::Stopping);
+    stop_accepting.cancel();
+    stop_scheduler.cancel();
+    close_sessions.cancel();
+    for server in servers {
+        match tokio::time::timeout(Duration::from_secs(3), server).await {
+            Ok(Ok(Ok(()))) => {}
+            Ok(Ok(Err(e))) => tracing::warn!("a listener ended with an error: {e}"),
+            Ok(Err(e)) => tracing::warn!("a listener task failed: {e}"),
+            Err(_) => tracing::warn!("a listener did not close in time; dropping it"),
+        }
+    }
+}
+
+/// The phases after configuration; returns the running scheduler.
+async fn start(
+    config: &DaemonConfig,
+    shared: &Arc<Shared>,
+    phases: &mut Phases<'_>,
+    close_sessions: &CancellationToken,
+    stop_scheduler: &CancellationToken,
+) -> Result<tokio::task::JoinHandle<()>, DaemonError> {
+    phases.begin(Phase::StoreOpen);
+    let location = config.store.clone();
+    let options = OpenOptions {
+        create: true,
+        busy_timeout: config.busy_timeout,
+    };
+    let (store, opened) = blocking(move || SqliteStore::open(&location, &options))
+        .await?
+        .map_err(DaemonError::StoreOpen)?;
+    let store = StoreHandle(Arc::new(store));
+    if opened == Opened::Created {
+        tracing::info!(store = %store.describe(), "created a new store");
+    }
+    phases.done();
+
+    phases.begin(Phase::StoreVerify);
+    let checked = store.clone();
+    let report = blocking(move || checked.verify())
+        .await?
+        .map_err(DaemonError::StoreVerify)?;
+    tracing::debug!(
+        schema_version = report.schema_version,
+        tables = report.tables.len(),
+        "store checks passed"
+    );
+    let _ = shared.status.store.set(store.clone());
+    phases.done();
+
+    phases.begin(Phase::Registry);
+    let (settings, mut warnings) =
+        Settings::network_from_env(store.clone()).map_err(DaemonError::Registry)?;
+    let (server, more) = HooksServer::new(settings).map_err(DaemonError::Registry)?;
+    warnings.extend(more);
+    for warning in &warnings {
+        tracing::warn!("{warning}");
+    }
+    let options = McpOptions {
+        idle: config.idle,
+        max_body_bytes: config.max_body_bytes,
+        allowed_hosts: config.access.allowed_hosts.clone(),
+        keep_alive: Duration::from_secs(15),
+    };
+    let router = http::mcp_router(server, shared, &options, close_sessions);
+    let _ = shared.mcp.set(router);
+    phases.done();
+
+    phases.begin(Phase::Scheduler);
+    let scheduler = tokio::spawn(scheduler(store, shared.clone(), stop_scheduler.clone()));
+    phases.done();
+
+    phases.begin(Phase::Listener);
+    if let Some(delay) = config.phase_delay {
+        tracing::warn!("{TEST_PHASE_DELAY_ENV}: holding start-up for {delay:?} (tests only)");
+        tokio::time::sleep(delay).await;
+    }
+    phases.done();
+    shared.status.set_phase(Phase::Serving);
+    Ok(scheduler)
+}
+
+/// A duration in milliseconds with one decimal, for the log.
+fn millis(d: Duration) -> String {
+    format!("{:.1}", d.as_secs_f64() * 1000.0)
+}
+
+async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, DaemonError> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| DaemonError::Task(e.to_string()))
+}
+
+/// Fires due schedules on every tick until `stop`; records progress for `/health`.
+async fn scheduler(store: StoreHandle, shared: Arc<Shared>, stop: CancellationToken) {
+    let stats = &shared.status.scheduler;
+    stats.started_ms.store(now_ms(), Ordering::Release);
+    let mut interval = tokio::time::interval(stats.tick);
+    interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = stop.cancelled() => return,
+            _ = interval.tick() => {}
+        }
+        let now = now_ms();
+        let handle = store.clone();
+        let outcome = tokio::task::spawn_blocking(move || tools_scheduler::fire_due(&*handle, now));
+        let error = match outcome.await {
+            Ok(Ok(firings)) => {
+                for firing in &firings {
+                    tracing::debug!(
+                        schedule = firing.schedule_id,
+                        message = firing.message.id,
+                        skipped = firing.skipped,
+                        "schedule fired"
+                    );
+                }
+                stats
+                    .fired
+                    .fetch_add(firings.len() as u64, Ordering::Relaxed);
+                stats.last_tick_ms.store(now_ms(), Ordering::Release);
+                None
+            }
+            Ok(Err(e)) => {
+                tracing::warn!("the scheduler could not fire due schedules: {e}");
+                Some(e.to_string())
+            }
+            Err(e) => {
+                tracing::error!("the scheduler tick failed: {e}");
+                Some(format!("the tick failed: {e}"))
+            }
+        };
+        *stats.last_error.lock().unwrap_or_else(|p| p.into_inner()) = error;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn config(vars: &[(&str, &str)]) -> Result<DaemonConfig, DaemonError> {
+        let mut map: HashMap<String, String> = vars
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        map.entry("HOOKS_MCP_HOME".into())
+            .or_insert_with(|| "/nonexistent/hooks".into());
+        DaemonConfig::from_vars(|k| map.get(k).cloned())
+    }
+
+    fn message(vars: &[(&str, &str)]) -> String {
+        config(vars).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn defaults_listen_on_loopback_port_8642_without_a_token() {
+        let c = config(&[]).unwrap();
+        assert!(!c.addrs.is_empty());
+        assert!(
+            c.addrs
+                .iter()
+                .all(|a| a.ip().is_loopback() && a.port() == 8642)
+        );
+        assert!(c.access.token.is_none());
+        assert_eq!(c.max_sessions, 256);
+        assert_eq!(c.store.path, PathBuf::from("/nonexistent/hooks/state.db"));
+    }
+
+    #[test]
+    fn bad_numbers_name_the_setting() {
+        assert!(message(&[(PORT_ENV, "http")]).starts_with("MCP_PORT: must be a whole number"));
+        assert!(message(&[(PORT_ENV, "70000")]).starts_with("MCP_PORT:"));
+        assert!(message(&[(MAX_SESSIONS_ENV, "0")]).starts_with("HOOKS_MCP_MAX_SESSIONS:"));
+        assert_eq!(config(&[(PORT_ENV, "0")]).unwrap().addrs[0].port(), 0);
+    }
+
+    #[test]
+    fn a_non_loopback_address_requires_a_token() {
+        let m = message(&[(HOST_ENV, "0.0.0.0")]);
+        assert!(m.starts_with("MCP_HOST:") && m.contains(TOKEN_ENV), "{m}");
+        let c = config(&[(HOST_ENV, "0.0.0.0"), (TOKEN_ENV, "0123456789abcdef")]).unwrap();
+        assert!(c.access.token.is_some());
+        assert!(!c.access.allowed_hosts.contains(&"0.0.0.0".to_string()));
+    }
+
+    #[test]
+    fn tokens_come_from_one_place() {
+        let both = message(&[(TOKEN_ENV, "0123456789abcdef"), (TOKEN_FILE_ENV, "/x")]);
+        assert!(both.contains("not both"), "{both}");
+        assert!(message(&[(TOKEN_ENV, "short")]).starts_with("HOOKS_MCP_TOKEN:"));
+        let missing = message(&[(TOKEN_FILE_ENV, "/nonexistent/token")]);
+        assert!(
+            missing.starts_with("HOOKS_MCP_TOKEN_FILE: cannot read"),
+            "{missing}"
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("token");
+        std::fs::write(&file, "0123456789abcdef0123\n").unwrap();
+        let c = config(&[(TOKEN_FILE_ENV, file.to_str().unwrap())]).unwrap();
+        assert!(c.access.token.unwrap().matches(b"0123456789abcdef0123"));
+    }
+
+    #[test]
+    fn allowed_hosts_and_origins_are_validated() {
+        let c = config(&[
+            (ALLOWED_HOSTS_ENV, "MCP.example.com, 10.0.0.5:8642"),
+            (ALLOWED_ORIGINS_ENV, "https://App.example.com"),
+        ])
+        .unwrap();
+        assert!(
+            c.access
+                .allowed_hosts
+                .contains(&"mcp.example.com".to_string())
+        );
+        assert!(c.access.allowed_hosts.contains(&"10.0.0.5".to_string()));
+        assert_eq!(c.access.allowed_origins, vec!["https://app.example.com"]);
+        assert!(message(&[(ALLOWED_HOSTS_ENV, "a/b")]).starts_with(ALLOWED_HOSTS_ENV));
+        assert!(
+            message(&[(ALLOWED_ORIGINS_ENV, "app.example.com")]).starts_with(ALLOWED_ORIGINS_ENV)
+        );
+    }
+
+    #[test]
+    fn a_second_lock_names_the_first_holder() {
+        let dir = tempfile::tempdir().unwrap();
+        let first = InstanceLock::acquire(dir.path()).unwrap();
+        let second = InstanceLock::acquire(dir.path()).unwrap_err();
+        let text = second.to_string();
+        assert!(
+            text.contains(&format!("pid {}", std::process::id())),
+            "{text}"
+        );
+        drop(first);
+        assert!(InstanceLock::acquire(dir.path()).is_ok());
+    }
+}

@@ -1,0 +1,505 @@
+//! The daemon's HTTP side: the router (`/health`, Streamable HTTP at `/mcp`, legacy SSE at
+//! `/sse` + `/messages`), access checks, the session cap, in-flight accounting, and the
+//! listeners.
+//!
+//! The listener is bound before the store is opened so that `/health` can answer 503 with the
+//! phase in progress during start-up; MCP requests get 503 until the last phase completes.
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::http::{Method, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::serve::ListenerExt;
+use futures_util::{Stream, StreamExt};
+use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
+use rmcp::transport::streamable_http_server::session::local::{
+    LocalSessionManager, LocalSessionManagerError, SessionConfig,
+};
+use rmcp::transport::streamable_http_server::session::{
+    RestoreOutcome, ServerSseMessage, SessionId, SessionManager,
+};
+use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
+use serde_json::json;
+use tokio::net::TcpListener;
+use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
+use tokio_util::sync::CancellationToken;
+
+use crate::HooksServer;
+use crate::auth::Access;
+use crate::health::{self, Status};
+use crate::sse::SseSessions;
+
+/// Everything the HTTP handlers share.
+#[derive(Debug)]
+pub(crate) struct Shared {
+    /// Phases, scheduler progress, the store once open.
+    pub(crate) status: Status,
+    /// Token, allowed hosts and origins.
+    pub(crate) access: Access,
+    /// The MCP routes, set once the tool registry is built.
+    pub(crate) mcp: OnceLock<Router>,
+    /// The session cap, shared by both transports.
+    pub(crate) sessions: Arc<Sessions>,
+    /// MCP requests being answered (for the shutdown drain).
+    pub(crate) inflight: Arc<InFlight>,
+}
+
+/// The session cap: one permit per live session of either transport.
+#[derive(Debug)]
+pub(crate) struct Sessions {
+    budget: Arc<Semaphore>,
+    max: usize,
+    http: Arc<AtomicUsize>,
+    sse: Arc<AtomicUsize>,
+}
+
+/// Which transport a session uses.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Kind {
+    Http,
+    Sse,
+}
+
+/// A live session's place under the cap; released on drop.
+#[derive(Debug)]
+pub(crate) struct SessionPermit {
+    _permit: OwnedSemaphorePermit,
+    counter: Arc<AtomicUsize>,
+}
+
+impl Drop for SessionPermit {
+    fn drop(&mut self) {
+        self.counter.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+impl Sessions {
+    pub(crate) fn new(max: usize) -> Sessions {
+        Sessions {
+            budget: Arc::new(Semaphore::new(max)),
+            max,
+            http: Arc::new(AtomicUsize::new(0)),
+            sse: Arc::new(AtomicUsize::new(0)),
+        }
+    }
+
+    /// A place for a new session, or `None` at the cap.
+    pub(crate) fn admit(&self, kind: Kind) -> Option<SessionPermit> {
+        let permit = self.budget.clone().try_acquire_owned().ok()?;
+        let counter = match kind {
+            Kind::Http => self.http.clone(),
+            Kind::Sse => self.sse.clone(),
+        };
+        counter.fetch_add(1, Ordering::AcqRel);
+        Some(SessionPermit {
+            _permit: permit,
+            counter,
+        })
+    }
+
+    pub(crate) fn is_full(&self) -> bool {
+        self.budget.available_permits() == 0
+    }
+
+    /// The answer to a new session over the cap.
+    pub(crate) fn full_response(&self) -> Response {
+        tracing::warn!(
+            max = self.max,
+            "refused a new session: the session cap is reached"
+        );
+        (
+            StatusCode::SERVICE_UNAVAILABLE,
+            [(header::RETRY_AFTER, "5")],
+            format!(
+                "the daemon already serves its maximum of {} sessions; retry later, close idle \
+                 sessions, or raise HOOKS_MCP_MAX_SESSIONS\n",
+                self.max
+            ),
+        )
+            .into_response()
+    }
+
+    pub(crate) fn report(&self) -> serde_json::Value {
+        json!({
+            "streamable_http": self.http.load(Ordering::Acquire),
+            "sse": self.sse.load(Ordering::Acquire),
+            "max": self.max,
+        })
+    }
+}
+
+/// Counts MCP requests being answered, so that shutdown can wait for them.
+#[derive(Debug, Default)]
+pub(crate) struct InFlight {
+    count: AtomicUsize,
+    idle: Notify,
+}
+
+/// One request in flight; done on drop.
+#[derive(Debug)]
+pub(crate) struct InFlightGuard(Arc<InFlight>);
+
+impl Drop for InFlightGuard {
+    fn drop(&mut self) {
+        if self.0.count.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.0.idle.notify_waiters();
+        }
+    }
+}
+
+impl InFlight {
+    pub(crate) fn enter(self: &Arc<Self>) -> InFlightGuard {
+        self.count.fetch_add(1, Ordering::AcqRel);
+        InFlightGuard(self.clone())
+    }
+
+    pub(crate) fn count(&self) -> usize {
+        self.count.load(Ordering::Acquire)
+    }
+
+    /// Returns once no request is in flight.
+    pub(crate) async fn wait_idle(&self) {
+        loop {
+            let notified = self.idle.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            if self.count() == 0 {
+                return;
+            }
+            notified.await;
+        }
+    }
+}
+
+/// The top-level router: `/health` always, everything else through access checks and the
+/// readiness gate to the MCP routes.
+pub(crate) fn app(shared: Arc<Shared>) -> Router {
+    Router::new()
+        .route("/health", get(health::handler))
+        .fallback(gate)
+        .layer(axum::middleware::from_fn_with_state(
+            shared.clone(),
+            check_host_and_origin,
+        ))
+        .with_state(shared)
+}
+
+async fn check_host_and_origin(
+    State(shared): State<Arc<Shared>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    match shared.access.check_host_and_origin(request.headers()) {
+        Ok(()) => next.run(request).await,
+        Err(refusal) => refusal.into_response(),
+    }
+}
+
+/// Authenticates, waits for readiness, applies the session cap, and counts the request in
+/// flight until its response body ends.
+async fn gate(State(shared): State<Arc<Shared>>, mut request: Request) -> Response {
+    if let Err(refusal) = shared.access.authorize(request.headers()) {
+        return refusal.into_response();
+    }
+    // The token has done its job: nothing downstream (handlers, logs) ever sees it.
+    request.headers_mut().remove(header::AUTHORIZATION);
+    let Some(router) = shared.mcp.get().filter(|_| shared.status.is_serving()) else {
+        return shared.status.unavailable();
+    };
+    let opens_session = match (request.method(), request.uri().path()) {
+        (&Method::POST, "/mcp") => !request.headers().contains_key("mcp-session-id"),
+        (&Method::GET, "/sse") => true,
+        _ => false,
+    };
+    if opens_session && shared.sessions.is_full() {
+        return shared.sessions.full_response();
+    }
+    let guard = (request.method() == Method::POST && request.uri().path() == "/mcp")
+        .then(|| shared.inflight.enter());
+    let response = match tower::ServiceExt::oneshot(router.clone(), request).await {
+        Ok(response) => response,
+        Err(never) => match never {},
+    };
+    match guard {
+        // The reply to a request streams (SSE) until its response was sent: keep counting
+        // the call until the body ends or the client drops it.
+        Some(guard) => response.map(|body| {
+            Body::from_stream(body.into_data_stream().map(move |chunk| {
+                let _in_flight = &guard;
+                chunk
+            }))
+        }),
+        None => response,
+    }
+}
+
+/// Transport settings for the MCP routes.
+#[derive(Debug, Clone)]
+pub(crate) struct McpOptions {
+    /// Sessions without traffic for this long are closed.
+    pub(crate) idle: Duration,
+    /// The largest request body accepted.
+    pub(crate) max_body_bytes: usize,
+    /// Allowed `Host` names (`*` for any), as in [`Access`].
+    pub(crate) allowed_hosts: Vec<String>,
+    /// Interval of SSE keep-alive comments.
+    pub(crate) keep_alive: Duration,
+}
+
+/// The MCP routes over `server`: `/mcp`, `/sse`, `/messages`.
+pub(crate) fn mcp_router(
+    server: HooksServer,
+    shared: &Arc<Shared>,
+    options: &McpOptions,
+    cancel: &CancellationToken,
+) -> Router {
+    let mut session_config = SessionConfig::default();
+    session_config.keep_alive = Some(options.idle);
+    let mut local = LocalSessionManager::default();
+    local.session_config = session_config;
+    let manager = Arc::new(CappedSessions {
+        inner: local,
+        sessions: shared.sessions.clone(),
+        permits: Mutex::default(),
+    });
+    let mut config = StreamableHttpServerConfig::default()
+        .with_max_request_body_bytes(options.max_body_bytes)
+        .with_sse_keep_alive(Some(options.keep_alive))
+        .with_cancellation_token(cancel.child_token());
+    config = if options.allowed_hosts.iter().any(|h| h == "*") {
+        config.disable_allowed_hosts()
+    } else {
+        config.with_allowed_hosts(options.allowed_hosts.clone())
+    };
+    let prototype = server.clone();
+    let streamable =
+        StreamableHttpService::new(move || Ok(prototype.fork_session()), manager, config);
+    let sse = Arc::new(SseSessions::new(
+        server,
+        shared.sessions.clone(),
+        shared.inflight.clone(),
+        options.idle,
+        options.max_body_bytes,
+        options.keep_alive,
+        cancel.child_token(),
+    ));
+    Router::new()
+        .route_service("/mcp", streamable)
+        .route("/sse", get(crate::sse::connect))
+        .route("/messages", post(crate::sse::message))
+        .with_state(sse)
+}
+
+/// rmcp's in-memory session manager under the daemon's session cap.
+struct CappedSessions {
+    inner: LocalSessionManager,
+    sessions: Arc<Sessions>,
+    permits: Mutex<std::collections::HashMap<SessionId, SessionPermit>>,
+}
+
+/// Why the session manager refused.
+#[derive(Debug, thiserror::Error)]
+enum CappedError {
+    #[error(
+        "the session cap is reached; retry later, close idle sessions, or raise \
+         HOOKS_MCP_MAX_SESSIONS"
+    )]
+    Full,
+    #[error(transparent)]
+    Inner(#[from] LocalSessionManagerError),
+}
+
+impl CappedSessions {
+    fn permits(
+        &self,
+    ) -> std::sync::MutexGuard<'_, std::collections::HashMap<SessionId, SessionPermit>> {
+        self.permits.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+impl SessionManager for CappedSessions {
+    type Error = CappedError;
+    type Transport = <LocalSessionManager as SessionManager>::Transport;
+
+    async fn create_session(&self) -> Result<(SessionId, Self::Transport), Self::Error> {
+        let permit = self.sessions.admit(Kind::Http).ok_or(CappedError::Full)?;
+        let (id, transport) = self.inner.create_session().await?;
+        tracing::debug!(session = %id, "streamable HTTP session opened");
+        self.permits().insert(id.clone(), permit);
+        Ok((id, transport))
+    }
+
+    async fn initialize_session(
+        &self,
+        id: &SessionId,
+        message: ClientJsonRpcMessage,
+    ) -> Result<ServerJsonRpcMessage, Self::Error> {
+        Ok(self.inner.initialize_session(id, message).await?)
+    }
+
+    async fn has_session(&self, id: &SessionId) -> Result<bool, Self::Error> {
+        Ok(self.inner.has_session(id).await?)
+    }
+
+    async fn close_session(&self, id: &SessionId) -> Result<(), Self::Error> {
+        let outcome = self.inner.close_session(id).await;
+        if self.permits().remove(id).is_some() {
+            tracing::debug!(session = %id, "streamable HTTP session closed");
+        }
+        Ok(outcome?)
+    }
+
+    async fn create_stream(
+        &self,
+        id: &SessionId,
+        message: ClientJsonRpcMessage,
+    ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
+        Ok(self.inner.create_stream(id, message).await?)
+    }
+
+    async fn accept_message(
+        &self,
+        id: &SessionId,
+        message: ClientJsonRpcMessage,
+    ) -> Result<(), Self::Error> {
+        Ok(self.inner.accept_message(id, message).await?)
+    }
+
+    async fn create_standalone_stream(
+        &self,
+        id: &SessionId,
+    ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
+        Ok(self.inner.create_standalone_stream(id).await?)
+    }
+
+    async fn resume(
+        &self,
+        id: &SessionId,
+        last_event_id: String,
+    ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
+        Ok(self.inner.resume(id, last_event_id).await?)
+    }
+
+    async fn restore_session(
+        &self,
+        _id: SessionId,
+    ) -> Result<RestoreOutcome<Self::Transport>, Self::Error> {
+        // Sessions live in this process only: a restarted daemon asks clients to
+        // initialize again (404), and state that matters is in the store.
+        Ok(RestoreOutcome::NotSupported)
+    }
+}
+
+/// Why a listener could not be bound.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum BindError {
+    /// Another process listens on the port.
+    #[error(
+        "MCP_PORT: port {port} on {addr} is already in use (another hooks-mcp daemon or another \
+         service); stop that process or choose another port with MCP_PORT"
+    )]
+    InUse {
+        /// The address.
+        addr: std::net::IpAddr,
+        /// The port.
+        port: u16,
+    },
+    /// Any other failure.
+    #[error("MCP_HOST: cannot listen on {addr}: {cause}; check MCP_HOST and MCP_PORT")]
+    Other {
+        /// The address.
+        addr: SocketAddr,
+        /// The cause.
+        cause: std::io::Error,
+    },
+    /// No address could be bound.
+    #[error("MCP_HOST: none of the addresses it resolves to can be bound")]
+    Nothing,
+}
+
+/// Binds every address, all on one port (the first bound, when the port is 0). An address
+/// family this machine lacks (no IPv6) is skipped with a warning while another binds.
+///
+/// # Errors
+/// [`BindError`] when a port is taken or nothing can be bound.
+pub(crate) fn bind(addrs: &[SocketAddr]) -> Result<Vec<TcpListener>, BindError> {
+    let mut listeners: Vec<TcpListener> = Vec::new();
+    let mut port = None;
+    for &addr in addrs {
+        let mut addr = addr;
+        if let Some(port) = port {
+            addr.set_port(port);
+        }
+        // std's bind sets SO_REUSEADDR (restart while old connections linger in TIME_WAIT)
+        // and never SO_REUSEPORT: a second listener on the port fails instead of sharing it.
+        match std::net::TcpListener::bind(addr) {
+            Ok(listener) => {
+                let bound = listener
+                    .local_addr()
+                    .map_err(|cause| BindError::Other { addr, cause })?;
+                port = Some(bound.port());
+                listener
+                    .set_nonblocking(true)
+                    .map_err(|cause| BindError::Other { addr, cause })?;
+                let listener = TcpListener::from_std(listener)
+                    .map_err(|cause| BindError::Other { addr, cause })?;
+                listeners.push(listener);
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => {
+                return Err(BindError::InUse {
+                    addr: addr.ip(),
+                    port: addr.port(),
+                });
+            }
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::AddrNotAvailable | std::io::ErrorKind::Unsupported // EAFNOSUPPORT: the kernel has no IPv6 at all.
+                ) || e.raw_os_error() == Some(97) =>
+            {
+                tracing::warn!(%addr, "skipping an address this machine cannot bind: {e}");
+            }
+            Err(cause) => return Err(BindError::Other { addr, cause }),
+        }
+    }
+    if listeners.is_empty() {
+        return Err(BindError::Nothing);
+    }
+    Ok(listeners)
+}
+
+/// Serves `app` on every listener until `stop` is cancelled (then stops accepting and lets
+/// open connections finish). Accepted sockets get `TCP_NODELAY`: SSE replies are small writes
+/// that Nagle's algorithm would hold back.
+pub(crate) fn serve(
+    listeners: Vec<TcpListener>,
+    app: Router,
+    stop: &CancellationToken,
+) -> Vec<tokio::task::JoinHandle<std::io::Result<()>>> {
+    listeners
+        .into_iter()
+        .map(|listener| {
+            let listener = listener.tap_io(|tcp| {
+                if let Err(e) = tcp.set_nodelay(true) {
+                    tracing::debug!("cannot set TCP_NODELAY: {e}");
+                }
+            });
+            let stop = stop.clone();
+            let app = app.clone();
+            tokio::spawn(async move {
+                axum::serve(listener, app)
+                    .with_graceful_shutdown(async move { stop.cancelled().await })
+                    .await
+            })
+        })
+        .collect()
+}

@@ -1,0 +1,64 @@
+//! The session cap, request body limits and idle expiry.
+
+use serde_json::json;
+
+use crate::support::{Daemon, MCP_POST, SseSession, call, http, initialize, mcp_session};
+
+#[test]
+fn sessions_are_capped_bodies_limited_and_idle_sessions_expire() {
+    let home = tempfile::tempdir().unwrap();
+    let daemon = Daemon::start(
+        "limits::sessions_are_capped_bodies_limited_and_idle_sessions_expire",
+        home.path(),
+        &[
+            ("HOOKS_MCP_MAX_SESSIONS", "2"),
+            ("HOOKS_MCP_MAX_BODY_BYTES", "4096"),
+            ("HOOKS_MCP_SESSION_IDLE_SECS", "1"),
+        ],
+    );
+    daemon.wait_ready();
+    let addr = daemon.addr;
+
+    // Oversized bodies: 413 on both transports.
+    let big = call(
+        1,
+        "channel_publish",
+        json!({ "channel": "x", "message": "y".repeat(8000) }),
+    );
+    assert_eq!(http(addr, "POST", "/mcp", &MCP_POST, &big).status, 413);
+    let mut sse = SseSession::connect(addr, &[]);
+    assert_eq!(sse.post(addr, &[], &big), 413);
+    sse.handshake(addr, &[]);
+
+    // The cap counts both transports: one SSE and one Streamable HTTP session fill it.
+    let first = mcp_session(addr, &[]);
+    let over = http(addr, "POST", "/mcp", &MCP_POST, &initialize(1));
+    assert_eq!(over.status, 503, "{}", over.body);
+    assert!(
+        over.body.contains("HOOKS_MCP_MAX_SESSIONS"),
+        "{}",
+        over.body
+    );
+    assert_eq!(http(addr, "GET", "/sse", &[], "").status, 503);
+    let deleted = http(
+        addr,
+        "DELETE",
+        "/mcp",
+        &[("Mcp-Session-Id", first.as_str())],
+        "",
+    );
+    assert!(deleted.status < 300, "{}", deleted.status);
+    let second = mcp_session(addr, &[]);
+
+    // Sessions idle past HOOKS_MCP_SESSION_IDLE_SECS are closed (the client initializes
+    // again), which frees their places.
+    std::thread::sleep(std::time::Duration::from_millis(2500));
+    let list = json!({ "jsonrpc": "2.0", "id": 2, "method": "tools/list" }).to_string();
+    let headers = [MCP_POST[0], ("Mcp-Session-Id", second.as_str())];
+    assert_eq!(http(addr, "POST", "/mcp", &headers, &list).status, 404);
+    assert_eq!(sse.post(addr, &[], &list), 404);
+    let health = http(addr, "GET", "/health?level=full", &[], "").json();
+    assert_eq!(health["sessions"]["streamable_http"], 0, "{health}");
+    assert_eq!(health["sessions"]["sse"], 0, "{health}");
+    mcp_session(addr, &[]);
+}

@@ -1,0 +1,12 @@
+//! The network daemon over real HTTP on 127.0.0.1 ephemeral ports.
+//!
+//! Each daemon is a child process of this test binary (it re-runs itself with the test's name
+//! and `HOOKS_MCP_TEST_DAEMON_CHILD=1`, and the test's first call runs the daemon in the
+//! child), so exit codes, signals and the start-up log are the real ones.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod lifecycle;
+mod limits;
+mod security;
+mod support;
+mod transports;

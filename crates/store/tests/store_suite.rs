@@ -1,0 +1,150 @@
+//! One store test suite, run against every backend: each test of `suite/` once for SQLite and
+//! once for PostgreSQL.
+//!
+//! The PostgreSQL part runs when `HOOKS_MCP_TEST_DATABASE_URL` is set (CI's `.ci/run` starts a
+//! throwaway server and sets it); when set and unreachable its tests fail; when unset
+//! `postgres_part_status` says on stderr that it was not run. Child processes of the
+//! multi-process tests enter through `child_writer` and `child_fire_due`.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod suite;
+
+/// Generates `sqlite::<module>::<test>` and `postgres::<module>::<test>` for each test.
+macro_rules! backend_suite {
+    ($($module:ident: [$($test:ident),* $(,)?]),* $(,)?) => {
+        mod sqlite {
+            $(mod $module {
+                $(#[test]
+                fn $test() {
+                    crate::suite::$module::$test(&crate::suite::Sqlite);
+                })*
+            })*
+        }
+
+        #[cfg(feature = "postgres")]
+        mod postgres {
+            $(mod $module {
+                $(#[test]
+                fn $test() {
+                    // Without a server this part is skipped (see `postgres_part_status`).
+                    if let Some(backend) = crate::suite::Postgres::from_env() {
+                        crate::suite::$module::$test(&backend);
+                    }
+                })*
+            })*
+        }
+    };
+}
+
+backend_suite! {
+    admin: [
+        a_fresh_store_has_the_current_schema_and_reopening_keeps_it,
+        a_newer_schema_is_refused_unchanged,
+        an_empty_store_is_missing_without_create,
+        verify_reports_a_dropped_table,
+        concurrent_first_opens_create_the_schema_once,
+    ],
+    channels: [
+        publish_returns_the_stored_message,
+        read_is_newest_first_filtered_limited_and_skips_expired,
+        read_hides_or_marks_what_the_session_acknowledged,
+        channels_count_active_messages_by_name,
+        acknowledge_refuses_unknown_and_expired_ids_and_accepts_repeats,
+        clear_deletes_by_scope_with_acks_and_deliveries,
+        prune_removes_only_expired_messages_and_their_records,
+        info_is_delivered_once_per_session_and_recorded,
+        alert_repeats_every_prompt_until_acknowledged,
+        critical_is_delivered_at_tool_calls_too_until_acknowledged,
+        expired_messages_are_never_delivered,
+        delivery_respects_the_channel_list,
+    ],
+    enforcement_conditions: [
+        reminders_round_trip_and_clear_by_id_and_tag,
+        zero_cadence_is_rejected_by_the_schema,
+        tool_call_counters_are_per_session,
+        concurrent_tool_calls_get_distinct_numbers,
+        put_condition_creates_refuses_duplicates_and_replaces_keeping_created_at,
+        delete_condition_reports_whether_it_existed,
+        gate_opens_until_expiry_per_session_and_disarms,
+    ],
+    scheduler: [
+        create_list_and_cancel,
+        fire_due_publishes_and_advances_once,
+        a_recorded_occurrence_is_never_published_again,
+        fire_due_is_exactly_once_across_processes,
+    ],
+    multiprocess: [
+        concurrent_processes_lose_no_writes,
+    ],
+}
+
+/// What only PostgreSQL has (run when the suite's server is set, like the rest of that part).
+#[cfg(feature = "postgres")]
+mod postgres_only {
+    macro_rules! pg_tests {
+        ($($test:ident),* $(,)?) => {$(
+            #[test]
+            fn $test() {
+                if let Some(backend) = crate::suite::Postgres::from_env() {
+                    crate::suite::pg_only::$test(&backend);
+                }
+            }
+        )*};
+    }
+
+    pg_tests!(
+        describe_and_errors_never_show_the_password,
+        an_open_store_describes_itself_without_the_password,
+        the_change_feed_reports_publications_and_schedule_changes,
+        a_server_restart_fails_calls_clearly_and_loses_nothing,
+        the_pool_is_bounded,
+    );
+}
+
+/// Says whether the PostgreSQL part ran. Written straight to stderr (not captured by the test
+/// harness) so that a run without a server says so.
+#[test]
+fn postgres_part_status() {
+    use std::io::Write;
+    let set = std::env::var(suite::TEST_DATABASE_URL_ENV).is_ok_and(|v| !v.trim().is_empty());
+    let note = match (set, cfg!(feature = "postgres")) {
+        (true, true) => return,
+        (true, false) => panic!(
+            "{} is set but the store was built without its `postgres` feature",
+            suite::TEST_DATABASE_URL_ENV
+        ),
+        (false, true) => format!(
+            "note: {} is unset: the PostgreSQL part of the store suite was not run\n",
+            suite::TEST_DATABASE_URL_ENV
+        ),
+        (false, false) => {
+            "note: the store was built without PostgreSQL: only SQLite was tested\n".to_string()
+        }
+    };
+    let _ = std::io::stderr().write_all(note.as_bytes());
+}
+
+/// Child process of `concurrent_processes_lose_no_writes` (does nothing when run directly).
+#[test]
+fn child_writer() {
+    let (Ok(spec), Ok(worker)) = (
+        std::env::var(suite::multiprocess::STORE_ENV),
+        std::env::var(suite::multiprocess::WORKER_ENV),
+    ) else {
+        return;
+    };
+    suite::multiprocess::child_writer(suite::open_spec(&spec), &worker);
+}
+
+/// Child process of `fire_due_is_exactly_once_across_processes` (does nothing when run
+/// directly).
+#[test]
+fn child_fire_due() {
+    let (Ok(spec), Ok(go)) = (
+        std::env::var(suite::scheduler::STORE_ENV),
+        std::env::var(suite::scheduler::GO_ENV),
+    ) else {
+        return;
+    };
+    suite::scheduler::child_fire_due(suite::open_spec(&spec), std::path::Path::new(&go));
+}

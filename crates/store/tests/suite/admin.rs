@@ -1,0 +1,119 @@
+//! Opening, migrations, verification, health and counts.
+
+use store::{MessageQuery, NewMessage, Opened, SCHEMA_VERSION, Severity, StoreError};
+
+use super::{Backend, fresh};
+
+const T0: i64 = 1_800_000_000_000;
+const HOUR: i64 = 3_600_000;
+
+/// The tables every backend's schema has, in the order verification reports them.
+const TABLES: [&str; 9] = [
+    "messages",
+    "message_acks",
+    "message_deliveries",
+    "reminders",
+    "session_counters",
+    "conditions",
+    "condition_gates",
+    "schedules",
+    "schedule_firings",
+];
+
+pub(crate) fn a_fresh_store_has_the_current_schema_and_reopening_keeps_it(b: &dyn Backend) {
+    let location = b.location();
+    let (store, opened) = location.open(true).unwrap();
+    assert_eq!(opened, Opened::Created);
+    let message = store
+        .publish(&NewMessage {
+            channel: "a".into(),
+            body: "kept".into(),
+            severity: Severity::Info,
+            created_at: T0,
+            expires_at: T0 + HOUR,
+        })
+        .unwrap();
+    drop(store);
+    assert_eq!(location.schema_version(), SCHEMA_VERSION);
+
+    let (store, opened) = location.open(false).unwrap();
+    assert_eq!(opened, Opened::Existing);
+    assert_eq!(location.schema_version(), SCHEMA_VERSION);
+    let read = store
+        .read_messages(&MessageQuery {
+            channel: None,
+            session_id: None,
+            include_acknowledged: false,
+            limit: 20,
+            now: T0 + 10,
+        })
+        .unwrap();
+    assert_eq!(read[0].message, message);
+    let report = store.verify().unwrap();
+    assert_eq!(report.schema_version, SCHEMA_VERSION);
+    assert_eq!(report.tables, TABLES);
+    store.ping().unwrap();
+}
+
+pub(crate) fn a_newer_schema_is_refused_unchanged(b: &dyn Backend) {
+    let store = fresh(b);
+    store.location.set_schema_version(99);
+    match store.location.open(false) {
+        Err(StoreError::NewerSchema {
+            found: 99,
+            supported: SCHEMA_VERSION,
+            ..
+        }) => {}
+        other => panic!("expected NewerSchema, got {:?}", other.map(|(_, o)| o)),
+    }
+    // Creating refuses it too, and neither touched the recorded version.
+    assert!(matches!(
+        store.location.open(true),
+        Err(StoreError::NewerSchema { found: 99, .. })
+    ));
+    assert_eq!(store.location.schema_version(), 99);
+    // An already open handle's verification reports it as well.
+    assert!(matches!(
+        store.verify(),
+        Err(StoreError::NewerSchema { found: 99, .. })
+    ));
+}
+
+pub(crate) fn an_empty_store_is_missing_without_create(b: &dyn Backend) {
+    let location = b.location();
+    match location.open(false) {
+        Err(e @ StoreError::Missing { .. }) => {
+            assert!(e.to_string().contains("start the server once"), "{e}")
+        }
+        other => panic!("expected Missing, got {:?}", other.map(|(_, o)| o)),
+    }
+    // Nothing was written: creating now really creates.
+    assert_eq!(location.open(true).unwrap().1, Opened::Created);
+}
+
+pub(crate) fn verify_reports_a_dropped_table(b: &dyn Backend) {
+    let store = fresh(b);
+    store.location.drop_table("message_acks");
+    match store.verify() {
+        Err(StoreError::MissingTable {
+            table: "message_acks",
+            version: SCHEMA_VERSION,
+            ..
+        }) => {}
+        other => panic!("expected MissingTable, got {other:?}"),
+    }
+}
+
+pub(crate) fn concurrent_first_opens_create_the_schema_once(b: &dyn Backend) {
+    let location = b.location();
+    let opened: Vec<Opened> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..3)
+            .map(|_| scope.spawn(|| location.open(true).map(|(_, o)| o).unwrap()))
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    // All succeed. (SQLite judges "created" by the file's absence, so several racing
+    // openers may each say so; PostgreSQL migrates once under a lock.)
+    assert!(opened.contains(&Opened::Created), "{opened:?}");
+    assert_eq!(location.schema_version(), SCHEMA_VERSION);
+}

@@ -1,0 +1,340 @@
+//! What only the PostgreSQL backend has: credentials in a URL, the change feed, a server that
+//! can go away and come back.
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::Duration;
+
+use store::{
+    Change, ChannelStore, MessageQuery, NewMessage, NewSchedule, NextFire, PgOptions,
+    PostgresStore, Severity, StoreAdmin, StoreError, Trigger,
+};
+
+use super::{Postgres, fresh};
+
+const T0: i64 = 1_800_000_000_000;
+const HOUR: i64 = 3_600_000;
+
+fn message(body: &str) -> NewMessage {
+    NewMessage {
+        channel: "ops".into(),
+        body: body.into(),
+        severity: Severity::Alert,
+        created_at: T0,
+        expires_at: T0 + HOUR,
+    }
+}
+
+fn everything() -> MessageQuery {
+    MessageQuery {
+        channel: None,
+        session_id: None,
+        include_acknowledged: true,
+        limit: 100,
+        now: T0,
+    }
+}
+
+pub(crate) fn describe_and_errors_never_show_the_password(_: &Postgres) {
+    let secret = "pw-that-must-not-leak";
+    let options = PgOptions {
+        connect_timeout: Duration::from_millis(500),
+        ..PgOptions::default()
+    };
+    // Port 1 on loopback refuses at once.
+    let url = format!("postgres://hooks:{secret}@127.0.0.1:1/db");
+    match PostgresStore::open(&url, &options) {
+        Err(e @ StoreError::Unavailable { .. }) => {
+            let text = format!("{e} {e:?}");
+            assert!(text.contains("postgres://hooks@127.0.0.1:1/db"), "{text}");
+            assert!(!text.contains(secret), "{text}");
+        }
+        other => panic!("expected Unavailable, got {:?}", other.map(|(_, o)| o)),
+    }
+}
+
+pub(crate) fn an_open_store_describes_itself_without_the_password(b: &Postgres) {
+    let store = fresh(b);
+    let described = store.describe();
+    assert!(described.starts_with("postgres://"), "{described}");
+    let url = std::env::var(super::TEST_DATABASE_URL_ENV).unwrap();
+    // `postgres://user:password@host...`: whatever the password is, it is not shown.
+    if let Some(password) = url
+        .split_once("://")
+        .and_then(|(_, rest)| rest.split_once('@'))
+        .and_then(|(creds, _)| creds.split_once(':'))
+        .map(|(_, password)| password)
+    {
+        assert!(!described.contains(password), "{described}");
+    }
+}
+
+pub(crate) fn the_change_feed_reports_publications_and_schedule_changes(b: &Postgres) {
+    let store = fresh(b);
+    let mut feed = store.changes().unwrap().expect("PostgreSQL pushes changes");
+    assert_eq!(feed.wait(Duration::from_millis(50)).unwrap(), None);
+
+    // Another handle (another daemon) makes the changes.
+    let other = store.open_another();
+    let published = other.publish(&message("hello")).unwrap();
+    let schedule = other
+        .create_schedule(&NewSchedule {
+            name: None,
+            channel: "ops".into(),
+            message: "tick".into(),
+            severity: Severity::Info,
+            ttl_seconds: 60,
+            trigger: Trigger::At(T0),
+            next_fire_at: T0,
+            created_at: T0,
+        })
+        .unwrap();
+    let once = |_: &store::Schedule, _: i64| NextFire {
+        next_fire_at: None,
+        skipped: 0,
+    };
+    let fired = other.fire_due(T0, &once).unwrap();
+    assert_eq!(fired.len(), 1);
+    let wait = Duration::from_secs(10);
+    assert_eq!(
+        feed.wait(wait).unwrap(),
+        Some(Change::Message(published.id))
+    );
+    assert_eq!(
+        feed.wait(wait).unwrap(),
+        Some(Change::Schedule(schedule.id))
+    );
+    assert_eq!(
+        feed.wait(wait).unwrap(),
+        Some(Change::Message(fired[0].message.id))
+    );
+    assert_eq!(feed.wait(Duration::from_millis(50)).unwrap(), None);
+
+    // Another store (schema) in the same database does not wake this feed.
+    let elsewhere = fresh(b);
+    elsewhere.publish(&message("elsewhere")).unwrap();
+    assert_eq!(feed.wait(Duration::from_millis(200)).unwrap(), None);
+}
+
+/// A throwaway PostgreSQL server of this test's own, so that it can be stopped and started.
+struct PrivateServer {
+    bindir: PathBuf,
+    dir: tempfile::TempDir,
+    port: u16,
+}
+
+fn server_bindir() -> Option<PathBuf> {
+    if let Some(dir) = std::env::var_os("PG_CI_BINDIR") {
+        return Some(dir.into());
+    }
+    let mut found: Vec<PathBuf> = std::fs::read_dir("/usr/lib/postgresql")
+        .ok()?
+        .filter_map(|e| e.ok().map(|e| e.path().join("bin")))
+        .filter(|p| p.join("pg_ctl").exists())
+        .collect();
+    found.sort();
+    found.pop()
+}
+
+fn is_root() -> bool {
+    std::fs::metadata("/proc/self")
+        .map(|m| std::os::unix::fs::MetadataExt::uid(&m) == 0)
+        .unwrap_or(false)
+}
+
+impl PrivateServer {
+    /// `program` of the server's installation, run as a user the server accepts.
+    fn command(&self, program: &str) -> Command {
+        let program = self.bindir.join(program);
+        if is_root() {
+            // The server refuses to run as root.
+            let mut c = Command::new("runuser");
+            c.args(["-u", "postgres", "--"]).arg(program);
+            c
+        } else {
+            Command::new(program)
+        }
+    }
+
+    fn run(&self, program: &str, args: &[&str]) {
+        let out = self.command(program).args(args).output().unwrap();
+        assert!(
+            out.status.success(),
+            "{program} {args:?}: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
+    fn data(&self) -> String {
+        self.dir.path().join("data").display().to_string()
+    }
+
+    fn start(bindir: PathBuf) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        if is_root() {
+            let status = Command::new("chown")
+                .args(["postgres:", &dir.path().display().to_string()])
+                .status()
+                .unwrap();
+            assert!(status.success());
+        }
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let server = PrivateServer { bindir, dir, port };
+        let data = server.data();
+        server.run(
+            "initdb",
+            &[
+                "-D",
+                &data,
+                "-U",
+                "hooks",
+                "-A",
+                "trust",
+                "--no-sync",
+                "--no-instructions",
+            ],
+        );
+        server.up();
+        server
+    }
+
+    fn up(&self) {
+        let options = format!(
+            "-c listen_addresses=127.0.0.1 -p {} -k {} -c fsync=off",
+            self.port,
+            self.dir.path().display()
+        );
+        let log = self.dir.path().join("log").display().to_string();
+        self.run(
+            "pg_ctl",
+            &[
+                "-D",
+                &self.data(),
+                "-l",
+                &log,
+                "-w",
+                "-o",
+                &options,
+                "start",
+            ],
+        );
+    }
+
+    fn down(&self) {
+        self.run("pg_ctl", &["-D", &self.data(), "-m", "fast", "-w", "stop"]);
+    }
+
+    fn url(&self) -> String {
+        format!("postgres://hooks@127.0.0.1:{}/postgres", self.port)
+    }
+}
+
+impl Drop for PrivateServer {
+    fn drop(&mut self) {
+        let data = self.data();
+        let _ = self
+            .command("pg_ctl")
+            .args(["-D", &data, "-m", "immediate", "-w", "stop"])
+            .output();
+    }
+}
+
+/// A restart of the database server: calls fail with [`StoreError::Unavailable`] while it is
+/// gone, the same store works again when it is back (no reopening), and nothing acknowledged is
+/// lost.
+pub(crate) fn a_server_restart_fails_calls_clearly_and_loses_nothing(_: &Postgres) {
+    let Some(bindir) = server_bindir() else {
+        use std::io::Write;
+        let _ = std::io::stderr().write_all(
+            b"note: no PostgreSQL server programs found (set PG_CI_BINDIR): restart test not run\n",
+        );
+        return;
+    };
+    let server = PrivateServer::start(bindir);
+    let options = PgOptions {
+        create: true,
+        connect_timeout: Duration::from_secs(1),
+        ..PgOptions::default()
+    };
+    let (store, _) = PostgresStore::open(&server.url(), &options).unwrap();
+    let kept = store
+        .publish(&message("acknowledged before the restart"))
+        .unwrap();
+    // The server's Unix socket works as a host too (a percent-encoded directory).
+    let socket_url = format!(
+        "postgres://hooks@{}:{}/postgres",
+        server.dir.path().display().to_string().replace('/', "%2F"),
+        server.port
+    );
+    let (local, _) = PostgresStore::open(&socket_url, &options).unwrap();
+    assert_eq!(local.read_messages(&everything()).unwrap().len(), 1);
+    drop(local);
+
+    server.down();
+    for result in [
+        store.publish(&message("while down")).map(|_| ()),
+        store.ping(),
+    ] {
+        match result {
+            Err(e @ StoreError::Unavailable { .. }) => {
+                let text = e.to_string();
+                assert!(text.contains(&store.describe()), "{text}");
+                assert!(text.contains("unavailable"), "{text}");
+            }
+            other => panic!("expected Unavailable, got {other:?}"),
+        }
+    }
+
+    server.up();
+    store.ping().unwrap();
+    let after = store.publish(&message("after the restart")).unwrap();
+    let bodies: Vec<String> = store
+        .read_messages(&everything())
+        .unwrap()
+        .into_iter()
+        .map(|v| v.message.body)
+        .collect();
+    assert_eq!(bodies, [after.body, kept.body]);
+}
+
+/// Opening takes one connection (kept for the next call) and the pool never holds more than
+/// `pool_size`, however many threads call at once.
+pub(crate) fn the_pool_is_bounded(b: &Postgres) {
+    let store = fresh(b);
+    let name = format!("pool_test_{}", std::process::id());
+    let url = format!(
+        "{}&application_name={name}",
+        super::url_for(
+            &std::env::var(super::TEST_DATABASE_URL_ENV).unwrap(),
+            &store.location.spec()["postgres:".len()..]
+        )
+    );
+    let connections = || {
+        store.location.scalar(&format!(
+            "SELECT count(*) FROM pg_stat_activity WHERE application_name = '{name}'"
+        ))
+    };
+    let options = PgOptions {
+        pool_size: 2,
+        ..PgOptions::default()
+    };
+    let (bounded, _) = PostgresStore::open(&url, &options).unwrap();
+    assert_eq!(connections(), 1);
+    std::thread::scope(|scope| {
+        for _ in 0..6 {
+            scope.spawn(|| {
+                for _ in 0..20 {
+                    bounded.channels(T0).unwrap();
+                }
+            });
+        }
+    });
+    let held = connections();
+    assert!((1..=2).contains(&held), "the pool holds {held}");
+    drop(bounded);
+}

@@ -1,0 +1,193 @@
+//! `init` on existing client configuration files: only hooks-mcp's entries change, a second run
+//! changes nothing, and switching back or removing is symmetric.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{Value, json};
+
+use crate::support::{Env, full_bin};
+
+/// A `~/.claude.json` with unrelated state and another server.
+fn servers_doc() -> Value {
+    json!({
+        "numStartups": 42,
+        "theme": "dark",
+        "mcpServers": {
+            "github": { "type": "http", "url": "https://api.example.com/mcp" },
+            "memory": { "type": "stdio", "command": "npx", "args": ["-y", "memory-server"], "env": {} }
+        },
+        "projects": { "/home/dev/src/app": { "allowedTools": [], "hasTrustDialogAccepted": true } }
+    })
+}
+
+/// A `~/.claude/settings.json` with permissions and another hook on one of our events.
+fn settings_doc() -> Value {
+    json!({
+        "permissions": { "allow": ["Bash(cargo test:*)"] },
+        "hooks": {
+            "PreToolUse": [
+                { "matcher": "Bash", "hooks": [{ "type": "command", "command": "python3 ~/hooks/audit.py" }] }
+            ],
+            "Stop": [ { "hooks": [{ "type": "command", "command": "notify-send done" }] } ]
+        },
+        "model": "opus"
+    })
+}
+
+struct Files {
+    servers: PathBuf,
+    settings: PathBuf,
+}
+
+fn write_files(env: &Env) -> Files {
+    let files = Files {
+        servers: env.home().join(".claude.json"),
+        settings: env.home().join(".claude").join("settings.json"),
+    };
+    std::fs::create_dir_all(files.settings.parent().unwrap()).unwrap();
+    std::fs::write(&files.servers, serde_json::to_string_pretty(&servers_doc()).unwrap()).unwrap();
+    std::fs::write(&files.settings, serde_json::to_string_pretty(&settings_doc()).unwrap()).unwrap();
+    files
+}
+
+fn read(path: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+fn init(env: &Env, args: &[&str]) -> String {
+    let mut all = vec!["init"];
+    all.extend_from_slice(args);
+    env.cli(&all)
+}
+
+fn backups(env: &Env) -> Vec<PathBuf> {
+    let mut found: Vec<PathBuf> = [env.home(), env.home().join(".claude")]
+        .iter()
+        .flat_map(|d| std::fs::read_dir(d).unwrap())
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.to_string_lossy().ends_with(".bak"))
+        .collect();
+    found.sort();
+    found
+}
+
+fn full_dir() -> PathBuf {
+    Path::new(full_bin()).canonicalize().unwrap().parent().unwrap().to_owned()
+}
+
+#[test]
+fn init_registers_the_server_and_hooks_and_nothing_else() {
+    let env = Env::new();
+    let files = write_files(&env);
+    let report = init(&env, &[]);
+    assert!(report.contains("add mcpServers.hooks"), "{report}");
+
+    let servers = read(&files.servers);
+    let front = full_dir().join("hooks-mcp");
+    assert_eq!(
+        servers["mcpServers"]["hooks"],
+        json!({ "type": "stdio", "command": front.to_string_lossy(), "args": [], "env": {} })
+    );
+    let mut unrelated = servers.clone();
+    unrelated["mcpServers"].as_object_mut().unwrap().remove("hooks");
+    assert_eq!(unrelated, servers_doc(), "only mcpServers.hooks may change");
+
+    let settings = read(&files.settings);
+    let full = full_dir().join("hooks-mcp-full");
+    for event in ["SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse"] {
+        let groups = settings["hooks"][event].as_array().unwrap();
+        let ours = groups.last().unwrap();
+        assert_eq!(
+            ours["hooks"],
+            json!([{ "type": "command", "command": format!("{} hook {event}", full.display()) }]),
+            "{event}"
+        );
+    }
+    assert_eq!(settings["hooks"]["PreToolUse"][0], settings_doc()["hooks"]["PreToolUse"][0]);
+    assert_eq!(settings["hooks"]["PreToolUse"][1]["matcher"], json!("*"));
+    assert_eq!(settings["hooks"]["Stop"], settings_doc()["hooks"]["Stop"]);
+    assert_eq!(settings["permissions"], settings_doc()["permissions"]);
+    assert_eq!(settings["model"], json!("opus"));
+
+    // Each changed file was backed up with its previous content.
+    let made = backups(&env);
+    assert_eq!(made.len(), 2, "{made:?}");
+    let contents: Vec<Value> = made.iter().map(|p| read(p)).collect();
+    assert!(contents.contains(&servers_doc()) && contents.contains(&settings_doc()));
+
+    // Idempotent: nothing changes, nothing is written, no new backup.
+    let before = (
+        std::fs::read(&files.servers).unwrap(),
+        std::fs::read(&files.settings).unwrap(),
+    );
+    let again = init(&env, &[]);
+    assert_eq!(again.matches("unchanged").count(), 2, "{again}");
+    assert_eq!(std::fs::read(&files.servers).unwrap(), before.0);
+    assert_eq!(std::fs::read(&files.settings).unwrap(), before.1);
+    assert_eq!(backups(&env), made);
+}
+
+#[test]
+fn init_dry_run_prints_the_change_and_writes_nothing() {
+    let env = Env::new();
+    let files = write_files(&env);
+    let before = std::fs::read(&files.settings).unwrap();
+    let report = init(&env, &["--dry-run", "--transport", "streamable-http"]);
+    assert!(report.contains(r#"add mcpServers.hooks = {"type":"http","url":"http://localhost:8642/mcp"}"#), "{report}");
+    assert!(report.contains("add hooks.PreToolUse"), "{report}");
+    assert!(report.contains("dry run: nothing was written"), "{report}");
+    assert_eq!(std::fs::read(&files.settings).unwrap(), before);
+    assert_eq!(read(&files.servers), servers_doc());
+    assert!(backups(&env).is_empty());
+}
+
+#[test]
+fn switching_transports_and_removing_are_symmetric() {
+    let env = Env::new();
+    let files = write_files(&env);
+    init(&env, &[]);
+    let stdio = read(&files.servers);
+
+    init(&env, &["--transport", "streamable-http"]);
+    assert_eq!(
+        read(&files.servers)["mcpServers"]["hooks"],
+        json!({ "type": "http", "url": "http://localhost:8642/mcp" })
+    );
+    let out = env.run(&["init", "--transport", "sse"], "", &[("MCP_PORT", "9100")]);
+    assert!(out.status.success());
+    assert_eq!(
+        read(&files.servers)["mcpServers"]["hooks"],
+        json!({ "type": "sse", "url": "http://localhost:9100/sse" })
+    );
+
+    init(&env, &["--transport", "stdio"]);
+    assert_eq!(read(&files.servers), stdio, "back to stdio is the stdio registration");
+
+    let report = init(&env, &["--remove"]);
+    assert!(report.contains("remove mcpServers.hooks"), "{report}");
+    assert_eq!(read(&files.servers), servers_doc());
+    assert_eq!(read(&files.settings), settings_doc());
+    let again = init(&env, &["--remove"]);
+    assert_eq!(again.matches("unchanged").count(), 2, "{again}");
+}
+
+#[test]
+fn init_creates_missing_files_and_refuses_broken_ones() {
+    let env = Env::new();
+    init(&env, &[]);
+    let servers = read(&env.home().join(".claude.json"));
+    assert_eq!(servers["mcpServers"].as_object().unwrap().len(), 1);
+    assert!(backups(&env).is_empty(), "new files need no backup");
+    init(&env, &["--remove"]);
+    assert_eq!(read(&env.home().join(".claude.json")), json!({}));
+    assert_eq!(read(&env.home().join(".claude/settings.json")), json!({}));
+
+    let broken = env.home().join(".claude/settings.json");
+    std::fs::write(&broken, "{ \"hooks\": ").unwrap();
+    let out = env.run(&["init"], "", &[]);
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("settings.json is not valid JSON"), "{stderr}");
+    assert_eq!(std::fs::read_to_string(&broken).unwrap(), "{ \"hooks\": ");
+    assert_eq!(read(&env.home().join(".claude.json")), json!({}), "nothing half-written");
+}

@@ -1,0 +1,194 @@
+//! Running the real binary in a private environment, and reading its hook answers.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use serde_json::{Value, json};
+
+pub fn full_bin() -> &'static str {
+    env!("CARGO_BIN_EXE_hooks-mcp-full")
+}
+
+/// A recorded payload from `tests/fixtures/hooks/<name>.json`.
+pub fn fixture(name: &str) -> Value {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures/hooks")
+        .join(format!("{name}.json"));
+    serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap()
+}
+
+/// A recorded payload for another session.
+pub fn fixture_for(name: &str, session: &str) -> Value {
+    let mut v = fixture(name);
+    v["session_id"] = session.into();
+    v
+}
+
+/// A `PreToolUse` payload for a Bash command.
+pub fn bash_call(session: &str, command: &str) -> Value {
+    let mut v = fixture_for("pre_tool_use_bash", session);
+    v["tool_input"]["command"] = command.into();
+    v
+}
+
+/// Variables that would leak the developer's setup into a test.
+const CLEARED: &[&str] = &[
+    "HOOKS_MCP_CHANNELS",
+    "HOOKS_MCP_SESSION_ID",
+    "CLAUDE_CODE_SESSION_ID",
+    "CLAUDE_CONFIG_DIR",
+    "HOOKS_MCP_CONDITIONS_GATE",
+    "HOOKS_MCP_CONDITION_TIMEOUT_MS",
+    "HOOKS_MCP_DATABASE_URL",
+    "HOOKS_MCP_TOKEN",
+    "MCP_TRANSPORT",
+    "MCP_HOST",
+    "MCP_PORT",
+    "XDG_STATE_HOME",
+];
+
+/// One test's private world: a store directory and a home directory.
+pub struct Env {
+    pub dir: tempfile::TempDir,
+}
+
+/// What one hook run produced.
+#[derive(Debug)]
+pub struct HookRun {
+    pub answer: Option<Value>,
+    pub stderr: String,
+}
+
+impl HookRun {
+    /// `hookSpecificOutput.additionalContext`, or "".
+    pub fn context(&self) -> String {
+        self.specific("additionalContext")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_owned()
+    }
+
+    /// A field of `hookSpecificOutput`.
+    pub fn specific(&self, key: &str) -> Option<&Value> {
+        self.answer.as_ref()?.get("hookSpecificOutput")?.get(key)
+    }
+}
+
+impl Env {
+    pub fn new() -> Env {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("home")).unwrap();
+        Env { dir }
+    }
+
+    /// The store directory.
+    pub fn store_dir(&self) -> PathBuf {
+        self.dir.path().join("store")
+    }
+
+    /// The test's `HOME`.
+    pub fn home(&self) -> PathBuf {
+        self.dir.path().join("home")
+    }
+
+    /// A command of the full binary in this environment.
+    pub fn command(&self, args: &[&str]) -> Command {
+        let mut c = Command::new(full_bin());
+        c.args(args)
+            .env("HOOKS_MCP_HOME", self.store_dir())
+            .env("HOME", self.home());
+        for k in CLEARED {
+            c.env_remove(k);
+        }
+        c
+    }
+
+    /// Runs the full binary with `stdin` and extra variables.
+    pub fn run(&self, args: &[&str], stdin: &str, env: &[(&str, &str)]) -> Output {
+        let mut c = self.command(args);
+        c.envs(env.iter().copied())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = c.spawn().unwrap();
+        child.stdin.take().unwrap().write_all(stdin.as_bytes()).unwrap();
+        child.wait_with_output().unwrap()
+    }
+
+    /// Runs an operator subcommand; panics unless it succeeds; returns stdout.
+    pub fn cli(&self, args: &[&str]) -> String {
+        let out = self.run(args, "", &[]);
+        assert!(
+            out.status.success(),
+            "hooks-mcp-full {args:?} failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    }
+
+    /// Runs an operator subcommand with `--json` and parses its answer.
+    pub fn cli_json(&self, args: &[&str]) -> Value {
+        let mut args = args.to_vec();
+        args.push("--json");
+        serde_json::from_str(&self.cli(&args)).unwrap()
+    }
+
+    /// Runs `hook <event>` with `payload`; checks it exits 0 (a hook never fails the agent).
+    pub fn hook(&self, event: &str, payload: &Value) -> HookRun {
+        self.hook_with(event, &payload.to_string(), &[])
+    }
+
+    /// Runs `hook <event>` with raw stdin and extra variables.
+    pub fn hook_with(&self, event: &str, stdin: &str, env: &[(&str, &str)]) -> HookRun {
+        let out = self.run(&["hook", event], stdin, env);
+        let stderr = String::from_utf8(out.stderr).unwrap();
+        assert_eq!(out.status.code(), Some(0), "hook {event} must exit 0; stderr: {stderr}");
+        let stdout = String::from_utf8(out.stdout).unwrap();
+        let answer = if stdout.trim().is_empty() {
+            None
+        } else {
+            Some(serde_json::from_str(&stdout).unwrap_or_else(|e| {
+                panic!("hook {event} printed non-JSON ({e}): {stdout}")
+            }))
+        };
+        HookRun { answer, stderr }
+    }
+
+    /// Installs a condition through the `condition_set` tool of a real stdio server, with the
+    /// gate switched off for that server.
+    pub fn set_condition(&self, args: Value) {
+        let answer = self.mcp_call(
+            "condition_set",
+            args,
+            &[("HOOKS_MCP_CONDITIONS_GATE", "off"), ("HOOKS_MCP_SESSION_ID", "operator")],
+        );
+        assert_eq!(answer["isError"], json!(false), "condition_set failed: {answer}");
+    }
+
+    /// One `tools/call` through `hooks-mcp-full serve` on stdio; returns the call's result.
+    pub fn mcp_call(&self, tool: &str, args: Value, env: &[(&str, &str)]) -> Value {
+        let lines = [
+            json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                "protocolVersion": "2025-11-25", "capabilities": {},
+                "clientInfo": {"name": "hooks-tests", "version": "1.0"}}}),
+            json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+            json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                   "params": {"name": tool, "arguments": args}}),
+        ];
+        let input: String = lines.iter().map(|l| format!("{l}\n")).collect();
+        let out = self.run(&["serve"], &input, env);
+        let stdout = String::from_utf8(out.stdout).unwrap();
+        stdout
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .find(|v| v["id"] == json!(2))
+            .unwrap_or_else(|| {
+                panic!(
+                    "no answer to the tools/call: {stdout}\n{}",
+                    String::from_utf8_lossy(&out.stderr)
+                )
+            })["result"]
+            .clone()
+    }
+}

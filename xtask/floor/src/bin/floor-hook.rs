@@ -1,0 +1,49 @@
+//! `floor-hook`: the floor `cargo xtask bench hook` measures the hook command against.
+//!
+//! A standard-library-only program that reads a hook payload on stdin and parses it just enough
+//! to find `session_id` and `hook_event_name` (a scan, no JSON library), then exits 0 without
+//! answering: what running any hook costs before it does any work (process start, reading
+//! stdin). It is a measuring stick, not a hook.
+
+use std::io::{self, Read};
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    let mut payload = String::new();
+    if let Err(e) = io::stdin().read_to_string(&mut payload) {
+        eprintln!("floor-hook: cannot read stdin: {e}");
+        return ExitCode::FAILURE;
+    }
+    let trimmed = payload.trim();
+    if !(trimmed.starts_with('{') && trimmed.ends_with('}')) {
+        eprintln!("floor-hook: the payload is not a JSON object");
+        return ExitCode::FAILURE;
+    }
+    match (
+        string_member(trimmed, "session_id"),
+        string_member(trimmed, "hook_event_name"),
+    ) {
+        (Some(_), Some(_)) => ExitCode::SUCCESS,
+        _ => {
+            eprintln!("floor-hook: the payload lacks session_id or hook_event_name");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The value of the string member `"key": "value"` (escapes left as they are).
+fn string_member<'a>(json: &'a str, key: &str) -> Option<&'a str> {
+    let quoted = format!("\"{key}\"");
+    let after = &json[json.find(&quoted)? + quoted.len()..];
+    let after = after.trim_start().strip_prefix(':')?.trim_start();
+    let body = after.strip_prefix('"')?;
+    let mut escaped = false;
+    for (i, c) in body.char_indices() {
+        match c {
+            '\\' if !escaped => escaped = true,
+            '"' if !escaped => return Some(&body[..i]),
+            _ => escaped = false,
+        }
+    }
+    None
+}

@@ -1,0 +1,243 @@
+//! A JSON-RPC client driving one server process over real pipes, and what `/proc` says about
+//! that process.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::Path;
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use serde_json::{Value, json};
+
+/// How long one response may take before the benchmark gives up.
+const RESPONSE_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The `initialize` request every benchmark sends (id 1).
+pub(crate) const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"hooks-mcp-bench","version":"1.0"}}}"#;
+/// The notification that completes the handshake.
+pub(crate) const INITIALIZED: &str = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+
+/// A request line.
+pub(crate) fn request(id: u64, method: &str, params: Value) -> String {
+    json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string()
+}
+
+/// A `tools/call` request line.
+pub(crate) fn tool_call(id: u64, tool: &str, arguments: Value) -> String {
+    request(
+        id,
+        "tools/call",
+        json!({"name": tool, "arguments": arguments}),
+    )
+}
+
+/// One server process over pipes. Killed when dropped.
+#[derive(Debug)]
+pub(crate) struct Proc {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    lines: Receiver<String>,
+    stderr: Arc<Mutex<String>>,
+    /// Just before the spawn.
+    pub(crate) started: Instant,
+}
+
+impl Proc {
+    /// Starts `program args` with a clean environment: `PATH`, `HOOKS_MCP_HOME=home`,
+    /// `HOOKS_MCP_FULL_BIN=full_bin` and a session id.
+    pub(crate) fn spawn(
+        program: &Path,
+        args: &[&str],
+        home: &Path,
+        full_bin: &Path,
+    ) -> anyhow::Result<Proc> {
+        let mut command = Command::new(program);
+        command
+            .args(args)
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOOKS_MCP_HOME", home)
+            .env("HOOKS_MCP_FULL_BIN", full_bin)
+            .env("HOOKS_MCP_SESSION_ID", "bench-session")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let started = Instant::now();
+        let mut child = command
+            .spawn()
+            .with_context(|| format!("starting {}", program.display()))?;
+        let stdin = child.stdin.take();
+        let stdout = child.stdout.take().context("no stdout pipe")?;
+        let stderr_pipe = child.stderr.take().context("no stderr pipe")?;
+        let (sender, lines) = channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if sender.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let stderr = Arc::new(Mutex::new(String::new()));
+        let sink = Arc::clone(&stderr);
+        std::thread::spawn(move || {
+            let mut text = String::new();
+            let mut pipe = stderr_pipe;
+            let mut buf = [0u8; 4096];
+            while let Ok(n) = pipe.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                text.push_str(&String::from_utf8_lossy(&buf[..n]));
+                if let Ok(mut shared) = sink.lock() {
+                    shared.clone_from(&text);
+                }
+            }
+        });
+        Ok(Proc {
+            child,
+            stdin,
+            lines,
+            stderr,
+            started,
+        })
+    }
+
+    /// The process id.
+    pub(crate) fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Writes one line (a newline is added).
+    pub(crate) fn send(&mut self, line: &str) -> anyhow::Result<()> {
+        let stdin = self.stdin.as_mut().context("stdin is closed")?;
+        stdin
+            .write_all(format!("{line}\n").as_bytes())
+            .and_then(|()| stdin.flush())
+            .with_context(|| format!("writing to the server: {}", self.stderr_text()))
+    }
+
+    /// The next response line, parsed.
+    pub(crate) fn recv(&mut self) -> anyhow::Result<Value> {
+        let line = match self.lines.recv_timeout(RESPONSE_TIMEOUT) {
+            Ok(line) => line,
+            Err(RecvTimeoutError::Timeout) => {
+                bail!(
+                    "no response within {RESPONSE_TIMEOUT:?}; stderr: {}",
+                    self.stderr_text()
+                )
+            }
+            Err(RecvTimeoutError::Disconnected) => {
+                bail!("the server closed stdout; stderr: {}", self.stderr_text())
+            }
+        };
+        serde_json::from_str(&line).with_context(|| format!("the server sent bad JSON: {line}"))
+    }
+
+    /// Sends a request and waits for its response: the result (an error response, or a tool
+    /// result with `isError: true`, is a failure) and the time from send to response.
+    pub(crate) fn ask(&mut self, line: &str) -> anyhow::Result<(Value, Duration)> {
+        let id = serde_json::from_str::<Value>(line)
+            .context("a benchmark request is not JSON")?
+            .get("id")
+            .cloned()
+            .unwrap_or(Value::Null);
+        let sent = Instant::now();
+        self.send(line)?;
+        let response = self.recv()?;
+        let elapsed = sent.elapsed();
+        if response.get("id") != Some(&id) {
+            bail!("expected the response to request {id}, got {response}");
+        }
+        let Some(result) = response.get("result") else {
+            bail!("request {id} failed: {response}");
+        };
+        if result.get("isError") == Some(&Value::Bool(true)) {
+            bail!("tool call {id} returned an error: {result}");
+        }
+        Ok((result.clone(), elapsed))
+    }
+
+    /// Memory, threads and descriptors of the process now.
+    pub(crate) fn sample(&self) -> anyhow::Result<ProcSample> {
+        let pid = self.pid();
+        let smaps = std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup"))
+            .with_context(|| format!("reading /proc/{pid}/smaps_rollup (Linux only)"))?;
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status"))
+            .with_context(|| format!("reading /proc/{pid}/status"))?;
+        let fds = std::fs::read_dir(format!("/proc/{pid}/fd"))
+            .with_context(|| format!("listing /proc/{pid}/fd"))?
+            .count();
+        ProcSample::parse(&smaps, &status, fds)
+    }
+
+    /// What the process wrote to stderr so far.
+    pub(crate) fn stderr_text(&self) -> String {
+        self.stderr.lock().map(|s| s.clone()).unwrap_or_default()
+    }
+}
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        drop(self.stdin.take());
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// One reading of `/proc/PID/{smaps_rollup,status,fd}`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct ProcSample {
+    /// Resident set, KiB.
+    pub(crate) rss_kib: u64,
+    /// Private clean pages, KiB.
+    pub(crate) private_clean_kib: u64,
+    /// Private dirty pages, KiB.
+    pub(crate) private_dirty_kib: u64,
+    /// Threads.
+    pub(crate) threads: u64,
+    /// Open file descriptors.
+    pub(crate) fds: u64,
+}
+
+impl ProcSample {
+    /// Reads the fields out of `smaps_rollup` and `status` text.
+    pub(crate) fn parse(smaps_rollup: &str, status: &str, fds: usize) -> anyhow::Result<Self> {
+        Ok(ProcSample {
+            rss_kib: field(smaps_rollup, "Rss:")?,
+            private_clean_kib: field(smaps_rollup, "Private_Clean:")?,
+            private_dirty_kib: field(smaps_rollup, "Private_Dirty:")?,
+            threads: field(status, "Threads:")?,
+            fds: fds as u64,
+        })
+    }
+
+    /// Private (clean + dirty) resident memory, MiB.
+    pub(crate) fn private_mib(&self) -> f64 {
+        (self.private_clean_kib + self.private_dirty_kib) as f64 / 1024.0
+    }
+
+    /// Private dirty resident memory, MiB.
+    pub(crate) fn private_dirty_mib(&self) -> f64 {
+        self.private_dirty_kib as f64 / 1024.0
+    }
+
+    /// Resident set, MiB.
+    pub(crate) fn rss_mib(&self) -> f64 {
+        self.rss_kib as f64 / 1024.0
+    }
+}
+
+/// The number after `name` on its line (`Rss:   1234 kB`).
+fn field(text: &str, name: &str) -> anyhow::Result<u64> {
+    let line = text
+        .lines()
+        .find_map(|l| l.strip_prefix(name))
+        .with_context(|| format!("no `{name}` line in /proc output"))?;
+    let number = line.split_whitespace().next().unwrap_or("");
+    number
+        .parse()
+        .with_context(|| format!("`{name}` is not a number: {line:?}"))
+}

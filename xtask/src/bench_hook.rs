@@ -1,0 +1,315 @@
+//! `cargo xtask bench hook`: wall time and peak memory of the hook command, which the agent
+//! client runs twice around every tool call.
+//!
+//! On a realistic store (100 broadcasts of mixed severity on five channels, 20 enforcement
+//! reminders, no conditions), it runs `hook PreToolUse` and `hook UserPromptSubmit` through both
+//! binaries (`hooks-mcp`, which `exec`s the full binary, and `hooks-mcp-full` directly) beside
+//! `floor-hook`, a std-only program that only parses the payload, all in one run. Each command
+//! is measured by a worker process of its own (this program, re-run with `--measure`), whose
+//! `getrusage(RUSAGE_CHILDREN)` maximum resident size is the command's peak. Nothing here
+//! asserts a timing: it prints a markdown table and the ratio to the floor (target ≤ 2×).
+
+use std::ffi::OsString;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Instant;
+
+use anyhow::{Context, bail};
+use serde_json::{Value, json};
+
+/// Options of `cargo xtask bench hook`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct Args {
+    /// Timed runs of each command.
+    #[arg(long, default_value_t = 300)]
+    runs: usize,
+    /// Untimed runs of each command first.
+    #[arg(long, default_value_t = 20)]
+    warmup: usize,
+    /// Use the release binaries already built instead of building them.
+    #[arg(long)]
+    skip_build: bool,
+    /// Internal: measure one command with this payload on stdin and print JSON.
+    #[arg(long, hide = true, requires = "command")]
+    measure: Option<PathBuf>,
+    /// Internal: the command `--measure` runs (after `--`).
+    #[arg(last = true, hide = true)]
+    command: Vec<OsString>,
+}
+
+/// A realistic `PreToolUse` payload, as Claude Code sends it.
+const PRE_TOOL_USE: &str = r#"{"session_id":"9f3c2a71-5d0e-4b8a-a6f2-3c1d7e0b4a95","transcript_path":"/home/dev/.claude/projects/-home-dev-src-app/9f3c2a71-5d0e-4b8a-a6f2-3c1d7e0b4a95.jsonl","cwd":"/home/dev/src/app","permission_mode":"default","hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"cargo test -p store --lib","description":"Run the store's unit tests"},"tool_use_id":"toolu_01HkY3Jq8cV2mX5nT7pR9wZa"}"#;
+
+/// A realistic `UserPromptSubmit` payload.
+const USER_PROMPT_SUBMIT: &str = r#"{"session_id":"9f3c2a71-5d0e-4b8a-a6f2-3c1d7e0b4a95","transcript_path":"/home/dev/.claude/projects/-home-dev-src-app/9f3c2a71-5d0e-4b8a-a6f2-3c1d7e0b4a95.jsonl","cwd":"/home/dev/src/app","permission_mode":"default","hook_event_name":"UserPromptSubmit","prompt":"The store tests fail after the last change to the migrations; find out why and fix it, then run the whole suite again."}"#;
+
+/// One command's measurement.
+#[derive(Debug)]
+struct Measured {
+    label: String,
+    median_ms: f64,
+    p90_ms: f64,
+    peak_rss_mib: f64,
+}
+
+/// Runs the benchmark (or, with `--measure`, one worker).
+pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
+    if let Some(payload) = &args.measure {
+        return measure_worker(payload, &args.command, args.runs, args.warmup);
+    }
+    let root = workspace_root()?;
+    if !args.skip_build {
+        eprintln!("bench hook: cargo build --release -p hooks-mcp -p bench-floor --bins");
+        let status = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
+            .current_dir(root)
+            .args(["build", "--release", "-p", "hooks-mcp", "-p", "bench-floor", "--bins"])
+            .stdout(Stdio::null())
+            .status()
+            .context("running cargo")?;
+        if !status.success() {
+            bail!("the release build failed ({status})");
+        }
+    }
+    let release = target_dir(root).join("release");
+    let front = release.join("hooks-mcp");
+    let full = release.join("hooks-mcp-full");
+    let floor = release.join("floor-hook");
+    for bin in [&front, &full, &floor] {
+        if !bin.exists() {
+            bail!(
+                "{} is missing; build with `cargo build --release -p hooks-mcp -p bench-floor \
+                 --bins` (or drop --skip-build)",
+                bin.display()
+            );
+        }
+    }
+
+    let home = tempfile::tempdir().context("creating a temporary store directory")?;
+    seed(&full, home.path())?;
+    let pre = home.path().join("pre.json");
+    let ups = home.path().join("ups.json");
+    std::fs::write(&pre, PRE_TOOL_USE)?;
+    std::fs::write(&ups, USER_PROMPT_SUBMIT)?;
+
+    let exe = std::env::current_exe().context("locating this program")?;
+    let cases: Vec<(String, &Path, Vec<OsString>)> = vec![
+        ("floor-hook (std only, PreToolUse payload)".into(), &pre, vec![floor.clone().into()]),
+        (
+            "hooks-mcp-full hook PreToolUse".into(),
+            &pre,
+            vec![full.clone().into(), "hook".into(), "PreToolUse".into()],
+        ),
+        (
+            "hooks-mcp hook PreToolUse (exec)".into(),
+            &pre,
+            vec![front.clone().into(), "hook".into(), "PreToolUse".into()],
+        ),
+        ("floor-hook (std only, UserPromptSubmit payload)".into(), &ups, vec![floor.into()]),
+        (
+            "hooks-mcp-full hook UserPromptSubmit".into(),
+            &ups,
+            vec![full.into(), "hook".into(), "UserPromptSubmit".into()],
+        ),
+        (
+            "hooks-mcp hook UserPromptSubmit (exec)".into(),
+            &ups,
+            vec![front.into(), "hook".into(), "UserPromptSubmit".into()],
+        ),
+    ];
+    let mut results = Vec::new();
+    for (label, payload, command) in cases {
+        eprintln!("bench hook: {label}");
+        let output = Command::new(&exe)
+            .args(["bench", "hook", "--runs", &args.runs.to_string()])
+            .args(["--warmup", &args.warmup.to_string(), "--measure"])
+            .arg(payload)
+            .arg("--")
+            .args(&command)
+            .env("HOOKS_MCP_HOME", home.path())
+            .env("HOME", home.path())
+            .env_remove("HOOKS_MCP_CHANNELS")
+            .env_remove("HOOKS_MCP_FULL_BIN")
+            .env_remove("MCP_TRANSPORT")
+            .stderr(Stdio::inherit())
+            .output()
+            .context("running a measuring worker")?;
+        if !output.status.success() {
+            bail!("the worker measuring `{label}` failed ({})", output.status);
+        }
+        let v: Value = serde_json::from_slice(&output.stdout)
+            .context("reading a measuring worker's answer")?;
+        let num = |k: &str| v.get(k).and_then(Value::as_f64).unwrap_or(f64::NAN);
+        results.push(Measured {
+            label,
+            median_ms: num("median_ms"),
+            p90_ms: num("p90_ms"),
+            peak_rss_mib: num("peak_rss_kib") / 1024.0,
+        });
+    }
+    print_report(&results, args.runs);
+    Ok(())
+}
+
+/// Fills the store through the operator CLI: 100 broadcasts, 20 reminders.
+fn seed(full: &Path, home: &Path) -> anyhow::Result<()> {
+    let channels = ["global", "deploys", "ci", "reviews", "ops"];
+    let mut calls: Vec<Vec<String>> = Vec::new();
+    for i in 0..100usize {
+        let severity = match i % 20 {
+            0 => "critical",
+            1..=5 => "alert",
+            _ => "info",
+        };
+        calls.push(
+            [
+                "channel",
+                "publish",
+                channels[i % channels.len()],
+                &format!(
+                    "Broadcast {i}: the nightly build on main is green again; rebase before \
+                     pushing and re-run the integration suite."
+                ),
+                "--severity",
+                severity,
+                "--ttl-seconds",
+                "86400",
+            ]
+            .map(String::from)
+            .to_vec(),
+        );
+    }
+    for i in 1..=20usize {
+        calls.push(
+            [
+                "enforcement",
+                "set",
+                &format!("Reminder {i}: keep commits small and run the tests before each push."),
+                "--cadence",
+                &(i * 5).to_string(),
+            ]
+            .map(String::from)
+            .to_vec(),
+        );
+    }
+    for call in calls {
+        let status = Command::new(full)
+            .args(&call)
+            .env("HOOKS_MCP_HOME", home)
+            .stdout(Stdio::null())
+            .status()
+            .context("seeding the store")?;
+        if !status.success() {
+            bail!("seeding the store failed: hooks-mcp-full {}", call.join(" "));
+        }
+    }
+    Ok(())
+}
+
+/// The worker: runs `command` with `payload` on stdin `warmup + runs` times and prints the
+/// timed runs' median and 90th percentile, and the peak resident size of its children.
+fn measure_worker(
+    payload: &Path,
+    command: &[OsString],
+    runs: usize,
+    warmup: usize,
+) -> anyhow::Result<()> {
+    let (program, args) = command.split_first().context("--measure needs a command")?;
+    let input = std::fs::read(payload).with_context(|| format!("reading {}", payload.display()))?;
+    let mut samples = Vec::with_capacity(runs);
+    for i in 0..warmup + runs {
+        let started = Instant::now();
+        let mut child = Command::new(program)
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .with_context(|| format!("starting {}", program.to_string_lossy()))?;
+        if let Some(mut stdin) = child.stdin.take() {
+            stdin.write_all(&input)?;
+        }
+        let output = child.wait_with_output()?;
+        let elapsed = started.elapsed();
+        if !output.status.success() || !output.stderr.is_empty() {
+            bail!(
+                "{} failed ({}): {}",
+                program.to_string_lossy(),
+                output.status,
+                String::from_utf8_lossy(&output.stderr)
+            );
+        }
+        if i >= warmup {
+            samples.push(elapsed.as_secs_f64() * 1000.0);
+        }
+    }
+    samples.sort_by(f64::total_cmp);
+    let at = |p: f64| {
+        let rank = ((p * samples.len() as f64).ceil() as usize).clamp(1, samples.len());
+        samples[rank - 1]
+    };
+    let answer = json!({
+        "median_ms": at(0.5),
+        "p90_ms": at(0.9),
+        "peak_rss_kib": children_peak_rss_kib(),
+    });
+    println!("{answer}");
+    Ok(())
+}
+
+/// The largest resident set of any child this process waited for, in KiB.
+fn children_peak_rss_kib() -> i64 {
+    let mut usage = std::mem::MaybeUninit::<libc::rusage>::zeroed();
+    // The standard library exposes no rusage; this is the only unsafe call in the benchmark.
+    // SAFETY: getrusage writes a complete `rusage` into the pointer it is given, which points
+    // to a properly sized and aligned value; the value is read only when the call succeeds.
+    #[allow(unsafe_code)]
+    let usage = unsafe {
+        if libc::getrusage(libc::RUSAGE_CHILDREN, usage.as_mut_ptr()) != 0 {
+            return -1;
+        }
+        usage.assume_init()
+    };
+    // Linux reports kilobytes; macOS reports bytes.
+    let max = i64::from(usage.ru_maxrss);
+    if cfg!(target_os = "macos") {
+        max / 1024
+    } else {
+        max
+    }
+}
+
+fn print_report(results: &[Measured], runs: usize) {
+    let floor_pre = results.first().map_or(f64::NAN, |m| m.median_ms);
+    let floor_ups = results.get(3).map_or(f64::NAN, |m| m.median_ms);
+    println!("## hook command ({runs} runs each; store: 100 broadcasts, 20 reminders, no conditions)\n");
+    println!("| command | median ms | p90 ms | median / floor | peak RSS MiB |");
+    println!("|---|---:|---:|---:|---:|");
+    for (i, m) in results.iter().enumerate() {
+        let floor = if i < 3 { floor_pre } else { floor_ups };
+        println!(
+            "| {} | {:.2} | {:.2} | {:.2}× | {:.1} |",
+            m.label,
+            m.median_ms,
+            m.p90_ms,
+            m.median_ms / floor,
+            m.peak_rss_mib
+        );
+    }
+    println!("\nTarget: median ≤ 2× the floor of the same payload.");
+}
+
+/// The workspace root (xtask lives one level below it).
+fn workspace_root() -> anyhow::Result<&'static Path> {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .context("the xtask crate has no parent directory")
+}
+
+/// `CARGO_TARGET_DIR`, else `<root>/target`.
+fn target_dir(root: &Path) -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root.join("target"))
+}

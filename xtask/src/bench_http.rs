@@ -1,0 +1,453 @@
+//! `cargo xtask bench-http`: the network daemon under load, printed as markdown tables.
+//!
+//! A bounded load generator (one thread and one keep-alive connection per session, a fixed
+//! number of calls per level) measures `tools/call` throughput and p50/p99 latency over
+//! Streamable HTTP at several concurrency levels, then the private dirty memory each idle
+//! session costs the daemon (Streamable HTTP, and legacy SSE with its stream open). With
+//! `taskset` and two or more CPUs the daemon runs on CPU 0 and the generator on the others.
+//! Nothing here asserts a timing.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::path::Path;
+use std::process::Command;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Barrier};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use serde_json::json;
+
+use crate::conformance::{Daemon, build_daemon};
+
+/// Options of `cargo xtask bench-http`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct Args {
+    /// Concurrent sessions per level, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "1,8,32")]
+    sessions: Vec<usize>,
+    /// Calls measured per level (after a warm-up of 20 per session).
+    #[arg(long, default_value_t = 4000)]
+    calls: usize,
+    /// Idle sessions opened for the memory measurement.
+    #[arg(long, default_value_t = 200)]
+    idle: usize,
+    /// The tool called (it must take empty arguments).
+    #[arg(long, default_value = "channel_list")]
+    tool: String,
+    /// Measure debug builds (quick to build; the numbers are not representative).
+    #[arg(long)]
+    debug: bool,
+}
+
+/// Runs the command.
+pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
+    anyhow::ensure!(
+        args.sessions.iter().all(|&s| (1..=256).contains(&s)),
+        "--sessions: each level must be 1 to 256"
+    );
+    anyhow::ensure!(args.calls >= 1, "--calls: must be at least 1");
+    anyhow::ensure!(args.idle <= 2000, "--idle: at most 2000");
+    if cfg!(debug_assertions) && !args.debug {
+        return rerun_optimised();
+    }
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .context("no workspace root")?
+        .to_path_buf();
+    eprintln!("bench-http: building hooks-mcp-full...");
+    let bin = build_daemon(&root, !args.debug)?;
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let pinned = cpus >= 2 && Command::new("taskset").arg("-V").output().is_ok();
+    let home = tempfile::tempdir()?;
+    let max_sessions = (args.idle * 2 + 300).to_string();
+    let daemon = Daemon::start_with(
+        &bin,
+        home.path(),
+        &home.path().join("daemon.log"),
+        &[
+            ("HOOKS_MCP_MAX_SESSIONS", &max_sessions),
+            ("HOOKS_MCP_LOG", "warn"),
+        ],
+        pinned.then_some("0"),
+    )?;
+    if pinned {
+        let others = format!("1-{}", cpus - 1);
+        let _ = Command::new("taskset")
+            .args(["-a", "-p", "-c", &others, &std::process::id().to_string()])
+            .output();
+    }
+    let addr = SocketAddr::from(([127, 0, 0, 1], daemon.port));
+
+    // Something for the tool to return.
+    let mut setup = Conn::session(addr)?;
+    for i in 0..20 {
+        let args = json!({ "channel": format!("bench{}", i % 4), "message": "load" });
+        setup.call(&tool_call(i, "channel_publish", args))?;
+    }
+
+    println!("## Streamable HTTP `tools/call` ({})\n", args.tool);
+    println!(
+        "{} build; daemon {}; {} calls per level.\n",
+        if args.debug { "debug" } else { "release" },
+        if pinned {
+            format!("on CPU 0, load generator on CPUs 1-{}", cpus - 1)
+        } else {
+            "unpinned (taskset or a second CPU missing)".into()
+        },
+        args.calls
+    );
+    println!("| sessions | calls/s | p50 (ms) | p99 (ms) |");
+    println!("|---:|---:|---:|---:|");
+    for &sessions in &args.sessions {
+        let level = load(addr, sessions, args.calls, &args.tool)?;
+        println!(
+            "| {sessions} | {:.0} | {:.3} | {:.3} |",
+            level.throughput, level.p50_ms, level.p99_ms
+        );
+    }
+
+    println!("\n## Memory per idle session\n");
+    println!(
+        "Private dirty memory of the daemon (smaps_rollup) before and after opening {} idle \
+         sessions, divided by their number.\n",
+        args.idle
+    );
+    println!("| transport | before (MiB) | after (MiB) | per session (KiB) |");
+    println!("|---|---:|---:|---:|");
+    if args.idle > 0 {
+        let pid = daemon.pid();
+        let before = private_dirty_kib(pid)?;
+        let mut kept = Vec::with_capacity(args.idle);
+        for _ in 0..args.idle {
+            // The session outlives its connection: Streamable HTTP sessions are not streams.
+            kept.push(Conn::session(addr)?.session);
+        }
+        std::thread::sleep(Duration::from_millis(300));
+        let after = private_dirty_kib(pid)?;
+        print_memory("Streamable HTTP", before, after, args.idle);
+        for session in kept {
+            let mut conn = Conn::connect(addr)?;
+            conn.session = session;
+            conn.request("DELETE", "")?;
+        }
+
+        let before = private_dirty_kib(pid)?;
+        let mut streams = Vec::with_capacity(args.idle);
+        for _ in 0..args.idle {
+            streams.push(SseIdle::open(addr)?);
+        }
+        std::thread::sleep(Duration::from_millis(300));
+        let after = private_dirty_kib(pid)?;
+        print_memory("legacy SSE (stream open)", before, after, args.idle);
+        drop(streams);
+    }
+    let mut daemon = daemon;
+    daemon.stop()?;
+    Ok(())
+}
+
+fn print_memory(name: &str, before: u64, after: u64, sessions: usize) {
+    let per = after.saturating_sub(before) as f64 / sessions as f64;
+    println!(
+        "| {name} | {:.2} | {:.2} | {per:.1} |",
+        before as f64 / 1024.0,
+        after as f64 / 1024.0
+    );
+}
+
+/// Builds the release xtask and runs this same command with it, so the load generator is not
+/// the bottleneck.
+fn rerun_optimised() -> anyhow::Result<()> {
+    eprintln!("bench-http: building the optimised xtask (cargo build --release -p xtask)...");
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let status = Command::new(cargo)
+        .args(["build", "--quiet", "--release", "-p", "xtask"])
+        .status()
+        .context("running cargo build")?;
+    if !status.success() {
+        bail!("cargo build --release -p xtask failed ({status})");
+    }
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| {
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .parent()
+                .map(|p| p.join("target"))
+                .unwrap_or_else(|| "target".into())
+        });
+    let exe = target.join("release/xtask");
+    let status = Command::new(&exe)
+        .args(std::env::args_os().skip(1))
+        .status()
+        .with_context(|| format!("running {}", exe.display()))?;
+    if !status.success() {
+        bail!("the optimised benchmark run failed ({status})");
+    }
+    Ok(())
+}
+
+fn private_dirty_kib(pid: u32) -> anyhow::Result<u64> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup"))
+        .context("reading the daemon's smaps_rollup (Linux only)")?;
+    text.lines()
+        .find_map(|l| l.strip_prefix("Private_Dirty:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .context("no Private_Dirty line in smaps_rollup")
+}
+
+/// One concurrency level's results.
+struct Level {
+    throughput: f64,
+    p50_ms: f64,
+    p99_ms: f64,
+}
+
+fn load(addr: SocketAddr, sessions: usize, calls: usize, tool: &str) -> anyhow::Result<Level> {
+    let next = Arc::new(AtomicUsize::new(0));
+    let start = Arc::new(Barrier::new(sessions + 1));
+    let mut workers = Vec::with_capacity(sessions);
+    for _ in 0..sessions {
+        let next = next.clone();
+        let start = start.clone();
+        let tool = tool.to_owned();
+        workers.push(std::thread::spawn(move || -> anyhow::Result<Vec<Duration>> {
+            let ready = Conn::session(addr).and_then(|mut conn| {
+                for i in 0..20 {
+                    conn.call(&tool_call(i, &tool, json!({})))?;
+                }
+                Ok(conn)
+            });
+            start.wait();
+            let mut conn = ready?;
+            let mut samples = Vec::new();
+            let mut id = 100;
+            while next.fetch_add(1, Ordering::Relaxed) < calls {
+                id += 1;
+                let body = tool_call(id, &tool, json!({}));
+                let began = Instant::now();
+                conn.call(&body)?;
+                samples.push(began.elapsed());
+            }
+            conn.request("DELETE", "")?;
+            Ok(samples)
+        }));
+    }
+    start.wait();
+    let began = Instant::now();
+    let mut samples = Vec::with_capacity(calls);
+    for worker in workers {
+        let done = worker
+            .join()
+            .map_err(|_| anyhow::anyhow!("a load thread panicked"))??;
+        samples.extend(done);
+    }
+    let wall = began.elapsed();
+    samples.sort_unstable();
+    let rank = |p: f64| {
+        let i = ((p * samples.len() as f64).ceil() as usize).clamp(1, samples.len()) - 1;
+        samples[i].as_secs_f64() * 1000.0
+    };
+    Ok(Level {
+        throughput: samples.len() as f64 / wall.as_secs_f64(),
+        p50_ms: rank(0.50),
+        p99_ms: rank(0.99),
+    })
+}
+
+fn tool_call(id: usize, tool: &str, arguments: serde_json::Value) -> String {
+    json!({
+        "jsonrpc": "2.0",
+        "id": id,
+        "method": "tools/call",
+        "params": { "name": tool, "arguments": arguments }
+    })
+    .to_string()
+}
+
+/// A keep-alive HTTP/1.1 connection to `/mcp`, in one session.
+struct Conn {
+    reader: BufReader<TcpStream>,
+    writer: TcpStream,
+    addr: SocketAddr,
+    session: String,
+}
+
+/// A response: status, session header and body (de-chunked).
+struct Reply {
+    status: u16,
+    session: Option<String>,
+    body: String,
+}
+
+impl Conn {
+    fn connect(addr: SocketAddr) -> anyhow::Result<Conn> {
+        let stream = TcpStream::connect(addr)?;
+        stream.set_nodelay(true)?;
+        stream.set_read_timeout(Some(Duration::from_secs(60)))?;
+        Ok(Conn {
+            reader: BufReader::new(stream.try_clone()?),
+            writer: stream,
+            addr,
+            session: String::new(),
+        })
+    }
+
+    /// Connects and opens a session (initialize, initialized).
+    fn session(addr: SocketAddr) -> anyhow::Result<Conn> {
+        let mut conn = Conn::connect(addr)?;
+        let init = json!({
+            "jsonrpc": "2.0", "id": 0, "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": { "name": "bench-http", "version": "1" }
+            }
+        });
+        let reply = conn.request("POST", &init.to_string())?;
+        anyhow::ensure!(reply.status == 200, "initialize: {} {}", reply.status, reply.body);
+        conn.session = reply.session.context("initialize: no Mcp-Session-Id")?;
+        let initialized = json!({ "jsonrpc": "2.0", "method": "notifications/initialized" });
+        let reply = conn.request("POST", &initialized.to_string())?;
+        anyhow::ensure!(reply.status == 202, "initialized: {}", reply.status);
+        Ok(conn)
+    }
+
+    /// One `tools/call`; fails on anything but a successful result.
+    fn call(&mut self, body: &str) -> anyhow::Result<()> {
+        let reply = self.request("POST", body)?;
+        anyhow::ensure!(
+            reply.status == 200 && reply.body.contains("\"result\"") && !reply.body.contains("\"isError\":true"),
+            "tools/call failed: {} {}",
+            reply.status,
+            reply.body
+        );
+        Ok(())
+    }
+
+    fn request(&mut self, method: &str, body: &str) -> anyhow::Result<Reply> {
+        let mut head = format!(
+            "{method} /mcp HTTP/1.1\r\nHost: {}\r\nAccept: application/json, text/event-stream\r\n",
+            self.addr
+        );
+        if !self.session.is_empty() {
+            head.push_str(&format!("Mcp-Session-Id: {}\r\n", self.session));
+        }
+        if method == "POST" {
+            head.push_str(&format!(
+                "Content-Type: application/json\r\nContent-Length: {}\r\n",
+                body.len()
+            ));
+        }
+        head.push_str("\r\n");
+        head.push_str(body);
+        self.writer.write_all(head.as_bytes())?;
+        self.read_reply()
+    }
+
+    fn read_reply(&mut self) -> anyhow::Result<Reply> {
+        let mut line = String::new();
+        self.reader.read_line(&mut line)?;
+        let status = line
+            .split_whitespace()
+            .nth(1)
+            .and_then(|s| s.parse().ok())
+            .with_context(|| format!("not an HTTP status line: {line:?}"))?;
+        let (mut length, mut chunked, mut session) = (None, false, None);
+        loop {
+            line.clear();
+            self.reader.read_line(&mut line)?;
+            let header = line.trim_end();
+            if header.is_empty() {
+                break;
+            }
+            if let Some((name, value)) = header.split_once(':') {
+                let value = value.trim();
+                match name.to_ascii_lowercase().as_str() {
+                    "content-length" => length = value.parse::<usize>().ok(),
+                    "transfer-encoding" => chunked = value.contains("chunked"),
+                    "mcp-session-id" => session = Some(value.to_owned()),
+                    _ => {}
+                }
+            }
+        }
+        let mut body = Vec::new();
+        if chunked {
+            loop {
+                line.clear();
+                self.reader.read_line(&mut line)?;
+                let size = usize::from_str_radix(line.trim().split(';').next().unwrap_or(""), 16)
+                    .with_context(|| format!("bad chunk size {line:?}"))?;
+                if size == 0 {
+                    line.clear();
+                    self.reader.read_line(&mut line)?;
+                    break;
+                }
+                let start = body.len();
+                body.resize(start + size, 0);
+                self.reader.read_exact(&mut body[start..])?;
+                let mut crlf = [0u8; 2];
+                self.reader.read_exact(&mut crlf)?;
+            }
+        } else if let Some(length) = length {
+            body.resize(length, 0);
+            self.reader.read_exact(&mut body)?;
+        }
+        Ok(Reply {
+            status,
+            session,
+            body: String::from_utf8_lossy(&body).into_owned(),
+        })
+    }
+}
+
+/// An idle legacy SSE session: its stream open, the handshake done.
+struct SseIdle {
+    _stream: TcpStream,
+}
+
+impl SseIdle {
+    fn open(addr: SocketAddr) -> anyhow::Result<SseIdle> {
+        let mut stream = TcpStream::connect(addr)?;
+        stream.set_read_timeout(Some(Duration::from_secs(30)))?;
+        write!(stream, "GET /sse HTTP/1.0\r\nHost: {addr}\r\nAccept: text/event-stream\r\n\r\n")?;
+        let mut seen = String::new();
+        let mut buf = [0u8; 1024];
+        while !seen.contains("sessionId=") || !seen[seen.find("sessionId=").unwrap_or(0)..].contains('\n') {
+            let n = stream.read(&mut buf)?;
+            if n == 0 {
+                bail!("the SSE stream closed before announcing its endpoint: {seen}");
+            }
+            seen.push_str(&String::from_utf8_lossy(&buf[..n]));
+        }
+        let endpoint = seen
+            .lines()
+            .find_map(|l| l.strip_prefix("data: "))
+            .context("no endpoint event")?
+            .trim()
+            .to_owned();
+        let init = json!({
+            "jsonrpc": "2.0", "id": 0, "method": "initialize",
+            "params": {
+                "protocolVersion": "2024-11-05",
+                "capabilities": {},
+                "clientInfo": { "name": "bench-http", "version": "1" }
+            }
+        });
+        let initialized = json!({ "jsonrpc": "2.0", "method": "notifications/initialized" });
+        for message in [init, initialized] {
+            let body = message.to_string();
+            let mut post = TcpStream::connect(addr)?;
+            write!(
+                post,
+                "POST {endpoint} HTTP/1.0\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
+                 Content-Length: {}\r\n\r\n{body}",
+                body.len()
+            )?;
+            let mut reply = String::new();
+            post.read_to_string(&mut reply)?;
+            anyhow::ensure!(reply.contains(" 202 "), "POST {endpoint}: {reply}");
+        }
+        Ok(SseIdle { _stream: stream })
+    }
+}
