@@ -63,7 +63,15 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
         eprintln!("bench hook: cargo build --release -p hooks-mcp -p bench-floor --bins");
         let status = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
             .current_dir(root)
-            .args(["build", "--release", "-p", "hooks-mcp", "-p", "bench-floor", "--bins"])
+            .args([
+                "build",
+                "--release",
+                "-p",
+                "hooks-mcp",
+                "-p",
+                "bench-floor",
+                "--bins",
+            ])
             .stdout(Stdio::null())
             .status()
             .context("running cargo")?;
@@ -94,7 +102,11 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
 
     let exe = std::env::current_exe().context("locating this program")?;
     let cases: Vec<(String, &Path, Vec<OsString>)> = vec![
-        ("floor-hook (std only, PreToolUse payload)".into(), &pre, vec![floor.clone().into()]),
+        (
+            "floor-hook (std only, PreToolUse payload)".into(),
+            &pre,
+            vec![floor.clone().into()],
+        ),
         (
             "hooks-mcp-full hook PreToolUse".into(),
             &pre,
@@ -105,7 +117,11 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
             &pre,
             vec![front.clone().into(), "hook".into(), "PreToolUse".into()],
         ),
-        ("floor-hook (std only, UserPromptSubmit payload)".into(), &ups, vec![floor.into()]),
+        (
+            "floor-hook (std only, UserPromptSubmit payload)".into(),
+            &ups,
+            vec![floor.into()],
+        ),
         (
             "hooks-mcp-full hook UserPromptSubmit".into(),
             &ups,
@@ -200,7 +216,10 @@ fn seed(full: &Path, home: &Path) -> anyhow::Result<()> {
             .status()
             .context("seeding the store")?;
         if !status.success() {
-            bail!("seeding the store failed: hooks-mcp-full {}", call.join(" "));
+            bail!(
+                "seeding the store failed: hooks-mcp-full {}",
+                call.join(" ")
+            );
         }
     }
     Ok(())
@@ -282,7 +301,9 @@ fn children_peak_rss_kib() -> i64 {
 fn print_report(results: &[Measured], runs: usize) {
     let floor_pre = results.first().map_or(f64::NAN, |m| m.median_ms);
     let floor_ups = results.get(3).map_or(f64::NAN, |m| m.median_ms);
-    println!("## hook command ({runs} runs each; store: 100 broadcasts, 20 reminders, no conditions)\n");
+    println!(
+        "## hook command ({runs} runs each; store: 100 broadcasts, 20 reminders, no conditions)\n"
+    );
     println!("| command | median ms | p90 ms | median / floor | peak RSS MiB |");
     println!("|---|---:|---:|---:|---:|");
     for (i, m) in results.iter().enumerate() {

@@ -91,7 +91,7 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
         "{} build; daemon {}; {} calls per level.\n",
         if args.debug { "debug" } else { "release" },
         if pinned {
-            format!("on CPU 0, load generator on CPUs 1-{}", cpus - 1)
+            format!("on CPU 0, load generator on CPU(s) 1-{}", cpus - 1)
         } else {
             "unpinned (taskset or a second CPU missing)".into()
         },
@@ -107,43 +107,60 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
         );
     }
 
+    let mut daemon = daemon;
+    daemon.stop()?;
+
     println!("\n## Memory per idle session\n");
     println!(
-        "Private dirty memory of the daemon (smaps_rollup) before and after opening {} idle \
-         sessions, divided by their number.\n",
+        "Private dirty memory (smaps_rollup) of a fresh daemon after 10 warm-up sessions, then \
+         after {} more idle sessions; the difference divided by their number.\n",
         args.idle
     );
     println!("| transport | before (MiB) | after (MiB) | per session (KiB) |");
     println!("|---|---:|---:|---:|");
     if args.idle > 0 {
-        let pid = daemon.pid();
-        let before = private_dirty_kib(pid)?;
-        let mut kept = Vec::with_capacity(args.idle);
-        for _ in 0..args.idle {
-            // The session outlives its connection: Streamable HTTP sessions are not streams.
-            kept.push(Conn::session(addr)?.session);
+        for sse in [false, true] {
+            let home = tempfile::tempdir()?;
+            let mut daemon = Daemon::start_with(
+                &bin,
+                home.path(),
+                &home.path().join("daemon.log"),
+                &[
+                    ("HOOKS_MCP_MAX_SESSIONS", &max_sessions),
+                    ("HOOKS_MCP_LOG", "warn"),
+                ],
+                pinned.then_some("0"),
+            )?;
+            let addr = SocketAddr::from(([127, 0, 0, 1], daemon.port));
+            // Streamable HTTP sessions outlive their connections (they are not streams); a
+            // legacy SSE session lives as long as its stream, so those are kept open.
+            let mut streams = Vec::new();
+            let mut open = |n: usize| -> anyhow::Result<()> {
+                for _ in 0..n {
+                    if sse {
+                        streams.push(SseIdle::open(addr)?);
+                    } else {
+                        Conn::session(addr)?;
+                    }
+                }
+                Ok(())
+            };
+            open(10)?;
+            std::thread::sleep(Duration::from_millis(300));
+            let before = private_dirty_kib(daemon.pid())?;
+            open(args.idle)?;
+            std::thread::sleep(Duration::from_millis(300));
+            let after = private_dirty_kib(daemon.pid())?;
+            let name = if sse {
+                "legacy SSE (stream open)"
+            } else {
+                "Streamable HTTP"
+            };
+            print_memory(name, before, after, args.idle);
+            drop(streams);
+            daemon.stop()?;
         }
-        std::thread::sleep(Duration::from_millis(300));
-        let after = private_dirty_kib(pid)?;
-        print_memory("Streamable HTTP", before, after, args.idle);
-        for session in kept {
-            let mut conn = Conn::connect(addr)?;
-            conn.session = session;
-            conn.request("DELETE", "")?;
-        }
-
-        let before = private_dirty_kib(pid)?;
-        let mut streams = Vec::with_capacity(args.idle);
-        for _ in 0..args.idle {
-            streams.push(SseIdle::open(addr)?);
-        }
-        std::thread::sleep(Duration::from_millis(300));
-        let after = private_dirty_kib(pid)?;
-        print_memory("legacy SSE (stream open)", before, after, args.idle);
-        drop(streams);
     }
-    let mut daemon = daemon;
-    daemon.stop()?;
     Ok(())
 }
 
@@ -211,27 +228,29 @@ fn load(addr: SocketAddr, sessions: usize, calls: usize, tool: &str) -> anyhow::
         let next = next.clone();
         let start = start.clone();
         let tool = tool.to_owned();
-        workers.push(std::thread::spawn(move || -> anyhow::Result<Vec<Duration>> {
-            let ready = Conn::session(addr).and_then(|mut conn| {
-                for i in 0..20 {
-                    conn.call(&tool_call(i, &tool, json!({})))?;
+        workers.push(std::thread::spawn(
+            move || -> anyhow::Result<Vec<Duration>> {
+                let ready = Conn::session(addr).and_then(|mut conn| {
+                    for i in 0..20 {
+                        conn.call(&tool_call(i, &tool, json!({})))?;
+                    }
+                    Ok(conn)
+                });
+                start.wait();
+                let mut conn = ready?;
+                let mut samples = Vec::new();
+                let mut id = 100;
+                while next.fetch_add(1, Ordering::Relaxed) < calls {
+                    id += 1;
+                    let body = tool_call(id, &tool, json!({}));
+                    let began = Instant::now();
+                    conn.call(&body)?;
+                    samples.push(began.elapsed());
                 }
-                Ok(conn)
-            });
-            start.wait();
-            let mut conn = ready?;
-            let mut samples = Vec::new();
-            let mut id = 100;
-            while next.fetch_add(1, Ordering::Relaxed) < calls {
-                id += 1;
-                let body = tool_call(id, &tool, json!({}));
-                let began = Instant::now();
-                conn.call(&body)?;
-                samples.push(began.elapsed());
-            }
-            conn.request("DELETE", "")?;
-            Ok(samples)
-        }));
+                conn.request("DELETE", "")?;
+                Ok(samples)
+            },
+        ));
     }
     start.wait();
     let began = Instant::now();
@@ -305,7 +324,12 @@ impl Conn {
             }
         });
         let reply = conn.request("POST", &init.to_string())?;
-        anyhow::ensure!(reply.status == 200, "initialize: {} {}", reply.status, reply.body);
+        anyhow::ensure!(
+            reply.status == 200,
+            "initialize: {} {}",
+            reply.status,
+            reply.body
+        );
         conn.session = reply.session.context("initialize: no Mcp-Session-Id")?;
         let initialized = json!({ "jsonrpc": "2.0", "method": "notifications/initialized" });
         let reply = conn.request("POST", &initialized.to_string())?;
@@ -317,7 +341,9 @@ impl Conn {
     fn call(&mut self, body: &str) -> anyhow::Result<()> {
         let reply = self.request("POST", body)?;
         anyhow::ensure!(
-            reply.status == 200 && reply.body.contains("\"result\"") && !reply.body.contains("\"isError\":true"),
+            reply.status == 200
+                && reply.body.contains("\"result\"")
+                && !reply.body.contains("\"isError\":true"),
             "tools/call failed: {} {}",
             reply.status,
             reply.body
@@ -410,10 +436,15 @@ impl SseIdle {
     fn open(addr: SocketAddr) -> anyhow::Result<SseIdle> {
         let mut stream = TcpStream::connect(addr)?;
         stream.set_read_timeout(Some(Duration::from_secs(30)))?;
-        write!(stream, "GET /sse HTTP/1.0\r\nHost: {addr}\r\nAccept: text/event-stream\r\n\r\n")?;
+        write!(
+            stream,
+            "GET /sse HTTP/1.0\r\nHost: {addr}\r\nAccept: text/event-stream\r\n\r\n"
+        )?;
         let mut seen = String::new();
         let mut buf = [0u8; 1024];
-        while !seen.contains("sessionId=") || !seen[seen.find("sessionId=").unwrap_or(0)..].contains('\n') {
+        while !seen.contains("sessionId=")
+            || !seen[seen.find("sessionId=").unwrap_or(0)..].contains('\n')
+        {
             let n = stream.read(&mut buf)?;
             if n == 0 {
                 bail!("the SSE stream closed before announcing its endpoint: {seen}");

@@ -97,7 +97,10 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
     if let Some(mode) = &args.mode {
         let modes = parse_modes(mode)?;
         println!();
-        print!("{}", tokens::mode_table(&tokens::mode_costs(&visible, &modes)?));
+        print!(
+            "{}",
+            tokens::mode_table(&tokens::mode_costs(&visible, &modes)?)
+        );
     }
     Ok(())
 }
@@ -150,7 +153,10 @@ pub(crate) fn doc_text(all: &Catalogue) -> anyhow::Result<String> {
          advertised tools and the server instructions (o200k_base). `modules=X` loads one \
          category; the rest stay loadable with `load_modules`.\n\n",
     );
-    text.push_str(&tokens::mode_table(&tokens::mode_costs(all, &tokens::standard_modes())?));
+    text.push_str(&tokens::mode_table(&tokens::mode_costs(
+        all,
+        &tokens::standard_modes(),
+    )?));
     Ok(text)
 }
 

@@ -115,9 +115,18 @@ fn install(cache: &Path) -> anyhow::Result<(PathBuf, PathBuf)> {
         return Ok((node, suite));
     }
     std::fs::create_dir_all(cache).with_context(|| format!("creating {}", cache.display()))?;
-    eprintln!("conformance: installing {NODE} and {SUITE} into {}", cache.display());
+    eprintln!(
+        "conformance: installing {NODE} and {SUITE} into {}",
+        cache.display()
+    );
     let status = Command::new("npm")
-        .args(["install", "--no-audit", "--no-fund", "--loglevel=error", "--prefix"])
+        .args([
+            "install",
+            "--no-audit",
+            "--no-fund",
+            "--loglevel=error",
+            "--prefix",
+        ])
         .arg(cache)
         .args([NODE, SUITE])
         .status()
@@ -125,8 +134,16 @@ fn install(cache: &Path) -> anyhow::Result<(PathBuf, PathBuf)> {
     if !status.success() {
         bail!("npm install {NODE} {SUITE} failed ({status})");
     }
-    anyhow::ensure!(node.is_file(), "npm installed no node binary at {}", node.display());
-    anyhow::ensure!(suite.is_file(), "npm installed no suite at {}", suite.display());
+    anyhow::ensure!(
+        node.is_file(),
+        "npm installed no node binary at {}",
+        node.display()
+    );
+    anyhow::ensure!(
+        suite.is_file(),
+        "npm installed no suite at {}",
+        suite.display()
+    );
     Ok((node, suite))
 }
 
@@ -134,7 +151,14 @@ fn install(cache: &Path) -> anyhow::Result<(PathBuf, PathBuf)> {
 pub(crate) fn build_daemon(root: &Path, release: bool) -> anyhow::Result<PathBuf> {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let mut cmd = Command::new(cargo);
-    cmd.args(["build", "--quiet", "-p", "hooks-mcp", "--bin", "hooks-mcp-full"]);
+    cmd.args([
+        "build",
+        "--quiet",
+        "-p",
+        "hooks-mcp",
+        "--bin",
+        "hooks-mcp-full",
+    ]);
     if release {
         cmd.arg("--release");
     }

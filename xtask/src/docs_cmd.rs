@@ -43,7 +43,11 @@ pub(crate) fn text() -> anyhow::Result<String> {
         out.push_str(&format!("\n## {title}\n\n"));
         out.push_str("| variable | flag | default | effect |\n|---|---|---|---|\n");
         for s in settings {
-            let flag = if s.flag.is_empty() { String::new() } else { format!("`{}`", s.flag.replace('|', "\\|")) };
+            let flag = if s.flag.is_empty() {
+                String::new()
+            } else {
+                format!("`{}`", s.flag.replace('|', "\\|"))
+            };
             out.push_str(&format!(
                 "| `{}` | {} | {} | {} |\n",
                 s.env,
@@ -55,8 +59,14 @@ pub(crate) fn text() -> anyhow::Result<String> {
     }
     let all = catalogue_cmd::linked_catalogue()?;
     let costs = tokens::mode_costs(&all, &tokens::standard_modes())?;
-    let eager = costs.first().map(|c| c.tool_tokens + c.instruction_tokens).unwrap_or(0);
-    let lazy = costs.get(1).map(|c| c.tool_tokens + c.instruction_tokens).unwrap_or(0);
+    let eager = costs
+        .first()
+        .map(|c| c.tool_tokens + c.instruction_tokens)
+        .unwrap_or(0);
+    let lazy = costs
+        .get(1)
+        .map(|c| c.tool_tokens + c.instruction_tokens)
+        .unwrap_or(0);
     out.push_str(&format!(
         "\n## Choosing a start mode\n\n\
          What each mode puts in the context of a client that loads every advertised schema at \

@@ -104,12 +104,19 @@ fn the_instructions_token_estimate_stays_within_15_percent_of_o200k() {
     let all = crate::catalogue_cmd::linked_catalogue().unwrap();
     let bpe = tiktoken_rs::o200k_base().unwrap();
     for category in catalogue::Category::ALL {
-        let tools: Vec<serde_json::Value> =
-            all.tools().iter().filter(|t| t.category == category).map(|t| t.to_mcp()).collect();
+        let tools: Vec<serde_json::Value> = all
+            .tools()
+            .iter()
+            .filter(|t| t.category == category)
+            .map(|t| t.to_mcp())
+            .collect();
         let estimate: usize = tools.iter().map(catalogue::estimate_tokens).sum();
         let real: usize = tools
             .iter()
-            .map(|t| bpe.encode_ordinary(&serde_json::to_string(t).unwrap()).len())
+            .map(|t| {
+                bpe.encode_ordinary(&serde_json::to_string(t).unwrap())
+                    .len()
+            })
             .sum();
         let ratio = estimate as f64 / real as f64;
         assert!(

@@ -121,7 +121,10 @@ pub(crate) struct ModeCost {
 }
 
 /// The o200k_base cost of each mode over `visible`.
-pub(crate) fn mode_costs(visible: &Catalogue, modes: &[StartMode]) -> anyhow::Result<Vec<ModeCost>> {
+pub(crate) fn mode_costs(
+    visible: &Catalogue,
+    modes: &[StartMode],
+) -> anyhow::Result<Vec<ModeCost>> {
     let bpe = tokenizer()?;
     let tokens_of = |v: &Value| -> anyhow::Result<usize> {
         Ok(bpe.encode_ordinary(&serde_json::to_string(v)?).len())
@@ -136,7 +139,12 @@ pub(crate) fn mode_costs(visible: &Catalogue, modes: &[StartMode]) -> anyhow::Re
         let instruction_tokens = catalogue::instructions(visible, mode)
             .map(|text| bpe.encode_ordinary(&text).len())
             .unwrap_or(0);
-        costs.push(ModeCost { mode: mode.clone(), tools: advertised.len(), tool_tokens, instruction_tokens });
+        costs.push(ModeCost {
+            mode: mode.clone(),
+            tools: advertised.len(),
+            tool_tokens,
+            instruction_tokens,
+        });
     }
     Ok(costs)
 }
@@ -170,6 +178,10 @@ pub(crate) fn mode_table(costs: &[ModeCost]) -> String {
 /// The modes every report shows: eager, lazy, and each single category as `modules`.
 pub(crate) fn standard_modes() -> Vec<StartMode> {
     let mut modes = vec![StartMode::Eager, StartMode::Lazy];
-    modes.extend(Category::ALL.iter().map(|c| StartMode::Modules([*c].into_iter().collect())));
+    modes.extend(
+        Category::ALL
+            .iter()
+            .map(|c| StartMode::Modules([*c].into_iter().collect())),
+    );
     modes
 }

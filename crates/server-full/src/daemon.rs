@@ -17,14 +17,14 @@ use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use catalogue::Setting;
-use store::{OpenOptions, Opened, SqliteStore, StoreError, StoreHandle, StoreLocation};
+use store::{Opened, StoreError, StoreHandle, StoreLocation};
 use tokio_util::sync::CancellationToken;
 
 use crate::HooksServer;
 use crate::auth::{Access, LOOPBACK_HOSTS, Token, authority_host};
 use crate::health::{Phase, Status};
 use crate::http::{self, BindError, InFlight, McpOptions, Sessions, Shared};
-use crate::settings::{BUSY_TIMEOUT_ENV, Settings, SettingsError, now_ms};
+use crate::settings::{Settings, SettingsError, now_ms};
 
 /// Selects the transport: `stdio` (default), `streamable-http` or `sse`.
 pub const TRANSPORT_ENV: &str = "MCP_TRANSPORT";
@@ -214,10 +214,9 @@ pub struct DaemonConfig {
     pub addrs: Vec<SocketAddr>,
     /// Token and allowed hosts and origins.
     pub access: Access,
-    /// The store.
+    /// Where the SQLite store lives; the instance lock goes in its directory (also when
+    /// `HOOKS_MCP_DATABASE_URL` selects PostgreSQL).
     pub store: StoreLocation,
-    /// How long a store call waits for another process's lock.
-    pub busy_timeout: Duration,
     /// Idle sessions are closed after this long.
     pub idle: Duration,
     /// Most sessions at once.
@@ -319,7 +318,6 @@ impl DaemonConfig {
                     .into(),
             )
         })?;
-        let busy_ms: u64 = number(&get, BUSY_TIMEOUT_ENV, 5_000, 0, 600_000)?;
         let idle_s: u64 = number(&get, SESSION_IDLE_ENV, 1_800, 1, 7 * 24 * 3600)?;
         let max_sessions: usize = number(&get, MAX_SESSIONS_ENV, 256, 1, 100_000)?;
         let max_body: usize = number(&get, MAX_BODY_ENV, 1 << 20, 1024, 64 << 20)?;
@@ -336,7 +334,6 @@ impl DaemonConfig {
                 allowed_origins,
             },
             store,
-            busy_timeout: Duration::from_millis(busy_ms),
             idle: Duration::from_secs(idle_s),
             max_sessions,
             max_body_bytes: max_body,
@@ -654,12 +651,12 @@ async fn run(config: DaemonConfig, started: Instant) -> Result<(), DaemonError> 
                 .join(", ")
         );
         let signal = shutdown.await;
+        shared.status.set_phase(Phase::Stopping);
+        stop_accepting.cancel();
         tracing::info!(
             in_flight = shared.inflight.count(),
             "{signal} received: stopping (no new connections; in-flight calls may finish)"
         );
-        shared.status.set_phase(Phase::Stopping);
-        stop_accepting.cancel();
         if tokio::time::timeout(config.drain, shared.inflight.wait_idle())
             .await
             .is_err()
@@ -717,17 +714,15 @@ async fn start(
     stop_scheduler: &CancellationToken,
 ) -> Result<tokio::task::JoinHandle<()>, DaemonError> {
     phases.begin(Phase::StoreOpen);
-    let location = config.store.clone();
-    let options = OpenOptions {
-        create: true,
-        busy_timeout: config.busy_timeout,
-    };
-    let (store, opened) = blocking(move || SqliteStore::open(&location, &options))
+    // PostgreSQL when HOOKS_MCP_DATABASE_URL is set, else SQLite at the usual location (the
+    // same choice every stdio server and hook makes).
+    let (store, opened) = blocking(|| store::open_from_env(true))
         .await?
         .map_err(DaemonError::StoreOpen)?;
-    let store = StoreHandle(Arc::new(store));
     if opened == Opened::Created {
         tracing::info!(store = %store.describe(), "created a new store");
+    } else {
+        tracing::info!(store = %store.describe(), "opened the store");
     }
     phases.done();
 

@@ -149,10 +149,10 @@ impl HooksServer {
                 .map(|i| self.inner.registry.entries[i].spec.name.clone())
                 .collect()
         };
-        if !added.is_empty() {
-            if let Err(e) = peer.notify_tool_list_changed().await {
-                tracing::warn!("cannot send tools/list_changed: {e}");
-            }
+        if !added.is_empty()
+            && let Err(e) = peer.notify_tool_list_changed().await
+        {
+            tracing::warn!("cannot send tools/list_changed: {e}");
         }
         let value = json!({
             "added": added,

@@ -22,9 +22,9 @@
 //! # What it must not depend on
 //!
 //! No MCP SDK, no async runtime of its own (the PostgreSQL client drives each connection on a
-//! private single-threaded one, inside its synchronous calls), no tools crate (it uses only the catalogue's `ToolError`, to
-//! convert its errors for tool results): the store is a plain library the
-//! hook path can open in a millisecond.
+//! private single-threaded one, inside its synchronous calls), no tools crate (it uses only the
+//! catalogue's `ToolError`, to convert its errors for tool results): the store is a plain
+//! library the hook path opens in a millisecond (SQLite) or one connection (PostgreSQL).
 
 pub mod api;
 mod error;

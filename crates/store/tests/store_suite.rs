@@ -57,6 +57,7 @@ backend_suite! {
         critical_is_delivered_at_tool_calls_too_until_acknowledged,
         expired_messages_are_never_delivered,
         delivery_respects_the_channel_list,
+        session_state_holds_across_handles,
     ],
     enforcement_conditions: [
         reminders_round_trip_and_clear_by_id_and_tag,

@@ -228,7 +228,9 @@ catalogue::submit! {
         title: "Install a condition script",
         description: "Install a script run on matching tool calls; allowed only after the \
                       operator asks for it in their own prompt. matcher: `any`, a tool name, \
-                      `mcp`, `mcp__<server>[__<tool>]` or `bash.<cli>`; join with `+`.",
+                      `mcp`, `mcp__<server>[__<tool>]` or `bash.<cli>`; join with `+`. The \
+                      script reads the hook payload JSON on stdin; exit 2 denies the call \
+                      (stderr is the reason).",
         input_schema: catalogue::schema_of::<SetArgs>,
         output_schema: None,
         // It may overwrite (replace=true), and repeating a create fails.

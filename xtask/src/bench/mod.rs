@@ -141,9 +141,19 @@ impl ServerBins {
                     bin.display()
                 );
             }
+            settle(bin)?;
         }
         Ok(bins)
     }
+}
+
+/// Writes a freshly built binary's pages back to disk. Until the kernel does so (up to half a
+/// minute after the link), the pages a process maps from it count as private *dirty* in
+/// `smaps`, which would charge the binary's code to the dirty-memory figures.
+fn settle(bin: &Path) -> anyhow::Result<()> {
+    std::fs::File::open(bin)
+        .and_then(|f| f.sync_all())
+        .with_context(|| format!("writing {} back to disk", bin.display()))
 }
 
 /// Unix time now, in milliseconds.

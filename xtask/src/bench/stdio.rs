@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 
 use super::client::{INITIALIZE, INITIALIZED, Proc, ProcSample, request, tool_call};
 use super::stats::{Summary, median_p90, millis, num, ratio};
-use super::{ServerBins, cargo_build, release_bin};
+use super::{ServerBins, cargo_build, release_bin, settle};
 use crate::markdown::{Align, table};
 
 /// Options of `cargo xtask bench stdio`.
@@ -66,7 +66,9 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
         cargo_build(&["-p", "bench-floor"])?;
     }
     let floor = release_bin("floor-stdio");
-    if !floor.exists() {
+    if floor.exists() {
+        settle(&floor)?;
+    } else {
         bail!(
             "{} is missing; build it with `cargo build --release -p bench-floor`",
             floor.display()

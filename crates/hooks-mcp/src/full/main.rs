@@ -90,7 +90,11 @@ fn init_logging() {
     // The daemon reports its start-up phases and shutdown at `info`; a stdio server stays quiet.
     let daemon = std::env::var(server_full::daemon::TRANSPORT_ENV)
         .is_ok_and(|t| server_full::daemon::is_network_transport(&t));
-    let default = if daemon { "info,rmcp=warn" } else { "warn,rmcp=error" };
+    let default = if daemon {
+        "info,rmcp=warn"
+    } else {
+        "warn,rmcp=error"
+    };
     let filter = std::env::var("HOOKS_MCP_LOG").unwrap_or_else(|_| default.into());
     let filter = tracing_subscriber::EnvFilter::try_new(&filter)
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));

@@ -11,7 +11,6 @@ use clap::{Args, Subcommand};
 use serde_json::{Map, Value};
 
 use catalogue::{CallContext, SessionPolicy};
-use store::StoreHandle;
 
 use crate::open;
 
@@ -361,7 +360,7 @@ fn execute(tool: &str, args: ToolArgs, common: &Common) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let extensions = server_full::Settings::extensions(StoreHandle(store));
+    let extensions = server_full::Settings::extensions(store);
     let session = SessionPolicy::Fallback(
         SESSION_ENV
             .iter()

@@ -2,7 +2,9 @@
 
 use serde_json::json;
 
-use crate::support::{self, Daemon, MCP_POST, WriteLock, call, http, initialize, mcp_session};
+use crate::support::{
+    self, Daemon, MCP_POST, SseSession, WriteLock, call, http, initialize, mcp_session,
+};
 
 #[test]
 fn a_store_that_fails_verification_is_never_served() {
@@ -116,8 +118,14 @@ fn gated_start_single_instance_and_sigterm_drain() {
     assert!(!status.success());
     assert!(log.contains("already in use"), "{log}");
 
-    // SIGTERM while a call waits for the store: the call completes, then the daemon exits 0.
+    // SIGTERM while a call waits for the store and streams are open: the call completes, the
+    // streams end, and the daemon exits 0.
     let session = mcp_session(addr, &[]);
+    let mut sse = SseSession::connect(addr, &[]);
+    sse.handshake(addr, &[]);
+    let get = [("Accept", "text/event-stream"), ("Mcp-Session-Id", session.as_str())];
+    let mut standalone = support::open(addr, "GET", "/mcp", &get, "");
+    assert_eq!(standalone.status, 200);
     let lock = WriteLock::take(home.path());
     let body = call(
         7,
@@ -147,11 +155,22 @@ fn gated_start_single_instance_and_sigterm_drain() {
     );
     let status = daemon.wait_exit();
     assert!(status.success(), "{status:?}\n{}", daemon.log.text());
+    assert!(!sse.stream.read_until("never sent"), "the SSE stream ended");
+    assert!(!standalone.read_until("never sent"), "the GET stream ended");
     let log = daemon.log.text();
     assert!(log.contains("in-flight calls finished"), "{log}");
+    assert!(!log.contains("did not close in time"), "{log}");
     assert!(log.contains("the store is closed"), "{log}");
-    // The last connection closed cleanly: SQLite folded the write-ahead log back in.
-    assert!(!home.path().join("state.db-wal").exists(), "{log}");
+    // The store was left consistent, with the drained call's write in it.
+    let conn = rusqlite::Connection::open(home.path().join("state.db")).unwrap();
+    let check: String = conn
+        .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(check, "ok");
+    let ops: i64 = conn
+        .query_row("SELECT count(*) FROM messages WHERE channel = 'ops'", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(ops, 1);
 }
 
 #[test]

@@ -206,14 +206,17 @@ fn dropped_streams_and_calls_leave_the_daemon_healthy() {
     });
     assert_eq!(health["status"], "ok", "{health}");
     assert_eq!(http(addr, "GET", "/health", &[], "").json()["in_flight"], 0);
-    // Both abandoned calls still ran (state lives in the store, not in a stream).
+    // The abandoned Streamable HTTP call still ran: its session outlives the connection, and
+    // state lives in the store. (The SSE call may or may not have started before its session
+    // closed with the stream.)
     let read = call(8, "channel_read", json!({ "channel": "gone" }));
     let reply = mcp_request(addr, &session, &[], &read);
     let messages = reply["result"]["structuredContent"]["messages"]
         .as_array()
         .unwrap()
-        .len();
-    assert_eq!(messages, 2, "{reply}");
+        .clone();
+    assert!(messages.iter().any(|m| m["message"] == "dropped"), "{reply}");
+    assert!(messages.len() <= 2, "{reply}");
     // The GET stream opens again in the same session.
     let again = open(addr, "GET", "/mcp", &get, "");
     assert_eq!(again.status, 200, "{}", again.seen);

@@ -35,6 +35,11 @@ pub(crate) const REQUIRED_TABLES: &[&str] = &[
     "schedule_firings",
 ];
 
+/// The WAL size past which closing a store checkpoints and truncates it: the first connection
+/// of every process that finds no other one open re-reads the whole WAL (recovery), so a WAL
+/// that only grows would make every short-lived process slower. About 64 pages.
+const WAL_TRUNCATE_BYTES: u64 = 64 * 4120;
+
 /// How to open a SQLite store.
 #[derive(Debug, Clone)]
 pub struct OpenOptions {
@@ -69,6 +74,23 @@ pub struct SqliteStore {
     conn: Mutex<Connection>,
     path: PathBuf,
     busy_timeout: Duration,
+}
+
+impl Drop for SqliteStore {
+    /// Folds a long WAL back into the database and truncates it (see [`WAL_TRUNCATE_BYTES`]).
+    /// Best effort and never blocking: when another process is using the database, the next
+    /// one to close does it.
+    fn drop(&mut self) {
+        let mut wal = self.path.clone().into_os_string();
+        wal.push("-wal");
+        if std::fs::metadata(&wal).map_or(true, |m| m.len() < WAL_TRUNCATE_BYTES) {
+            return;
+        }
+        let conn = self.lock();
+        if conn.busy_timeout(Duration::ZERO).is_ok() {
+            let _ = conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()));
+        }
+    }
 }
 
 impl SqliteStore {
@@ -163,8 +185,8 @@ impl SqliteStore {
         conn.execute_batch("PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;")
             .map_err(|e| self.err(e, None))?;
         // Short-lived processes (a hook runs around every tool call) must not checkpoint and
-        // fsync the database each time they close it: the WAL stays, and the automatic
-        // checkpoint (every 1000 pages) folds it back into the database.
+        // fsync the database each time they close it: the WAL stays, and `Drop` truncates it
+        // once it grows past `WAL_TRUNCATE_BYTES`.
         conn.set_db_config(
             rusqlite::config::DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE,
             true,

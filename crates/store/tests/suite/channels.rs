@@ -327,3 +327,40 @@ pub(crate) fn delivery_respects_the_channel_list(b: &dyn Backend) {
         3
     );
 }
+
+/// One agent's calls landing on different processes (daemons) see one state: what one handle
+/// acknowledged or delivered, another honours; a gate armed through one is open on the other.
+pub(crate) fn session_state_holds_across_handles(b: &dyn Backend) {
+    let store = fresh(b);
+    let other = store.open_another();
+    let alert = publish(&store, "a", Severity::Alert, T0, HOUR);
+    let info = publish(&store, "a", Severity::Info, T0, HOUR);
+    store.acknowledge(alert.id, "s1", T0 + 1).unwrap();
+    assert_eq!(
+        ids(&other
+            .deliver("s1", None, DeliveryPoint::Prompt, T0 + 2)
+            .unwrap()),
+        [info.id]
+    );
+    assert!(
+        store
+            .deliver("s1", None, DeliveryPoint::Prompt, T0 + 3)
+            .unwrap()
+            .is_empty(),
+        "the info went out through the other handle"
+    );
+    other.arm_gate("s1", T0 + HOUR).unwrap();
+    assert_eq!(store.gate_open_until("s1", T0).unwrap(), Some(T0 + HOUR));
+
+    // Concurrent prompts of one session on two handles deliver a new info exactly once.
+    for round in 0..10 {
+        let fresh_info = publish(&store, "a", Severity::Info, T0 + 10 + round, HOUR);
+        let (x, y) = std::thread::scope(|scope| {
+            let x = scope.spawn(|| store.deliver("s2", None, DeliveryPoint::Prompt, T0 + 20));
+            let y = scope.spawn(|| other.deliver("s2", None, DeliveryPoint::Prompt, T0 + 20));
+            (x.join().unwrap().unwrap(), y.join().unwrap().unwrap())
+        });
+        let got = |v: &[Message]| v.iter().filter(|m| m.id == fresh_info.id).count();
+        assert_eq!(got(&x) + got(&y), 1, "round {round}");
+    }
+}
