@@ -20,15 +20,23 @@ fn a_denying_condition_blocks_the_call_with_its_reason() {
         r#"if grep -q -- '--force' ; then echo "force pushes are off limits" >&2; exit 2; fi
 echo '{"additionalContext": "git call checked"}'"#,
     ));
-    let denied = env.hook("PreToolUse", &bash_call("s1", "git push --force origin main"));
+    let denied = env.hook(
+        "PreToolUse",
+        &bash_call("s1", "git push --force origin main"),
+    );
     assert_eq!(denied.specific("permissionDecision"), Some(&json!("deny")));
     assert_eq!(
         denied.specific("permissionDecisionReason"),
-        Some(&json!("condition `no_force_push`: force pushes are off limits"))
+        Some(&json!(
+            "condition `no_force_push`: force pushes are off limits"
+        ))
     );
     let allowed = env.hook("PreToolUse", &bash_call("s1", "git status"));
     assert_eq!(allowed.specific("permissionDecision"), None);
-    assert_eq!(allowed.context(), "[condition no_force_push] git call checked");
+    assert_eq!(
+        allowed.context(),
+        "[condition no_force_push] git call checked"
+    );
     // A call the matcher does not select runs no script.
     let other = env.hook("PreToolUse", &bash_call("s1", "cargo build"));
     assert!(other.answer.is_none(), "{:?}", other.answer);
@@ -46,10 +54,19 @@ fn a_timing_out_condition_is_killed_and_does_not_block() {
     let run = env.hook_with(
         "PreToolUse",
         &bash_call("s1", "ls").to_string(),
-        &[("HOOKS_MCP_CONDITION_TIMEOUT_MS", "300")],
+        &[("HOOKS_MCP_CONDITION_TIMEOUT_MS", "1000")],
     );
-    assert_eq!(run.specific("permissionDecision"), None, "a timeout never denies");
-    assert!(run.context().contains("[condition slow] did not finish within 300 ms"), "{}", run.context());
+    assert_eq!(
+        run.specific("permissionDecision"),
+        None,
+        "a timeout never denies"
+    );
+    assert!(
+        run.context()
+            .contains("[condition slow] did not finish within 1000 ms"),
+        "{}",
+        run.context()
+    );
     // The whole process group was killed, the script's background child included.
     let pid = std::fs::read_to_string(&pid_file).unwrap();
     let stat = format!("/proc/{}/stat", pid.trim());
@@ -61,7 +78,10 @@ fn a_timing_out_condition_is_killed_and_does_not_block() {
         if !alive {
             break;
         }
-        assert!(Instant::now() < deadline, "the background sleep {pid} still runs");
+        assert!(
+            Instant::now() < deadline,
+            "the background sleep {pid} still runs"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
 }
@@ -95,13 +115,17 @@ echo "$HOOKS_MCP_EVENT $HOOKS_MCP_TOOL_NAME $HOOKS_MCP_SESSION_ID $HOOKS_MCP_CON
     assert_eq!(run.specific("permissionDecision"), Some(&json!("ask")));
     assert_eq!(
         run.specific("permissionDecisionReason"),
-        Some(&json!("condition `b_rewrite`: tests run single-threaded here"))
+        Some(&json!(
+            "condition `b_rewrite`: tests run single-threaded here"
+        ))
     );
     // The whole input, with the untouched fields kept.
     assert_eq!(
         run.specific("updatedInput"),
-        Some(&json!({"command": "cargo test -p store --lib -- --test-threads 1",
-                     "description": "Run the store's unit tests"}))
+        Some(
+            &json!({"command": "cargo test -p store --lib -- --test-threads 1",
+                     "description": "Run the store's unit tests"})
+        )
     );
 }
 
@@ -137,7 +161,11 @@ fn post_conditions_add_context_replace_output_and_flag() {
 fn failing_scripts_and_bad_answers_are_reported_without_blocking() {
     let env = Env::new();
     env.set_condition(pre("broken", "any", "echo boom >&2; exit 1"));
-    env.set_condition(pre("confused", "any", r#"echo '{"decision": "maybe", "colour": 1}'"#));
+    env.set_condition(pre(
+        "confused",
+        "any",
+        r#"echo '{"decision": "maybe", "colour": 1}'"#,
+    ));
     let run = env.hook("PreToolUse", &bash_call("s1", "ls"));
     assert_eq!(run.specific("permissionDecision"), None);
     let context = run.context();
@@ -170,8 +198,15 @@ fn async_conditions_run_detached() {
         ),
     }));
     let run = env.hook("PreToolUse", &bash_call("s1", "make release"));
-    assert!(run.answer.is_none(), "an async condition answers nothing: {:?}", run.answer);
-    assert!(!marker.exists(), "the script cannot have finished before the go-ahead");
+    assert!(
+        run.answer.is_none(),
+        "an async condition answers nothing: {:?}",
+        run.answer
+    );
+    assert!(
+        !marker.exists(),
+        "the script cannot have finished before the go-ahead"
+    );
     std::fs::write(&go, "").unwrap();
     let deadline = Instant::now() + Duration::from_secs(20);
     while !marker.exists() {

@@ -43,9 +43,19 @@ fn tool_and_prompt_hooks_without_a_store_answer_nothing() {
 #[test]
 fn malformed_and_unknown_payloads_exit_zero_with_a_message() {
     let env = Env::new();
-    env.cli(&["channel", "publish", "global", "critical news", "--severity", "critical"]);
+    env.cli(&[
+        "channel",
+        "publish",
+        "global",
+        "critical news",
+        "--severity",
+        "critical",
+    ]);
     let mut missing_session = fixture("pre_tool_use_bash");
-    missing_session.as_object_mut().unwrap().remove("session_id");
+    missing_session
+        .as_object_mut()
+        .unwrap()
+        .remove("session_id");
     let mut no_tool = fixture("pre_tool_use_bash");
     no_tool["tool_name"] = Value::Null;
     let cases = [
@@ -59,7 +69,11 @@ fn malformed_and_unknown_payloads_exit_zero_with_a_message() {
             fixture("user_prompt_submit").to_string(),
             "registered for `PreToolUse`",
         ),
-        ("Stop", fixture("session_start").to_string(), "unknown event `Stop`"),
+        (
+            "Stop",
+            fixture("session_start").to_string(),
+            "unknown event `Stop`",
+        ),
     ];
     for (event, stdin, says) in cases {
         let run = env.hook_with(event, &stdin, &[]);
@@ -74,40 +88,86 @@ fn broadcasts_follow_their_severity_across_prompts() {
     let id = |v: Value| v["id"].as_i64().unwrap();
     let info = id(env.cli_json(&["channel", "publish", "ops", "info once"]));
     let alert = id(env.cli_json(&[
-        "channel", "publish", "ops", "alert until ack", "--severity", "alert",
+        "channel",
+        "publish",
+        "ops",
+        "alert until ack",
+        "--severity",
+        "alert",
     ]));
     let critical = id(env.cli_json(&[
-        "channel", "publish", "ops", "critical always", "--severity", "critical",
+        "channel",
+        "publish",
+        "ops",
+        "critical always",
+        "--severity",
+        "critical",
     ]));
-    let prompt = |session: &str| env.hook("UserPromptSubmit", &fixture_for("user_prompt_submit", session)).context();
+    let prompt = |session: &str| {
+        env.hook(
+            "UserPromptSubmit",
+            &fixture_for("user_prompt_submit", session),
+        )
+        .context()
+    };
 
     let first = prompt("s1");
-    assert!(first.contains(&format!("[INFO #{info} ops] info once")), "{first}");
+    assert!(
+        first.contains(&format!("[INFO #{info} ops] info once")),
+        "{first}"
+    );
     assert!(first.contains(&format!("[ALERT #{alert} ops]")), "{first}");
-    assert!(first.contains(&format!("[CRITICAL #{critical} ops]")), "{first}");
+    assert!(
+        first.contains(&format!("[CRITICAL #{critical} ops]")),
+        "{first}"
+    );
 
     let second = prompt("s1");
-    assert!(!second.contains("info once"), "info is delivered once: {second}");
-    assert!(second.contains("alert until ack") && second.contains("critical always"), "{second}");
+    assert!(
+        !second.contains("info once"),
+        "info is delivered once: {second}"
+    );
+    assert!(
+        second.contains("alert until ack") && second.contains("critical always"),
+        "{second}"
+    );
 
     // Before a tool call only critical messages are delivered.
     let tool = env.hook("PreToolUse", &bash_call("s1", "ls")).context();
-    assert!(tool.contains("critical always") && !tool.contains("alert until ack"), "{tool}");
+    assert!(
+        tool.contains("critical always") && !tool.contains("alert until ack"),
+        "{tool}"
+    );
 
     env.cli(&["channel", "ack", &alert.to_string(), "--session-id", "s1"]);
     let third = prompt("s1");
-    assert!(!third.contains("alert until ack") && third.contains("critical always"), "{third}");
+    assert!(
+        !third.contains("alert until ack") && third.contains("critical always"),
+        "{third}"
+    );
 
-    env.cli(&["channel", "ack", &critical.to_string(), "--session-id", "s1"]);
+    env.cli(&[
+        "channel",
+        "ack",
+        &critical.to_string(),
+        "--session-id",
+        "s1",
+    ]);
     let fourth = env.hook("UserPromptSubmit", &fixture_for("user_prompt_submit", "s1"));
-    assert!(fourth.answer.is_none(), "nothing left for s1: {:?}", fourth.answer);
+    assert!(
+        fourth.answer.is_none(),
+        "nothing left for s1: {:?}",
+        fourth.answer
+    );
     let tool = env.hook("PreToolUse", &bash_call("s1", "ls"));
     assert!(tool.answer.is_none(), "{:?}", tool.answer);
 
     // Another session's acknowledgements and deliveries are its own.
     let other = prompt("s2");
     assert!(
-        other.contains("info once") && other.contains("alert until ack") && other.contains("critical always"),
+        other.contains("info once")
+            && other.contains("alert until ack")
+            && other.contains("critical always"),
         "{other}"
     );
 }
@@ -124,7 +184,10 @@ fn subscriptions_select_channels_and_global_always_arrives() {
         &[("HOOKS_MCP_CHANNELS", "deploys")],
     );
     let text = run.context();
-    assert!(text.contains("news on global") && text.contains("news on deploys"), "{text}");
+    assert!(
+        text.contains("news on global") && text.contains("news on deploys"),
+        "{text}"
+    );
     assert!(!text.contains("news on ci"), "{text}");
 }
 
@@ -136,15 +199,29 @@ fn reminders_follow_each_sessions_tool_call_cadence() {
     let due: Vec<(bool, bool)> = (1..=6)
         .map(|_| {
             let text = env.hook("PreToolUse", &bash_call("s1", "ls")).context();
-            (text.contains("every second call"), text.contains("every third call"))
+            (
+                text.contains("every second call"),
+                text.contains("every third call"),
+            )
         })
         .collect();
     assert_eq!(
         due,
-        [(false, false), (true, false), (false, true), (true, false), (false, false), (true, true)]
+        [
+            (false, false),
+            (true, false),
+            (false, true),
+            (true, false),
+            (false, false),
+            (true, true)
+        ]
     );
     let other = env.hook("PreToolUse", &bash_call("s2", "ls"));
-    assert!(other.answer.is_none(), "s2 counts its own calls: {:?}", other.answer);
+    assert!(
+        other.answer.is_none(),
+        "s2 counts its own calls: {:?}",
+        other.answer
+    );
     // Prompts and post-call hooks do not count as tool calls.
     env.hook("UserPromptSubmit", &fixture_for("user_prompt_submit", "s2"));
     env.hook("PostToolUse", &fixture_for("post_tool_use_mcp", "s2"));
@@ -167,7 +244,11 @@ fn the_operators_prompt_arms_the_conditions_gate_for_its_session_only() {
     let mut asking = fixture_for("user_prompt_submit", "s1");
     asking["prompt"] = "Please add a condition that blocks force pushes.".into();
     let run = env.hook("UserPromptSubmit", &asking);
-    assert!(run.context().contains("opened the conditions gate"), "{}", run.context());
+    assert!(
+        run.context().contains("opened the conditions gate"),
+        "{}",
+        run.context()
+    );
     assert_eq!(condition("s1")["isError"], json!(false));
 
     let not_asking = fixture_for("user_prompt_submit", "s2");
@@ -183,18 +264,44 @@ fn due_schedules_fire_from_hooks_exactly_once() {
     let env = Env::new();
     // Far enough ahead for a slow machine to create it in time, then wait until it is due.
     let due_at = now_ms() + 1500;
-    env.cli(&["schedule", "create", "ops", "scheduled hello", "--at", &store::to_rfc3339(due_at)]);
+    env.cli(&[
+        "schedule",
+        "create",
+        "ops",
+        "scheduled hello",
+        "--at",
+        &store::to_rfc3339(due_at),
+    ]);
     while now_ms() <= due_at {
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
-    let s1 = env.hook("UserPromptSubmit", &fixture_for("user_prompt_submit", "s1")).context();
-    let s2 = env.hook("UserPromptSubmit", &fixture_for("user_prompt_submit", "s2")).context();
-    assert!(s1.contains("scheduled hello") && s2.contains("scheduled hello"), "{s1}\n{s2}");
+    let s1 = env
+        .hook("UserPromptSubmit", &fixture_for("user_prompt_submit", "s1"))
+        .context();
+    let s2 = env
+        .hook("UserPromptSubmit", &fixture_for("user_prompt_submit", "s2"))
+        .context();
+    assert!(
+        s1.contains("scheduled hello") && s2.contains("scheduled hello"),
+        "{s1}\n{s2}"
+    );
     let messages = env.cli_json(&["channel", "read", "--channel", "ops"]);
-    assert_eq!(messages["messages"].as_array().unwrap().len(), 1, "{messages}");
+    assert_eq!(
+        messages["messages"].as_array().unwrap().len(),
+        1,
+        "{messages}"
+    );
     let schedules = env.cli_json(&["schedule", "list"]);
-    assert_eq!(schedules["schedules"][0]["status"], json!("completed"), "{schedules}");
-    assert_eq!(schedules["schedules"][0]["fire_count"], json!(1), "{schedules}");
+    assert_eq!(
+        schedules["schedules"][0]["status"],
+        json!("completed"),
+        "{schedules}"
+    );
+    assert_eq!(
+        schedules["schedules"][0]["fire_count"],
+        json!(1),
+        "{schedules}"
+    );
 }
 
 fn now_ms() -> i64 {

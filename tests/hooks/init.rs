@@ -45,8 +45,16 @@ fn write_files(env: &Env) -> Files {
         settings: env.home().join(".claude").join("settings.json"),
     };
     std::fs::create_dir_all(files.settings.parent().unwrap()).unwrap();
-    std::fs::write(&files.servers, serde_json::to_string_pretty(&servers_doc()).unwrap()).unwrap();
-    std::fs::write(&files.settings, serde_json::to_string_pretty(&settings_doc()).unwrap()).unwrap();
+    std::fs::write(
+        &files.servers,
+        serde_json::to_string_pretty(&servers_doc()).unwrap(),
+    )
+    .unwrap();
+    std::fs::write(
+        &files.settings,
+        serde_json::to_string_pretty(&settings_doc()).unwrap(),
+    )
+    .unwrap();
     files
 }
 
@@ -72,7 +80,12 @@ fn backups(env: &Env) -> Vec<PathBuf> {
 }
 
 fn full_dir() -> PathBuf {
-    Path::new(full_bin()).canonicalize().unwrap().parent().unwrap().to_owned()
+    Path::new(full_bin())
+        .canonicalize()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .to_owned()
 }
 
 #[test]
@@ -89,12 +102,20 @@ fn init_registers_the_server_and_hooks_and_nothing_else() {
         json!({ "type": "stdio", "command": front.to_string_lossy(), "args": [], "env": {} })
     );
     let mut unrelated = servers.clone();
-    unrelated["mcpServers"].as_object_mut().unwrap().remove("hooks");
+    unrelated["mcpServers"]
+        .as_object_mut()
+        .unwrap()
+        .remove("hooks");
     assert_eq!(unrelated, servers_doc(), "only mcpServers.hooks may change");
 
     let settings = read(&files.settings);
     let full = full_dir().join("hooks-mcp-full");
-    for event in ["SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse"] {
+    for event in [
+        "SessionStart",
+        "UserPromptSubmit",
+        "PreToolUse",
+        "PostToolUse",
+    ] {
         let groups = settings["hooks"][event].as_array().unwrap();
         let ours = groups.last().unwrap();
         assert_eq!(
@@ -103,7 +124,10 @@ fn init_registers_the_server_and_hooks_and_nothing_else() {
             "{event}"
         );
     }
-    assert_eq!(settings["hooks"]["PreToolUse"][0], settings_doc()["hooks"]["PreToolUse"][0]);
+    assert_eq!(
+        settings["hooks"]["PreToolUse"][0],
+        settings_doc()["hooks"]["PreToolUse"][0]
+    );
     assert_eq!(settings["hooks"]["PreToolUse"][1]["matcher"], json!("*"));
     assert_eq!(settings["hooks"]["Stop"], settings_doc()["hooks"]["Stop"]);
     assert_eq!(settings["permissions"], settings_doc()["permissions"]);
@@ -133,7 +157,12 @@ fn init_dry_run_prints_the_change_and_writes_nothing() {
     let files = write_files(&env);
     let before = std::fs::read(&files.settings).unwrap();
     let report = init(&env, &["--dry-run", "--transport", "streamable-http"]);
-    assert!(report.contains(r#"add mcpServers.hooks = {"type":"http","url":"http://localhost:8642/mcp"}"#), "{report}");
+    assert!(
+        report.contains(
+            r#"add mcpServers.hooks = {"type":"http","url":"http://localhost:8642/mcp"}"#
+        ),
+        "{report}"
+    );
     assert!(report.contains("add hooks.PreToolUse"), "{report}");
     assert!(report.contains("dry run: nothing was written"), "{report}");
     assert_eq!(std::fs::read(&files.settings).unwrap(), before);
@@ -161,7 +190,11 @@ fn switching_transports_and_removing_are_symmetric() {
     );
 
     init(&env, &["--transport", "stdio"]);
-    assert_eq!(read(&files.servers), stdio, "back to stdio is the stdio registration");
+    assert_eq!(
+        read(&files.servers),
+        stdio,
+        "back to stdio is the stdio registration"
+    );
 
     let report = init(&env, &["--remove"]);
     assert!(report.contains("remove mcpServers.hooks"), "{report}");
@@ -187,7 +220,14 @@ fn init_creates_missing_files_and_refuses_broken_ones() {
     let out = env.run(&["init"], "", &[]);
     assert_eq!(out.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("settings.json is not valid JSON"), "{stderr}");
+    assert!(
+        stderr.contains("settings.json is not valid JSON"),
+        "{stderr}"
+    );
     assert_eq!(std::fs::read_to_string(&broken).unwrap(), "{ \"hooks\": ");
-    assert_eq!(read(&env.home().join(".claude.json")), json!({}), "nothing half-written");
+    assert_eq!(
+        read(&env.home().join(".claude.json")),
+        json!({}),
+        "nothing half-written"
+    );
 }

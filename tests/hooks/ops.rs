@@ -15,8 +15,18 @@ fn fails(env: &Env, args: &[&str], says: &str) {
 #[test]
 fn channel_commands_round_trip() {
     let env = Env::new();
-    let text = env.cli(&["channel", "publish", "deploys", "db is down", "--severity", "alert"]);
-    assert!(text.starts_with("published #1 on deploys (alert), expires "), "{text}");
+    let text = env.cli(&[
+        "channel",
+        "publish",
+        "deploys",
+        "db is down",
+        "--severity",
+        "alert",
+    ]);
+    assert!(
+        text.starts_with("published #1 on deploys (alert), expires "),
+        "{text}"
+    );
     let list = env.cli_json(&["channel", "list"]);
     assert_eq!(list["channels"][0]["channel"], json!("deploys"));
     assert_eq!(list["total_active"], json!(1));
@@ -26,61 +36,148 @@ fn channel_commands_round_trip() {
     assert_eq!(read["messages"][0]["acknowledged"], json!(false));
     let text = env.cli(&["channel", "ack", "1", "--session-id", "s1"]);
     assert_eq!(text.trim(), "acknowledged #1 for session s1");
-    let text = env.cli(&["channel", "read", "--session-id", "s1", "--include-acknowledged"]);
-    assert!(text.contains("#1 [alert] deploys") && text.contains("(acknowledged)"), "{text}");
+    let text = env.cli(&[
+        "channel",
+        "read",
+        "--session-id",
+        "s1",
+        "--include-acknowledged",
+    ]);
+    assert!(
+        text.contains("#1 [alert] deploys") && text.contains("(acknowledged)"),
+        "{text}"
+    );
 
     let text = env.cli(&["channel", "clear", "--channel", "deploys"]);
     assert_eq!(text.trim(), "removed 1 message(s)");
-    assert_eq!(env.cli(&["channel", "list"]).trim(), "no channel has unexpired messages");
+    assert_eq!(
+        env.cli(&["channel", "list"]).trim(),
+        "no channel has unexpired messages"
+    );
 }
 
 #[test]
 fn the_cli_validates_exactly_like_the_tools() {
     let env = Env::new();
-    fails(&env, &["channel", "publish", "bad name", "x"], "channel: may contain only");
-    fails(&env, &["channel", "publish", "ops", "x", "--severity", "loud"], "severity");
-    fails(&env, &["channel", "publish", "ops", "x", "--ttl-seconds", "0"], "ttl_seconds:");
+    fails(
+        &env,
+        &["channel", "publish", "bad name", "x"],
+        "channel: may contain only",
+    );
+    fails(
+        &env,
+        &["channel", "publish", "ops", "x", "--severity", "loud"],
+        "severity",
+    );
+    fails(
+        &env,
+        &["channel", "publish", "ops", "x", "--ttl-seconds", "0"],
+        "ttl_seconds:",
+    );
     fails(&env, &["channel", "ack", "99"], "session_id: required");
     fails(&env, &["channel", "clear"], "channel: pass `channel`");
-    fails(&env, &["enforcement", "set", "x", "--cadence", "0"], "cadence: must be between 1");
-    fails(&env, &["enforcement", "clear", "--id", "7"], "enforcement_id: no reminder has id 7");
-    fails(&env, &["schedule", "create", "ops", "x"], "pass exactly one trigger");
+    fails(
+        &env,
+        &["enforcement", "set", "x", "--cadence", "0"],
+        "cadence: must be between 1",
+    );
+    fails(
+        &env,
+        &["enforcement", "clear", "--id", "7"],
+        "enforcement_id: no reminder has id 7",
+    );
+    fails(
+        &env,
+        &["schedule", "create", "ops", "x"],
+        "pass exactly one trigger",
+    );
     fails(&env, &["schedule", "cancel", "5"], "5");
-    fails(&env, &["condition", "show", "nope"], "no condition is named `nope`");
+    fails(
+        &env,
+        &["condition", "show", "nope"],
+        "no condition is named `nope`",
+    );
 }
 
 #[test]
 fn enforcement_schedule_and_condition_commands_round_trip() {
     let env = Env::new();
-    let text = env.cli(&["enforcement", "set", "run the tests", "--cadence", "5", "--tag", "qa"]);
-    assert_eq!(text.trim(), "added reminder #1 (every 5 tool calls, tag qa)");
+    let text = env.cli(&[
+        "enforcement",
+        "set",
+        "run the tests",
+        "--cadence",
+        "5",
+        "--tag",
+        "qa",
+    ]);
+    assert_eq!(
+        text.trim(),
+        "added reminder #1 (every 5 tool calls, tag qa)"
+    );
     let list = env.cli(&["enforcement", "list"]);
     assert_eq!(list.trim(), "#1 every 5 calls [qa]: run the tests");
-    assert_eq!(env.cli_json(&["enforcement", "clear", "--tag", "qa"])["removed"], json!(1));
+    assert_eq!(
+        env.cli_json(&["enforcement", "clear", "--tag", "qa"])["removed"],
+        json!(1)
+    );
 
     let created = env.cli_json(&[
-        "schedule", "create", "ops", "standup", "--cron", "0 9 * * 1-5", "--name", "standup",
+        "schedule",
+        "create",
+        "ops",
+        "standup",
+        "--cron",
+        "0 9 * * 1-5",
+        "--name",
+        "standup",
     ]);
     let id = created["id"].as_i64().unwrap().to_string();
     let list = env.cli(&["schedule", "list"]);
-    assert!(list.contains(&format!("#{id} (standup) active -> ops [cron 0 9 * * 1-5]")), "{list}");
+    assert!(
+        list.contains(&format!("#{id} (standup) active -> ops [cron 0 9 * * 1-5]")),
+        "{list}"
+    );
     let cancelled = env.cli(&["schedule", "cancel", &id]);
-    assert!(cancelled.starts_with(&format!("cancelled #{id} (standup) cancelled")), "{cancelled}");
+    assert!(
+        cancelled.starts_with(&format!("cancelled #{id} (standup) cancelled")),
+        "{cancelled}"
+    );
 
-    env.set_condition(json!({"name": "guard", "step": "pre", "matcher": "edit+write",
-                             "script": "exit 0"}));
+    env.set_condition(
+        json!({"name": "guard", "step": "pre", "matcher": "edit+write",
+                             "script": "exit 0"}),
+    );
     let list = env.cli(&["condition", "list"]);
-    assert!(list.starts_with("guard") && list.contains("edit+write"), "{list}");
+    assert!(
+        list.starts_with("guard") && list.contains("edit+write"),
+        "{list}"
+    );
     let shown = env.cli_json(&["condition", "show", "guard"]);
     assert_eq!(shown["script"], json!("exit 0"));
     // Removing is gated like the tool: the operator switches the gate off for the command.
-    fails(&env, &["condition", "clear", "guard", "--session-id", "ops"], "HOOKS_MCP_CONDITIONS_GATE");
+    fails(
+        &env,
+        &["condition", "clear", "guard", "--session-id", "ops"],
+        "HOOKS_MCP_CONDITIONS_GATE",
+    );
     let out = env.run(
-        &["condition", "clear", "guard", "--session-id", "ops", "--json"],
+        &[
+            "condition",
+            "clear",
+            "guard",
+            "--session-id",
+            "ops",
+            "--json",
+        ],
         "",
         &[("HOOKS_MCP_CONDITIONS_GATE", "off")],
     );
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let answer: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(answer, json!({"removed": "guard"}));
 }

@@ -10,7 +10,10 @@ use crate::support::Env;
 fn status(env: &Env, vars: &[(&str, &str)]) -> (i32, Value) {
     let out = env.run(&["status", "--json"], "", vars);
     let report: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!("status printed no JSON ({e}): {}", String::from_utf8_lossy(&out.stdout))
+        panic!(
+            "status printed no JSON ({e}): {}",
+            String::from_utf8_lossy(&out.stdout)
+        )
     });
     (out.status.code().unwrap(), report)
 }
@@ -21,7 +24,11 @@ fn divergences(report: &Value) -> String {
 
 /// A port nothing listens on (bound, then released).
 fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
 }
 
 /// A stand-in daemon answering every request with `/health`'s 200.
@@ -75,7 +82,9 @@ fn status_reports_each_state_and_every_divergence() {
     ];
     let (code, report) = status(&env, &http);
     assert_eq!(code, 2, "{report}");
-    assert!(divergences(&report).contains("the client uses stdio but MCP_TRANSPORT is streamable-http"));
+    assert!(
+        divergences(&report).contains("the client uses stdio but MCP_TRANSPORT is streamable-http")
+    );
 
     // Registered for it, daemon not running: stopped.
     let out = env.run(&["init", "--transport", "streamable-http"], "", &http);
@@ -100,21 +109,33 @@ fn status_reports_each_state_and_every_divergence() {
     // The client points at another port than the daemon's: diverged.
     let (code, report) = status(&env, &http);
     assert_eq!(code, 2, "{report}");
-    assert!(divergences(&report).contains(&format!("connects to `http://localhost:{daemon_port}/mcp`")), "{report}");
+    assert!(
+        divergences(&report).contains(&format!("connects to `http://localhost:{daemon_port}/mcp`")),
+        "{report}"
+    );
 
     // A hook removed by hand: diverged, naming the event.
     let settings_path = env.home().join(".claude/settings.json");
     let mut settings: Value =
         serde_json::from_str(&std::fs::read_to_string(&settings_path).unwrap()).unwrap();
-    settings["hooks"].as_object_mut().unwrap().remove("PostToolUse");
+    settings["hooks"]
+        .as_object_mut()
+        .unwrap()
+        .remove("PostToolUse");
     std::fs::write(&settings_path, settings.to_string()).unwrap();
     let (code, report) = status(&env, &running);
     assert_eq!(code, 2, "{report}");
-    assert!(divergences(&report).contains("no hooks-mcp hook for PostToolUse"), "{report}");
+    assert!(
+        divergences(&report).contains("no hooks-mcp hook for PostToolUse"),
+        "{report}"
+    );
 
     // The text report names the same things.
     let out = env.run(&["status"], "", &running);
     let text = String::from_utf8(out.stdout).unwrap();
-    assert!(text.contains("configured:  streamable-http at http://localhost:"), "{text}");
+    assert!(
+        text.contains("configured:  streamable-http at http://localhost:"),
+        "{text}"
+    );
     assert!(text.contains("divergences:\n  - "), "{text}");
 }

@@ -112,7 +112,12 @@ impl Env {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
         let mut child = c.spawn().unwrap();
-        child.stdin.take().unwrap().write_all(stdin.as_bytes()).unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(stdin.as_bytes())
+            .unwrap();
         child.wait_with_output().unwrap()
     }
 
@@ -143,14 +148,19 @@ impl Env {
     pub fn hook_with(&self, event: &str, stdin: &str, env: &[(&str, &str)]) -> HookRun {
         let out = self.run(&["hook", event], stdin, env);
         let stderr = String::from_utf8(out.stderr).unwrap();
-        assert_eq!(out.status.code(), Some(0), "hook {event} must exit 0; stderr: {stderr}");
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "hook {event} must exit 0; stderr: {stderr}"
+        );
         let stdout = String::from_utf8(out.stdout).unwrap();
         let answer = if stdout.trim().is_empty() {
             None
         } else {
-            Some(serde_json::from_str(&stdout).unwrap_or_else(|e| {
-                panic!("hook {event} printed non-JSON ({e}): {stdout}")
-            }))
+            Some(
+                serde_json::from_str(&stdout)
+                    .unwrap_or_else(|e| panic!("hook {event} printed non-JSON ({e}): {stdout}")),
+            )
         };
         HookRun { answer, stderr }
     }
@@ -161,9 +171,16 @@ impl Env {
         let answer = self.mcp_call(
             "condition_set",
             args,
-            &[("HOOKS_MCP_CONDITIONS_GATE", "off"), ("HOOKS_MCP_SESSION_ID", "operator")],
+            &[
+                ("HOOKS_MCP_CONDITIONS_GATE", "off"),
+                ("HOOKS_MCP_SESSION_ID", "operator"),
+            ],
         );
-        assert_eq!(answer["isError"], json!(false), "condition_set failed: {answer}");
+        assert_eq!(
+            answer["isError"],
+            json!(false),
+            "condition_set failed: {answer}"
+        );
     }
 
     /// One `tools/call` through `hooks-mcp-full serve` on stdio; returns the call's result.

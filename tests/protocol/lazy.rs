@@ -18,8 +18,14 @@ fn initial_list(env: &[(&str, &str)], args: &'static [&'static str]) -> (Value, 
 #[test]
 fn each_mode_advertises_its_initial_list() {
     let (init, eager) = initial_list(&[], &[]);
-    assert!(eager.len() >= 15 && !eager.contains(&"load_modules".to_owned()), "{eager:?}");
-    assert!(init["result"].get("instructions").is_none(), "eager needs no instructions");
+    assert!(
+        eager.len() >= 15 && !eager.contains(&"load_modules".to_owned()),
+        "{eager:?}"
+    );
+    assert!(
+        init["result"].get("instructions").is_none(),
+        "eager needs no instructions"
+    );
 
     for (env, args) in [
         (vec![("HOOKS_MCP_MODE", "lazy")], &[][..]),
@@ -27,31 +33,49 @@ fn each_mode_advertises_its_initial_list() {
     ] {
         let (init, lazy) = initial_list(&env, args);
         assert_eq!(lazy, ["find_tools", "load_modules"]);
-        let text = init["result"]["instructions"].as_str().expect("lazy mode explains itself");
+        let text = init["result"]["instructions"]
+            .as_str()
+            .expect("lazy mode explains itself");
         for category in ["channels", "conditions", "enforcement", "scheduler"] {
             assert!(text.contains(&format!("- {category}: ")), "{text}");
         }
         // A few hundred tokens at most (o200k averages about four bytes per token here).
-        assert!(text.len() < 1600, "instructions too long: {} bytes", text.len());
+        assert!(
+            text.len() < 1600,
+            "instructions too long: {} bytes",
+            text.len()
+        );
     }
 
     for (env, args) in [
         (vec![("HOOKS_MCP_MODULES", "channels")], &[][..]),
         (vec![], &["--modules", "channels"][..]),
-        (vec![("HOOKS_MCP_MODE", "lazy")], &["--modules=channels"][..]),
+        (
+            vec![("HOOKS_MCP_MODE", "lazy")],
+            &["--modules=channels"][..],
+        ),
     ] {
         let (init, list) = initial_list(&env, args);
         assert_eq!(&list[..2], ["find_tools", "load_modules"]);
-        assert!(list[2..].iter().all(|n| n.starts_with("channel_")) && list.len() > 2, "{list:?}");
+        assert!(
+            list[2..].iter().all(|n| n.starts_with("channel_")) && list.len() > 2,
+            "{list:?}"
+        );
         let text = init["result"]["instructions"].as_str().unwrap();
-        assert!(!text.contains("- channels:") && text.contains("- scheduler:"), "{text}");
+        assert!(
+            !text.contains("- channels:") && text.contains("- scheduler:"),
+            "{text}"
+        );
     }
 }
 
 #[test]
 fn a_bad_mode_stops_startup_with_a_clear_message() {
-    let (status, stdout, stderr) =
-        run_to_end(front_bin(), &[("HOOKS_MCP_MODE", "sleepy")], INIT.as_bytes());
+    let (status, stdout, stderr) = run_to_end(
+        front_bin(),
+        &[("HOOKS_MCP_MODE", "sleepy")],
+        INIT.as_bytes(),
+    );
     assert!(!status.success());
     assert!(stdout.is_empty());
     assert!(stderr.contains("unknown mode `sleepy`"), "{stderr}");
@@ -81,15 +105,30 @@ fn load_modules_as_the_very_first_call_always_notifies() {
         let init = s.recv();
         assert_eq!(init["id"], 1);
         let (notes, response) = until_response(&mut s, &json!(2));
-        assert_eq!(response["result"]["isError"], false, "run {run}: {response}");
+        assert_eq!(
+            response["result"]["isError"], false,
+            "run {run}: {response}"
+        );
         assert!(
-            notes.iter().any(|m| m == "notifications/tools/list_changed"),
+            notes
+                .iter()
+                .any(|m| m == "notifications/tools/list_changed"),
             "run {run}: no list_changed before the response ({notes:?})"
         );
         let added = &response["result"]["structuredContent"]["added"];
-        assert!(added.as_array().unwrap().iter().any(|n| n == "channel_publish"), "{response}");
+        assert!(
+            added
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|n| n == "channel_publish"),
+            "{response}"
+        );
         let list = tool_names(&s.ask(&request(3, "tools/list", json!({}))));
-        assert!(list.contains(&"channel_list".to_owned()), "run {run}: {list:?}");
+        assert!(
+            list.contains(&"channel_list".to_owned()),
+            "run {run}: {list:?}"
+        );
         let r = s.ask(&call(4, "channel_list", json!({})));
         assert_eq!(r["result"]["isError"], false, "run {run}: {r}");
     }
@@ -99,9 +138,21 @@ fn load_modules_as_the_very_first_call_always_notifies() {
 fn loading_drops_duplicates_and_reports_only_what_was_added() {
     let mut s = Server::with_env(&[("HOOKS_MCP_MODE", "lazy")]);
     s.handshake();
-    let r = s.ask(&call(2, "load_modules", json!({"modules": ["channel_list", "channels", "CHANNELS"]})));
-    let added = r["result"]["structuredContent"]["added"].as_array().unwrap().clone();
-    assert!(added.len() >= 5 && added.iter().all(|n| n.as_str().unwrap().starts_with("channel_")));
+    let r = s.ask(&call(
+        2,
+        "load_modules",
+        json!({"modules": ["channel_list", "channels", "CHANNELS"]}),
+    ));
+    let added = r["result"]["structuredContent"]["added"]
+        .as_array()
+        .unwrap()
+        .clone();
+    assert!(
+        added.len() >= 5
+            && added
+                .iter()
+                .all(|n| n.as_str().unwrap().starts_with("channel_"))
+    );
     // A second load of the same names adds nothing and sends no notification.
     let (notes, r) = {
         s.send(&call(3, "load_modules", json!({"modules": ["channels"]})));
@@ -110,9 +161,14 @@ fn loading_drops_duplicates_and_reports_only_what_was_added() {
     assert!(notes.is_empty(), "{notes:?}");
     assert_eq!(r["result"]["structuredContent"]["added"], json!([]));
     let r = s.ask(&call(4, "load_modules", json!({"modules": ["all"]})));
-    let added = r["result"]["structuredContent"]["added"].as_array().unwrap();
+    let added = r["result"]["structuredContent"]["added"]
+        .as_array()
+        .unwrap();
     assert!(added.iter().any(|n| n == "schedule_create"));
-    assert!(!added.iter().any(|n| n == "channel_list"), "already loaded: {added:?}");
+    assert!(
+        !added.iter().any(|n| n == "channel_list"),
+        "already loaded: {added:?}"
+    );
 }
 
 #[test]
@@ -129,13 +185,26 @@ fn unknown_names_get_suggestions_or_the_valid_list() {
         let r = s.ask(&call(typo, "load_modules", json!({"modules": [typo]})));
         assert_eq!(r["result"]["isError"], true, "{r}");
         let text = r["result"]["content"][0]["text"].as_str().unwrap();
-        assert!(text.contains(&format!("did you mean `{suggestion}`")), "{typo}: {text}");
+        assert!(
+            text.contains(&format!("did you mean `{suggestion}`")),
+            "{typo}: {text}"
+        );
     }
-    let r = s.ask(&call(9, "load_modules", json!({"modules": ["weather_forecast"]})));
+    let r = s.ask(&call(
+        9,
+        "load_modules",
+        json!({"modules": ["weather_forecast"]}),
+    ));
     let text = r["result"]["content"][0]["text"].as_str().unwrap();
-    assert!(text.contains("channels, conditions, enforcement, scheduler"), "{text}");
+    assert!(
+        text.contains("channels, conditions, enforcement, scheduler"),
+        "{text}"
+    );
     // Nothing was loaded by the failed calls.
-    assert_eq!(tool_names(&s.ask(&request(10, "tools/list", json!({})))), ["find_tools", "load_modules"]);
+    assert_eq!(
+        tool_names(&s.ask(&request(10, "tools/list", json!({})))),
+        ["find_tools", "load_modules"]
+    );
 }
 
 #[test]
@@ -169,17 +238,50 @@ fn unloaded_tools_are_not_callable_and_find_tools_flags_them() {
     s.handshake();
     let r = s.ask(&call(2, "channel_list", json!({})));
     assert_eq!(r["error"]["code"], -32602, "{r}");
-    assert!(r["error"]["message"].as_str().unwrap().contains("load_modules"), "{r}");
+    assert!(
+        r["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("load_modules"),
+        "{r}"
+    );
 
-    let r = s.ask(&call(3, "find_tools", json!({"query": "broadcast channel"})));
-    let found = r["result"]["structuredContent"]["tools"].as_array().unwrap().clone();
+    let r = s.ask(&call(
+        3,
+        "find_tools",
+        json!({"query": "broadcast channel"}),
+    ));
+    let found = r["result"]["structuredContent"]["tools"]
+        .as_array()
+        .unwrap()
+        .clone();
     assert!(!found.is_empty() && found.len() <= 10);
-    assert!(found[0]["name"].as_str().unwrap().starts_with("channel_"), "{found:?}");
-    assert!(found.iter().all(|t| t["loaded"] == false || t["category"] == "enforcement"));
-    assert!(r["result"]["structuredContent"]["hint"].as_str().unwrap().contains("load_modules"));
+    assert!(
+        found[0]["name"].as_str().unwrap().starts_with("channel_"),
+        "{found:?}"
+    );
+    assert!(
+        found
+            .iter()
+            .all(|t| t["loaded"] == false || t["category"] == "enforcement")
+    );
+    assert!(
+        r["result"]["structuredContent"]["hint"]
+            .as_str()
+            .unwrap()
+            .contains("load_modules")
+    );
     let r = s.ask(&call(4, "find_tools", json!({"query": "reminder"})));
-    let found = r["result"]["structuredContent"]["tools"].as_array().unwrap().clone();
-    assert!(found.iter().any(|t| t["name"] == "enforcement_set" && t["loaded"] == true), "{found:?}");
+    let found = r["result"]["structuredContent"]["tools"]
+        .as_array()
+        .unwrap()
+        .clone();
+    assert!(
+        found
+            .iter()
+            .any(|t| t["name"] == "enforcement_set" && t["loaded"] == true),
+        "{found:?}"
+    );
     let r = s.ask(&call(5, "find_tools", json!({"query": "  "})));
     assert_eq!(r["result"]["isError"], true);
 }

@@ -14,5 +14,5 @@ mod support;
 mod boundary;
 mod errors;
 mod handoff;
-mod lazy;
 mod handshake;
+mod lazy;

@@ -70,7 +70,9 @@ pub enum ModeError {
     )]
     UnknownMode(String),
     /// `--modules` without its list.
-    #[error("--modules needs a comma-separated list of categories, e.g. --modules channels,scheduler")]
+    #[error(
+        "--modules needs a comma-separated list of categories, e.g. --modules channels,scheduler"
+    )]
     MissingModules,
     /// A module name that is not a category.
     #[error(
@@ -116,7 +118,10 @@ impl StartMode {
             return Ok((mode, remaining));
         }
         let modules = modules_env.map(str::trim).filter(|m| !m.is_empty());
-        let mode = match (mode_env.map(|m| m.trim().to_ascii_lowercase()).as_deref(), modules) {
+        let mode = match (
+            mode_env.map(|m| m.trim().to_ascii_lowercase()).as_deref(),
+            modules,
+        ) {
             (None | Some(""), None) => StartMode::default(),
             (None | Some("") | Some("modules"), Some(list)) => {
                 StartMode::Modules(parse_modules(list)?)
@@ -137,7 +142,10 @@ impl StartMode {
             StartMode::Lazy => vec![(MODE_ENV, "lazy".into())],
             StartMode::Modules(set) => vec![
                 (MODE_ENV, "modules".into()),
-                (MODULES_ENV, set.iter().map(|c| c.as_str()).collect::<Vec<_>>().join(",")),
+                (
+                    MODULES_ENV,
+                    set.iter().map(|c| c.as_str()).collect::<Vec<_>>().join(","),
+                ),
             ],
         }
     }
@@ -163,7 +171,10 @@ fn parse_modules(list: &str) -> Result<BTreeSet<Category>, ModeError> {
         if name.eq_ignore_ascii_case("all") {
             set.extend(Category::ALL);
         } else {
-            set.insert(name.parse().map_err(|_| ModeError::UnknownModule(name.to_owned()))?);
+            set.insert(
+                name.parse()
+                    .map_err(|_| ModeError::UnknownModule(name.to_owned()))?,
+            );
         }
     }
     if set.is_empty() {
@@ -218,9 +229,17 @@ pub fn discovery_tools() -> Vec<Value> {
 /// `visible` tools of the categories `mode` loads at start, in catalogue order. The light path
 /// and the full server both use this, so they list the same tools.
 pub fn advertised_tools(visible: &Catalogue, mode: &StartMode) -> Vec<Value> {
-    let mut tools = if mode.has_discovery() { discovery_tools() } else { Vec::new() };
+    let mut tools = if mode.has_discovery() {
+        discovery_tools()
+    } else {
+        Vec::new()
+    };
     tools.extend(
-        visible.tools().iter().filter(|t| mode.loads_at_start(t.category)).map(|t| t.to_mcp()),
+        visible
+            .tools()
+            .iter()
+            .filter(|t| mode.loads_at_start(t.category))
+            .map(|t| t.to_mcp()),
     );
     tools
 }

@@ -14,12 +14,12 @@ use catalogue::{
     ALLOWED_TOOLS_ENV, CATEGORIES_ENV, Catalogue, Filter, MODE_ENV, MODULES_ENV, StartMode,
     advertised_tools, instructions,
 };
-use serde_json::json;
 use protocol_lite::handshake::ServerIdentity;
 use protocol_lite::light::{LightSession, Step};
 use protocol_lite::setting::{
     CATALOGUE_TIMEOUT_ENV, FULL_BIN_ENV, LOG_ENV, REPLAY_FD_ENV, SUPPRESS_ID_ENV,
 };
+use serde_json::json;
 
 pub(crate) fn run() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -55,9 +55,19 @@ pub(crate) fn run() -> ExitCode {
         eprintln!("hooks-mcp: warning: {w}");
     }
     let tools = advertised_tools(&visible, &mode);
-    debug(|| format!("light path ready ({mode}): {} tools advertised", tools.len()));
-    let identity = ServerIdentity { instructions: instructions(&visible, &mode) };
-    serve_light(LightSession::new(identity, json!({ "tools": tools })), &mode)
+    debug(|| {
+        format!(
+            "light path ready ({mode}): {} tools advertised",
+            tools.len()
+        )
+    });
+    let identity = ServerIdentity {
+        instructions: instructions(&visible, &mode),
+    };
+    serve_light(
+        LightSession::new(identity, json!({ "tools": tools })),
+        &mode,
+    )
 }
 
 fn debug(message: impl FnOnce() -> String) {

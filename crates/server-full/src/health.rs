@@ -233,7 +233,9 @@ pub(crate) async fn handler(
     };
     let mut healthy = true;
     body["db"] = match &ping {
-        Ok(()) => json!({ "reachable": true, "round_trip_ms": rtt.as_secs_f64() * 1000.0 }),
+        Ok(()) => {
+            json!({ "reachable": true, "round_trip_ms": (rtt.as_secs_f64() * 1e6).round() / 1e3 })
+        }
         Err(e) => {
             healthy = false;
             json!({ "reachable": false, "error": e.to_string() })

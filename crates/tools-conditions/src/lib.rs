@@ -32,9 +32,8 @@ use store::{
 };
 
 pub use gate::{
-    GATE_ENV, GATE_WINDOW_MS, GateSetting, arm_gate_for_prompt, gate_setting_from_env,
+    GATE_ENV, GATE_WINDOW_MS, GateSetting, SETTINGS, arm_gate_for_prompt, gate_setting_from_env,
     prompt_requests_condition_change,
-    SETTINGS,
 };
 pub use matcher::{MatchTerm, Matcher};
 
@@ -229,8 +228,7 @@ catalogue::submit! {
         description: "Install a script run on matching tool calls; allowed only after the \
                       operator asks for it in their own prompt. matcher: `any`, a tool name, \
                       `mcp`, `mcp__<server>[__<tool>]` or `bash.<cli>`; join with `+`. The \
-                      script reads the hook payload JSON on stdin; exit 2 denies the call \
-                      (stderr is the reason).",
+                      script gets the hook payload on stdin; exit 2 denies, stderr the reason.",
         input_schema: catalogue::schema_of::<SetArgs>,
         output_schema: None,
         // It may overwrite (replace=true), and repeating a create fails.

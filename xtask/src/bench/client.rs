@@ -192,6 +192,8 @@ impl Drop for Proc {
 pub(crate) struct ProcSample {
     /// Resident set, KiB.
     pub(crate) rss_kib: u64,
+    /// Proportional set (shared pages divided among the processes mapping them), KiB.
+    pub(crate) pss_kib: u64,
     /// Private clean pages, KiB.
     pub(crate) private_clean_kib: u64,
     /// Private dirty pages, KiB.
@@ -207,6 +209,7 @@ impl ProcSample {
     pub(crate) fn parse(smaps_rollup: &str, status: &str, fds: usize) -> anyhow::Result<Self> {
         Ok(ProcSample {
             rss_kib: field(smaps_rollup, "Rss:")?,
+            pss_kib: field(smaps_rollup, "Pss:")?,
             private_clean_kib: field(smaps_rollup, "Private_Clean:")?,
             private_dirty_kib: field(smaps_rollup, "Private_Dirty:")?,
             threads: field(status, "Threads:")?,
@@ -227,6 +230,11 @@ impl ProcSample {
     /// Resident set, MiB.
     pub(crate) fn rss_mib(&self) -> f64 {
         self.rss_kib as f64 / 1024.0
+    }
+
+    /// Proportional set, MiB.
+    pub(crate) fn pss_mib(&self) -> f64 {
+        self.pss_kib as f64 / 1024.0
     }
 }
 

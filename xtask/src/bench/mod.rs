@@ -86,16 +86,20 @@ fn workspace_root() -> anyhow::Result<&'static Path> {
         .context("the xtask crate has no parent directory")
 }
 
-/// `target/release/<name>` (honouring `CARGO_TARGET_DIR`).
-fn release_bin(name: &str) -> PathBuf {
-    let target = match std::env::var_os("CARGO_TARGET_DIR").filter(|v| !v.is_empty()) {
+/// The cargo target directory (honouring `CARGO_TARGET_DIR`).
+fn target_dir() -> PathBuf {
+    match std::env::var_os("CARGO_TARGET_DIR").filter(|v| !v.is_empty()) {
         Some(dir) => PathBuf::from(dir),
         None => Path::new(env!("CARGO_MANIFEST_DIR"))
             .parent()
             .unwrap_or(Path::new("."))
             .join("target"),
-    };
-    target.join("release").join(name)
+    }
+}
+
+/// `target/release/<name>`.
+fn release_bin(name: &str) -> PathBuf {
+    target_dir().join("release").join(name)
 }
 
 /// Runs `cargo build --release <args>` in the workspace; its output goes to stderr.
@@ -114,46 +118,71 @@ fn cargo_build(args: &[&str]) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The release server binaries, built first unless `skip_build`.
+/// Private copies of the release binaries a benchmark runs.
+///
+/// Copies, because the workspace's `target/release` may be rebuilt while a benchmark runs, and
+/// written back to disk: until the kernel writes a new file's pages (up to half a minute after
+/// the link), the pages a process maps from it count as private *dirty* in `smaps`, which would
+/// charge the binary's code to the dirty-memory figures.
 #[derive(Debug)]
 struct ServerBins {
+    _dir: tempfile::TempDir,
     /// The stdio front end (`hooks-mcp`).
     front: PathBuf,
-    /// The full server (`hooks-mcp-full`).
+    /// The full server (`hooks-mcp-full`), beside the front end.
     full: PathBuf,
+    /// The std-only floor program (`floor-stdio`), when asked for.
+    floor: Option<PathBuf>,
 }
 
 impl ServerBins {
-    fn build(skip_build: bool) -> anyhow::Result<ServerBins> {
+    /// Builds (unless `skip_build`) and copies `hooks-mcp`, `hooks-mcp-full` and, with
+    /// `with_floor`, `floor-stdio`.
+    fn build(skip_build: bool, with_floor: bool) -> anyhow::Result<ServerBins> {
         if !skip_build {
             eprintln!("bench: cargo build --release -p hooks-mcp --bins");
             cargo_build(&["-p", "hooks-mcp", "--bins"])?;
+            if with_floor {
+                eprintln!("bench: cargo build --release -p bench-floor");
+                cargo_build(&["-p", "bench-floor"])?;
+            }
         }
-        let bins = ServerBins {
-            front: release_bin("hooks-mcp"),
-            full: release_bin("hooks-mcp-full"),
-        };
-        for bin in [&bins.front, &bins.full] {
-            if !bin.exists() {
+        let target = target_dir();
+        std::fs::create_dir_all(&target)
+            .with_context(|| format!("creating {}", target.display()))?;
+        let dir = tempfile::Builder::new()
+            .prefix("bench-bins-")
+            .tempdir_in(&target)
+            .context("creating a directory for the benchmarked binaries")?;
+        let copy = |name: &str, package: &str| -> anyhow::Result<PathBuf> {
+            let built = release_bin(name);
+            if !built.exists() {
                 bail!(
-                    "{} is missing; build it with `cargo build --release -p hooks-mcp --bins` \
-                     (or drop --skip-build)",
-                    bin.display()
+                    "{} is missing; build it with `cargo build --release -p {package}` (or \
+                     drop --skip-build)",
+                    built.display()
                 );
             }
-            settle(bin)?;
-        }
-        Ok(bins)
+            let copied = dir.path().join(name);
+            std::fs::copy(&built, &copied)
+                .and_then(|_| std::fs::File::open(&copied)?.sync_all())
+                .with_context(|| format!("copying {}", built.display()))?;
+            Ok(copied)
+        };
+        let front = copy("hooks-mcp", "hooks-mcp --bins")?;
+        let full = copy("hooks-mcp-full", "hooks-mcp --bins")?;
+        let floor = if with_floor {
+            Some(copy("floor-stdio", "bench-floor")?)
+        } else {
+            None
+        };
+        Ok(ServerBins {
+            _dir: dir,
+            front,
+            full,
+            floor,
+        })
     }
-}
-
-/// Writes a freshly built binary's pages back to disk. Until the kernel does so (up to half a
-/// minute after the link), the pages a process maps from it count as private *dirty* in
-/// `smaps`, which would charge the binary's code to the dirty-memory figures.
-fn settle(bin: &Path) -> anyhow::Result<()> {
-    std::fs::File::open(bin)
-        .and_then(|f| f.sync_all())
-        .with_context(|| format!("writing {} back to disk", bin.display()))
 }
 
 /// Unix time now, in milliseconds.

@@ -4,12 +4,12 @@
 use std::path::Path;
 use std::time::Duration;
 
-use anyhow::{Context, bail};
+use anyhow::Context;
 use serde_json::{Value, json};
 
+use super::ServerBins;
 use super::client::{INITIALIZE, INITIALIZED, Proc, ProcSample, request, tool_call};
 use super::stats::{Summary, median_p90, millis, num, ratio};
-use super::{ServerBins, cargo_build, release_bin, settle};
 use crate::markdown::{Align, table};
 
 /// Options of `cargo xtask bench stdio`.
@@ -21,6 +21,12 @@ pub(crate) struct Args {
     /// Idle time before each memory reading, in milliseconds.
     #[arg(long, default_value_t = 1500)]
     idle_ms: u64,
+    /// Sessions of each program run side by side for the shared-pages series (0: skip it).
+    #[arg(long, default_value_t = 4)]
+    side_by_side: usize,
+    /// Rounds of the side-by-side series.
+    #[arg(long, default_value_t = 10)]
+    side_rounds: usize,
     /// Use the release binaries already built.
     #[arg(long)]
     skip_build: bool,
@@ -50,30 +56,30 @@ struct Run {
     init: Duration,
     /// Spawn to the `tools/list` response.
     list: Duration,
-    /// After the handshake, discovery and the idle time.
-    idle: ProcSample,
+    /// After the handshake, discovery and the idle time (not in the empty-home series).
+    idle: Option<ProcSample>,
     /// The first `tools/call`, send to response (not for the floor).
     call: Option<Duration>,
-    /// After that call and the idle time.
+    /// After that call and the idle time (not in the empty-home series).
     after: Option<ProcSample>,
+}
+
+/// Whether the session's `HOOKS_MCP_HOME` already holds a store.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Home {
+    /// A store created beforehand, as every session but a machine's first finds it.
+    WithStore,
+    /// Empty: the full server creates the store.
+    Empty,
 }
 
 /// Runs the command.
 pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
-    let bins = ServerBins::build(args.skip_build)?;
-    if !args.skip_build {
-        eprintln!("bench: cargo build --release -p bench-floor");
-        cargo_build(&["-p", "bench-floor"])?;
-    }
-    let floor = release_bin("floor-stdio");
-    if floor.exists() {
-        settle(&floor)?;
-    } else {
-        bail!(
-            "{} is missing; build it with `cargo build --release -p bench-floor`",
-            floor.display()
-        );
-    }
+    let bins = ServerBins::build(args.skip_build, true)?;
+    let floor = bins
+        .floor
+        .clone()
+        .context("the floor program was not prepared")?;
     let idle = Duration::from_millis(args.idle_ms);
     let runs = args.runs.max(1);
 
@@ -94,7 +100,7 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
         // Rotate the order so that no program always runs first (or after the same one).
         for k in 0..order.len() {
             let program = order[(r + k) % order.len()];
-            let run = session(program, &bins, &floor, &canned, idle)?;
+            let run = session(program, &bins, &floor, &canned, Home::WithStore, Some(idle))?;
             match program {
                 Program::Front => front.push(run),
                 Program::Floor => floor_runs.push(run),
@@ -102,10 +108,45 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
             }
         }
     }
+    eprintln!("bench: {runs} sessions per server on an empty HOOKS_MCP_HOME");
+    let mut front_empty = Vec::with_capacity(runs);
+    let mut full_empty = Vec::with_capacity(runs);
+    for r in 0..runs {
+        for k in 0..2 {
+            if (r + k) % 2 == 0 {
+                front_empty.push(session(
+                    Program::Front,
+                    &bins,
+                    &floor,
+                    &canned,
+                    Home::Empty,
+                    None,
+                )?);
+            } else {
+                full_empty.push(session(
+                    Program::Full,
+                    &bins,
+                    &floor,
+                    &canned,
+                    Home::Empty,
+                    None,
+                )?);
+            }
+        }
+    }
+    let side = if args.side_by_side > 0 {
+        Some(side_by_side(&bins, &floor, &canned, args, idle)?)
+    } else {
+        None
+    };
     print!(
         "{}",
         report(&front, &floor_runs, &full, runs, args.idle_ms, tools)
     );
+    print!("{}", report_empty(&front_empty, &full_empty));
+    if let Some(side) = side {
+        print!("{side}");
+    }
     Ok(())
 }
 
@@ -119,15 +160,21 @@ fn capture(bins: &ServerBins) -> anyhow::Result<(Value, Value)> {
     Ok((init, list))
 }
 
-/// One session of `program` on a fresh store directory.
+/// One session of `program` on a fresh `HOOKS_MCP_HOME`: handshake, discovery, and (except for
+/// the floor) one `channel_list` call; with `idle`, a reading after each of the two, that long
+/// after it.
 fn session(
     program: Program,
     bins: &ServerBins,
     floor: &Path,
     canned: &Path,
-    idle: Duration,
+    home_kind: Home,
+    idle: Option<Duration>,
 ) -> anyhow::Result<Run> {
     let home = tempfile::tempdir().context("creating a temporary directory")?;
+    if home_kind == Home::WithStore && program != Program::Floor {
+        store::SqliteStore::create(home.path().join("state.db"))?;
+    }
     let canned = canned.to_string_lossy();
     let (bin, args): (&Path, Vec<&str>) = match program {
         Program::Front => (&bins.front, vec![]),
@@ -140,8 +187,16 @@ fn session(
     proc.send(INITIALIZED)?;
     proc.ask(&request(2, "tools/list", json!({})))?;
     let list = proc.started.elapsed();
-    std::thread::sleep(idle);
-    let idle_sample = proc.sample()?;
+    let reading = |proc: &Proc| -> anyhow::Result<Option<ProcSample>> {
+        match idle {
+            Some(idle) => {
+                std::thread::sleep(idle);
+                proc.sample().map(Some)
+            }
+            None => Ok(None),
+        }
+    };
+    let idle_sample = reading(&proc)?;
     if program == Program::Floor {
         return Ok(Run {
             init,
@@ -152,14 +207,13 @@ fn session(
         });
     }
     let (_, call) = proc.ask(&tool_call(3, "channel_list", json!({})))?;
-    std::thread::sleep(idle);
-    let after = proc.sample()?;
+    let after = reading(&proc)?;
     Ok(Run {
         init,
         list,
         idle: idle_sample,
         call: Some(call),
-        after: Some(after),
+        after,
     })
 }
 
@@ -188,22 +242,33 @@ fn report(
     tools: usize,
 ) -> String {
     type Figure = fn(&Run) -> Option<f64>;
-    let idle_rows: [(&str, usize, Figure, &str); 7] = [
+    let idle_rows: [(&str, usize, Figure, &str); 8] = [
         (
             "private dirty, MiB",
             3,
-            |r| Some(r.idle.private_dirty_mib()),
+            |r| r.idle.map(|s| s.private_dirty_mib()),
             "≤ 0.15",
         ),
         (
             "private (clean + dirty), MiB",
             3,
-            |r| Some(r.idle.private_mib()),
+            |r| r.idle.map(|s| s.private_mib()),
             "≤ 0.8",
         ),
-        ("resident (RSS), MiB", 2, |r| Some(r.idle.rss_mib()), ""),
-        ("threads", 0, |r| Some(r.idle.threads as f64), "1"),
-        ("open fds", 0, |r| Some(r.idle.fds as f64), ""),
+        (
+            "resident (RSS), MiB",
+            2,
+            |r| r.idle.map(|s| s.rss_mib()),
+            "",
+        ),
+        (
+            "proportional (PSS), MiB",
+            2,
+            |r| r.idle.map(|s| s.pss_mib()),
+            "",
+        ),
+        ("threads", 0, |r| r.idle.map(|s| s.threads as f64), "1"),
+        ("open fds", 0, |r| r.idle.map(|s| s.fds as f64), ""),
         (
             "spawn → initialize response, ms",
             2,
@@ -219,8 +284,9 @@ fn report(
     ];
     let mut out = format!(
         "## Stdio: idle session after initialize + tools/list\n\n\
-         {runs} sessions per program, interleaved, each on a fresh HOOKS_MCP_HOME; readings from \
-         /proc/PID/smaps_rollup, /proc/PID/status and /proc/PID/fd after {idle_ms} ms idle. \
+         {runs} sessions per program, interleaved, each on a fresh HOOKS_MCP_HOME holding a \
+         store created beforehand (as every session but a machine's first finds it); readings \
+         from /proc/PID/smaps_rollup, /proc/PID/status and /proc/PID/fd after {idle_ms} ms idle. \
          Cells are median / p90. The floor is `floor-stdio` (std only) answering with the real \
          server's captured results ({tools} tools); `hooks-mcp-full serve` is the full server \
          without the front end.\n\n"
@@ -251,7 +317,7 @@ fn report(
         &rows,
     ));
 
-    let after_rows: [(&str, usize, Figure, &str); 6] = [
+    let after_rows: [(&str, usize, Figure, &str); 7] = [
         (
             "first tools/call, send → response, ms",
             2,
@@ -274,6 +340,12 @@ fn report(
             "resident (RSS), MiB",
             2,
             |r| r.after.map(|s| s.rss_mib()),
+            "",
+        ),
+        (
+            "proportional (PSS), MiB",
+            2,
+            |r| r.after.map(|s| s.pss_mib()),
             "",
         ),
         ("threads", 0, |r| r.after.map(|s| s.threads as f64), ""),
@@ -317,24 +389,24 @@ fn report(
     let targets = [
         (
             "idle private dirty ≤ 0.15 MiB",
-            median(front, |r| Some(r.idle.private_dirty_mib())).map(|v| num(v, 3) + " MiB"),
+            median(front, |r| r.idle.map(|s| s.private_dirty_mib())).map(|v| num(v, 3) + " MiB"),
             verdict(
-                median(front, |r| Some(r.idle.private_dirty_mib())),
+                median(front, |r| r.idle.map(|s| s.private_dirty_mib())),
                 TARGET_PRIVATE_DIRTY_MIB,
             ),
         ),
         (
             "idle private ≤ 0.8 MiB",
-            median(front, |r| Some(r.idle.private_mib())).map(|v| num(v, 3) + " MiB"),
+            median(front, |r| r.idle.map(|s| s.private_mib())).map(|v| num(v, 3) + " MiB"),
             verdict(
-                median(front, |r| Some(r.idle.private_mib())),
+                median(front, |r| r.idle.map(|s| s.private_mib())),
                 TARGET_PRIVATE_MIB,
             ),
         ),
         (
             "one thread when idle",
-            median(front, |r| Some(r.idle.threads as f64)).map(|v| num(v, 0)),
-            verdict(median(front, |r| Some(r.idle.threads as f64)), 1.0),
+            median(front, |r| r.idle.map(|s| s.threads as f64)).map(|v| num(v, 0)),
+            verdict(median(front, |r| r.idle.map(|s| s.threads as f64)), 1.0),
         ),
         (
             "initialize within 2 ms of the floor (paired difference)",
@@ -367,4 +439,133 @@ fn report(
         &rows,
     ));
     out
+}
+
+/// The markdown report of the empty-home series.
+fn report_empty(front: &[Run], full: &[Run]) -> String {
+    type Figure = fn(&Run) -> Option<f64>;
+    let rows: [(&str, Figure); 3] = [
+        ("spawn → initialize response, ms", |r| {
+            Some(millis(r.init))
+        }),
+        ("spawn → tools/list response, ms", |r| {
+            Some(millis(r.list))
+        }),
+        ("first tools/call, send → response, ms", |r| {
+            r.call.map(millis)
+        }),
+    ];
+    let rows: Vec<Vec<String>> = rows
+        .iter()
+        .map(|(name, f)| {
+            vec![
+                (*name).to_string(),
+                median_p90(stat(front, f), 2),
+                median_p90(stat(full, f), 2),
+            ]
+        })
+        .collect();
+    let mut out = format!(
+        "\n## Stdio: empty HOOKS_MCP_HOME (the store does not exist yet)\n\n\
+         {} sessions per server, alternating, no idle time: the full server creates the store \
+         (file, WAL, schema) on the first call after the handoff (`hooks-mcp`) or at start-up \
+         (`hooks-mcp-full serve`). Cells are median / p90.\n\n",
+        front.len().max(full.len())
+    );
+    out.push_str(&table(
+        &[
+            ("Figure", Align::Left),
+            ("hooks-mcp", Align::Right),
+            ("hooks-mcp-full serve", Align::Right),
+        ],
+        &rows,
+    ));
+    out
+}
+
+/// Idle readings of `args.side_by_side` sessions of each program running at once, where the
+/// binary's code pages are shared between them (as on a machine running a fleet): the markdown
+/// report.
+fn side_by_side(
+    bins: &ServerBins,
+    floor: &Path,
+    canned: &Path,
+    args: &Args,
+    idle: Duration,
+) -> anyhow::Result<String> {
+    let k = args.side_by_side;
+    let rounds = args.side_rounds.max(1);
+    let programs = [Program::Front, Program::Floor, Program::Full];
+    let mut readings: [Vec<ProcSample>; 3] = Default::default();
+    let canned_arg = canned.to_string_lossy();
+    for round in 0..rounds {
+        eprintln!(
+            "bench: {k} sessions side by side, round {}/{rounds}",
+            round + 1
+        );
+        for (p, program) in programs.iter().enumerate() {
+            let mut homes = Vec::with_capacity(k);
+            let mut procs = Vec::with_capacity(k);
+            for _ in 0..k {
+                let home = tempfile::tempdir().context("creating a temporary directory")?;
+                let (bin, argv): (&Path, Vec<&str>) = match program {
+                    Program::Front => (&bins.front, vec![]),
+                    Program::Floor => (floor, vec![&canned_arg]),
+                    Program::Full => {
+                        store::SqliteStore::create(home.path().join("state.db"))?;
+                        (&bins.full, vec!["serve"])
+                    }
+                };
+                let mut proc = Proc::spawn(bin, &argv, home.path(), &bins.full)?;
+                proc.ask(INITIALIZE)?;
+                proc.send(INITIALIZED)?;
+                proc.ask(&request(2, "tools/list", json!({})))?;
+                procs.push(proc);
+                homes.push(home);
+            }
+            std::thread::sleep(idle);
+            for proc in &procs {
+                readings[p].push(proc.sample()?);
+            }
+        }
+    }
+    type Reading = fn(&ProcSample) -> f64;
+    let rows: [(&str, usize, Reading); 4] = [
+        ("private dirty per session, MiB", 3, |s| {
+            s.private_dirty_mib()
+        }),
+        ("private (clean + dirty) per session, MiB", 3, |s| {
+            s.private_mib()
+        }),
+        ("proportional (PSS) per session, MiB", 3, |s| s.pss_mib()),
+        ("resident (RSS) per session, MiB", 2, |s| s.rss_mib()),
+    ];
+    let rows: Vec<Vec<String>> = rows
+        .iter()
+        .map(|(name, decimals, f)| {
+            let cell = |p: usize| {
+                let values: Vec<f64> = readings[p].iter().map(f).collect();
+                median_p90(Summary::of(&values), *decimals)
+            };
+            vec![(*name).to_string(), cell(0), cell(1), cell(2)]
+        })
+        .collect();
+    let mut out = format!(
+        "\n## Stdio: {k} idle sessions side by side\n\n\
+         {rounds} rounds of {k} sessions of each program running at once (a fleet on one \
+         machine shares each binary's code pages), read after initialize + tools/list and {} ms \
+         idle; {} readings per program. Cells are median / p90.\n\n",
+        idle.as_millis(),
+        rounds * k
+    );
+    out.push_str(&table(
+        &[
+            ("Figure", Align::Left),
+            ("hooks-mcp", Align::Right),
+            ("floor-stdio", Align::Right),
+            ("hooks-mcp-full serve", Align::Right),
+        ],
+        &rows,
+    ));
+    Ok(out)
 }

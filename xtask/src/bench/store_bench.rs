@@ -25,8 +25,8 @@ pub(crate) struct Args {
     /// The largest number of concurrent publishing processes (runs 1, 2, 4... up to it).
     #[arg(long, default_value_t = 4)]
     processes: usize,
-    /// Publications per concurrent process.
-    #[arg(long, default_value_t = 1000)]
+    /// Timed publications per concurrent process.
+    #[arg(long, default_value_t = 2000)]
     per_process: usize,
 }
 
@@ -167,8 +167,8 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
     let per = args.per_process.max(1);
     println!(
         "Each process (a copy of this xtask, `bench store-worker`) opens its own connection to \
-         one shared database, waits for a common start signal, then publishes {per} messages \
-         back to back. Throughput is all publications over the wall time from the start signal \
+         one shared database, publishes {WARM_UP} untimed messages, waits for a common start \
+         signal, then publishes {per} messages back to back. Throughput is all publications over the wall time from the start signal \
          to the last process's report.\n"
     );
     let mut rows = Vec::new();
@@ -355,22 +355,30 @@ impl Drop for Worker {
     }
 }
 
-/// The hidden worker: open the store, print `ready`, wait for a line on stdin, publish, print
-/// `done` and each publication's latency in nanoseconds.
+/// The hidden worker: open the store, warm up, print `ready`, wait for a line on stdin,
+/// publish, print `done` and each timed publication's latency in nanoseconds.
 pub(crate) fn worker(args: &WorkerArgs) -> anyhow::Result<()> {
     let options = store::OpenOptions::default();
     let (store, _) = SqliteStore::open(&store::StoreLocation::at(&args.db), &options)?;
+    let channel = format!("worker-{}", args.worker);
+    let publish = |i: usize| {
+        let mut m = message(i, Severity::Info, now_ms());
+        m.channel.clone_from(&channel);
+        store.publish(&m).map(drop)
+    };
+    // Warm up like the sequential series: statements prepared, pages cached.
+    for i in 0..WARM_UP {
+        publish(i)?;
+    }
     let mut out = std::io::stdout().lock();
     writeln!(out, "ready")?;
     out.flush()?;
     let mut go = String::new();
     std::io::stdin().lock().read_line(&mut go)?;
     let mut nanos = Vec::with_capacity(args.ops);
-    for i in 0..args.ops {
-        let mut m = message(i, Severity::Info, now_ms());
-        m.channel = format!("worker-{}", args.worker);
+    for i in WARM_UP..WARM_UP + args.ops {
         let started = Instant::now();
-        store.publish(&m)?;
+        publish(i)?;
         nanos.push(started.elapsed().as_nanos().to_string());
     }
     writeln!(out, "done {}", nanos.join(" "))?;

@@ -31,7 +31,7 @@ const WARM_UP: usize = 20;
 
 /// Runs the command.
 pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
-    let bins = ServerBins::build(args.skip_build)?;
+    let bins = ServerBins::build(args.skip_build, false)?;
     let iterations = args.iterations.max(1);
     println!("## Tools: in process (catalogue::call, SQLite store)\n");
     println!(
@@ -72,7 +72,7 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
     let calls = args.calls.max(1);
     println!("## Tools: through the stdio server (tools/call round trips)\n");
     println!(
-        "One `hooks-mcp` session (fresh store) after initialize, tools/list and 10 \
+        "One `hooks-mcp` session (a fresh, empty store) after initialize, tools/list and 10 \
          `channel_publish` calls (the first hands off to the full server); then {calls} timed \
          round trips of each call below, send to response, over real pipes.\n"
     );
@@ -102,6 +102,7 @@ pub(crate) fn in_process(tool: &str, iterations: usize) -> anyhow::Result<Summar
 /// `tools/call` round trips through a handed-off stdio session, as a markdown table.
 fn over_stdio(bins: &ServerBins, calls: usize) -> anyhow::Result<String> {
     let home = tempfile::tempdir().context("creating a temporary directory")?;
+    store::SqliteStore::create(home.path().join("state.db"))?;
     let mut proc = Proc::spawn(&bins.front, &[], home.path(), &bins.full)?;
     proc.ask(INITIALIZE)?;
     proc.send(INITIALIZED)?;

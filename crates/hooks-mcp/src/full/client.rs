@@ -16,10 +16,10 @@ use crate::hook::Event;
 
 /// The name the server is registered under (its tools appear as `mcp__hooks__<tool>`).
 pub(crate) const SERVER_NAME: &str = "hooks";
-pub(crate) use server_full::daemon::{DEFAULT_PORT, HOST_ENV, PORT_ENV, TRANSPORT_ENV};
 /// The daemon's bearer token; when set, `init` adds a header that the client expands from its
 /// own environment (the secret is never written to the file).
 use server_full::daemon::TOKEN_ENV;
+pub(crate) use server_full::daemon::{DEFAULT_PORT, HOST_ENV, PORT_ENV, TRANSPORT_ENV};
 
 /// How the client reaches the server.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -107,9 +107,12 @@ impl Endpoint {
         let port = match std::env::var(PORT_ENV) {
             Err(_) => DEFAULT_PORT,
             Ok(text) if text.trim().is_empty() => DEFAULT_PORT,
-            Ok(text) => text.trim().parse::<u16>().ok().filter(|p| *p > 0).ok_or_else(|| {
-                format!("{PORT_ENV}=`{text}` is not a port number (1-65535)")
-            })?,
+            Ok(text) => text
+                .trim()
+                .parse::<u16>()
+                .ok()
+                .filter(|p| *p > 0)
+                .ok_or_else(|| format!("{PORT_ENV}=`{text}` is not a port number (1-65535)"))?,
         };
         Ok(Endpoint { host, port })
     }
@@ -161,7 +164,11 @@ impl ClientFiles {
     /// # Errors
     /// A message when neither `CLAUDE_CONFIG_DIR` nor `HOME` is set.
     pub(crate) fn from_env() -> Result<ClientFiles, String> {
-        let var = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty()).map(PathBuf::from);
+        let var = |k: &str| {
+            std::env::var_os(k)
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from)
+        };
         if let Some(dir) = var("CLAUDE_CONFIG_DIR") {
             return Ok(ClientFiles {
                 servers: dir.join(".claude.json"),
@@ -223,7 +230,11 @@ pub(crate) fn server_entry(transport: Transport, bins: &Binaries, endpoint: &End
 
 /// The hook command line for `event`.
 pub(crate) fn hook_command(full: &Path, event: Event) -> String {
-    format!("{} hook {}", shell_quote(&full.to_string_lossy()), event.name())
+    format!(
+        "{} hook {}",
+        shell_quote(&full.to_string_lossy()),
+        event.name()
+    )
 }
 
 /// The matcher group `init` adds for `event`.

@@ -178,7 +178,10 @@ fn keep_customisations(old: &Value, entry: &mut Value, transport: Transport) {
     } else {
         "headers"
     };
-    if let Some(kept) = old.get(key).filter(|v| v.as_object().is_some_and(|o| !o.is_empty())) {
+    if let Some(kept) = old
+        .get(key)
+        .filter(|v| v.as_object().is_some_and(|o| !o.is_empty()))
+    {
         entry[key] = kept.clone();
     }
 }
@@ -299,7 +302,10 @@ fn write(plan: &Plan) -> Result<Option<PathBuf>, String> {
         plan.path.clone()
     };
     let failed = |what: &str, p: &Path, e: std::io::Error| {
-        format!("cannot {what} {}: {e} (nothing more was changed)", p.display())
+        format!(
+            "cannot {what} {}: {e} (nothing more was changed)",
+            p.display()
+        )
     };
     let backup = if plan.existed {
         let mut name = path.file_name().unwrap_or_default().to_os_string();

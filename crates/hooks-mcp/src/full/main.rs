@@ -63,6 +63,10 @@ enum Cmd {
 }
 
 fn main() -> ExitCode {
+    // The hook runs around every tool call: it skips the logger and the argument parser.
+    if let Some(code) = hook::run_from_args() {
+        return code;
+    }
     init_logging();
     let cli = Cli::parse();
     let result = match cli.command.unwrap_or(Cmd::Serve) {

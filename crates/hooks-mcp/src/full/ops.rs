@@ -346,7 +346,7 @@ pub(crate) fn schedule(args: ScheduleArgs) -> ExitCode {
 }
 
 /// Calls `tool` through the catalogue and prints the answer; exit 1 on a tool error (its message
-/// on stderr), 2 when the store cannot be opened.
+/// on stderr) or when the store cannot be opened.
 fn execute(tool: &str, args: ToolArgs, common: &Common) -> ExitCode {
     let store = match open::store_from_env(true) {
         Ok((store, opened)) => {
@@ -357,7 +357,7 @@ fn execute(tool: &str, args: ToolArgs, common: &Common) -> ExitCode {
         }
         Err(e) => {
             eprintln!("hooks-mcp: cannot open the store: {e}");
-            return ExitCode::from(2);
+            return ExitCode::FAILURE;
         }
     };
     let extensions = server_full::Settings::extensions(store);

@@ -82,7 +82,13 @@ pub(crate) fn run(args: StatusArgs) -> ExitCode {
             "nothing".to_owned()
         }
         Some(entry) => {
-            check_server(entry, transport, expected_url.as_deref(), &bins, &mut divergences);
+            check_server(
+                entry,
+                transport,
+                expected_url.as_deref(),
+                &bins,
+                &mut divergences,
+            );
             entry.to_string()
         }
     };
@@ -292,7 +298,10 @@ fn same_url(a: &str, b: &str) -> bool {
         } else {
             host.to_ascii_lowercase()
         };
-        Some((format!("{host}:{port}"), path.trim_end_matches('/').to_owned()))
+        Some((
+            format!("{host}:{port}"),
+            path.trim_end_matches('/').to_owned(),
+        ))
     }
     match (parts(a), parts(b)) {
         (Some(x), Some(y)) => x == y,
@@ -323,8 +332,17 @@ mod tests {
 
     #[test]
     fn loopback_urls_compare_equal() {
-        assert!(same_url("http://127.0.0.1:8642/mcp", "http://localhost:8642/mcp/"));
-        assert!(!same_url("http://localhost:8643/mcp", "http://localhost:8642/mcp"));
-        assert!(!same_url("http://localhost:8642/sse", "http://localhost:8642/mcp"));
+        assert!(same_url(
+            "http://127.0.0.1:8642/mcp",
+            "http://localhost:8642/mcp/"
+        ));
+        assert!(!same_url(
+            "http://localhost:8643/mcp",
+            "http://localhost:8642/mcp"
+        ));
+        assert!(!same_url(
+            "http://localhost:8642/sse",
+            "http://localhost:8642/mcp"
+        ));
     }
 }

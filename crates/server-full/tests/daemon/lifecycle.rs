@@ -123,7 +123,10 @@ fn gated_start_single_instance_and_sigterm_drain() {
     let session = mcp_session(addr, &[]);
     let mut sse = SseSession::connect(addr, &[]);
     sse.handshake(addr, &[]);
-    let get = [("Accept", "text/event-stream"), ("Mcp-Session-Id", session.as_str())];
+    let get = [
+        ("Accept", "text/event-stream"),
+        ("Mcp-Session-Id", session.as_str()),
+    ];
     let mut standalone = support::open(addr, "GET", "/mcp", &get, "");
     assert_eq!(standalone.status, 200);
     let lock = WriteLock::take(home.path());
@@ -168,7 +171,11 @@ fn gated_start_single_instance_and_sigterm_drain() {
         .unwrap();
     assert_eq!(check, "ok");
     let ops: i64 = conn
-        .query_row("SELECT count(*) FROM messages WHERE channel = 'ops'", [], |r| r.get(0))
+        .query_row(
+            "SELECT count(*) FROM messages WHERE channel = 'ops'",
+            [],
+            |r| r.get(0),
+        )
         .unwrap();
     assert_eq!(ops, 1);
 }

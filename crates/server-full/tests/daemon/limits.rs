@@ -13,7 +13,10 @@ fn sessions_are_capped_bodies_limited_and_idle_sessions_expire() {
         &[
             ("HOOKS_MCP_MAX_SESSIONS", "2"),
             ("HOOKS_MCP_MAX_BODY_BYTES", "4096"),
-            ("HOOKS_MCP_SESSION_IDLE_SECS", "1"),
+            ("HOOKS_MCP_SESSION_IDLE_SECS", "2"),
+            // One tick at start, then none for an hour: the lag soon passes 1 ms.
+            ("HOOKS_MCP_SCHEDULER_TICK_MS", "3600000"),
+            ("HOOKS_MCP_SCHEDULER_MAX_LAG_MS", "1"),
         ],
     );
     daemon.wait_ready();
@@ -52,12 +55,23 @@ fn sessions_are_capped_bodies_limited_and_idle_sessions_expire() {
 
     // Sessions idle past HOOKS_MCP_SESSION_IDLE_SECS are closed (the client initializes
     // again), which frees their places.
-    std::thread::sleep(std::time::Duration::from_millis(2500));
+    std::thread::sleep(std::time::Duration::from_millis(4500));
     let list = json!({ "jsonrpc": "2.0", "id": 2, "method": "tools/list" }).to_string();
     let headers = [MCP_POST[0], ("Mcp-Session-Id", second.as_str())];
     assert_eq!(http(addr, "POST", "/mcp", &headers, &list).status, 404);
     assert_eq!(sse.post(addr, &[], &list), 404);
-    let health = http(addr, "GET", "/health?level=full", &[], "").json();
+    // A scheduler lagging past HOOKS_MCP_SCHEDULER_MAX_LAG_MS makes full health degraded,
+    // while the plain level still reports the daemon alive and ready.
+    let full = http(addr, "GET", "/health?level=full", &[], "");
+    assert_eq!(full.status, 503, "{}", full.body);
+    let health = full.json();
+    assert_eq!(health["status"], "degraded", "{health}");
+    assert!(
+        health["scheduler"]["lag_ms"].as_i64().unwrap() > 1,
+        "{health}"
+    );
+    assert!(health["scheduler"]["last_tick"].is_string(), "{health}");
+    assert_eq!(http(addr, "GET", "/health", &[], "").status, 200);
     assert_eq!(health["sessions"]["streamable_http"], 0, "{health}");
     assert_eq!(health["sessions"]["sse"], 0, "{health}");
     mcp_session(addr, &[]);

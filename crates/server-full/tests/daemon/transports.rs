@@ -134,6 +134,24 @@ fn legacy_sse_end_to_end() {
         "{published}"
     );
 
+    // The three health levels see the store and its contents.
+    let db = http(addr, "GET", "/health?level=db", &[], "");
+    assert_eq!(db.status, 200, "{}", db.body);
+    assert_eq!(db.json()["db"]["reachable"], true);
+    let full = http(addr, "GET", "/health?level=full", &[], "").json();
+    assert_eq!(full["status"], "ok", "{full}");
+    assert!(
+        full["counts"]["active_broadcasts"].as_u64().unwrap() >= 1,
+        "{full}"
+    );
+    for key in ["enforcements", "conditions", "active_schedules"] {
+        assert!(full["counts"][key].is_u64(), "{full}");
+    }
+    assert!(full["sessions"]["sse"].as_u64().unwrap() >= 1, "{full}");
+    let bad = http(addr, "GET", "/health?level=deep", &[], "");
+    assert_eq!(bad.status, 400);
+    assert!(bad.body.starts_with("level:"), "{}", bad.body);
+
     // Bad input gets JSON-RPC errors; unknown sessions get 404.
     let garbled = http(addr, "POST", &sse.endpoint, &[], "{not json");
     assert_eq!(garbled.status, 400);
@@ -215,7 +233,10 @@ fn dropped_streams_and_calls_leave_the_daemon_healthy() {
         .as_array()
         .unwrap()
         .clone();
-    assert!(messages.iter().any(|m| m["message"] == "dropped"), "{reply}");
+    assert!(
+        messages.iter().any(|m| m["message"] == "dropped"),
+        "{reply}"
+    );
     assert!(messages.len() <= 2, "{reply}");
     // The GET stream opens again in the same session.
     let again = open(addr, "GET", "/mcp", &get, "");

@@ -150,3 +150,39 @@ fn a_long_foreign_write_lock_reports_locked() {
     publish(&store, "a", Severity::Info, T0, HOUR);
     assert_eq!(count(&store, "messages"), 1);
 }
+
+#[test]
+fn closing_keeps_a_short_wal_and_truncates_a_long_one() {
+    let (dir, store) = fresh();
+    let wal = dir.path().join("state.db-wal");
+    publish(&store, "ops", Severity::Info, T0, HOUR);
+    drop(store);
+    let short = std::fs::metadata(&wal).unwrap().len();
+    assert!(
+        short > 0,
+        "a short WAL is kept: closing does not checkpoint"
+    );
+
+    let (store, _) = open(&dir.path().join("state.db"), false).unwrap();
+    let body = "x".repeat(3000);
+    for i in 0..100 {
+        store
+            .publish(&NewMessage {
+                channel: "ops".into(),
+                body: body.clone(),
+                severity: Severity::Info,
+                created_at: T0 + i,
+                expires_at: T0 + HOUR,
+            })
+            .unwrap();
+    }
+    assert!(std::fs::metadata(&wal).unwrap().len() >= super::WAL_TRUNCATE_BYTES);
+    drop(store);
+    assert_eq!(
+        std::fs::metadata(&wal).unwrap().len(),
+        0,
+        "a long WAL is folded back"
+    );
+    let (store, _) = open(&dir.path().join("state.db"), false).unwrap();
+    assert_eq!(count(&store, "messages"), 101, "nothing was lost");
+}

@@ -214,10 +214,9 @@ fn apply_pre(
                 )),
             },
             ("reason", Value::String(text)) => reason = Some(text),
-            (
-                "additionalContext" | "updatedInput" | "decision" | "reason",
-                other,
-            ) => problems.push(format!("`{key}` has the wrong type ({})", kind(&other))),
+            ("additionalContext" | "updatedInput" | "decision" | "reason", other) => {
+                problems.push(format!("`{key}` has the wrong type ({})", kind(&other)))
+            }
             _ => problems.push(format!(
                 "unknown field `{key}` (pre: additionalContext, updatedInput, decision, reason)"
             )),
@@ -277,7 +276,9 @@ fn script_json(
         Err(e) => {
             report_problems(
                 condition,
-                &[format!("its stdout looks like JSON but does not parse ({e})")],
+                &[format!(
+                    "its stdout looks like JSON but does not parse ({e})"
+                )],
                 response,
             );
             None
@@ -364,9 +365,8 @@ fn spawn_detached(
     stdin: &str,
     response: &mut Response,
 ) {
-    let started = command(condition, event, payload, stdin).and_then(|mut c| {
-        c.stdout(Stdio::null()).stderr(Stdio::null()).spawn()
-    });
+    let started = command(condition, event, payload, stdin)
+        .and_then(|mut c| c.stdout(Stdio::null()).stderr(Stdio::null()).spawn());
     // The child outlives this process, which exits soon: init reaps it.
     if let Err(e) = started {
         failed(condition, &Ended::NotStarted(e), Duration::ZERO, response);
@@ -382,9 +382,8 @@ fn run(
     timeout: Duration,
 ) -> Ended {
     let deadline = Instant::now() + timeout;
-    let spawned = command(condition, event, payload, stdin).and_then(|mut c| {
-        c.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn()
-    });
+    let spawned = command(condition, event, payload, stdin)
+        .and_then(|mut c| c.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn());
     let mut child = match spawned {
         Ok(child) => child,
         Err(e) => return Ended::NotStarted(e),
@@ -393,8 +392,20 @@ fn run(
     // pipe while this thread waits for it.
     let (sender, receiver) = mpsc::channel::<(bool, String)>();
     for (is_stdout, pipe) in [
-        (true, child.stdout.take().map(|p| Box::new(p) as Box<dyn Read + Send>)),
-        (false, child.stderr.take().map(|p| Box::new(p) as Box<dyn Read + Send>)),
+        (
+            true,
+            child
+                .stdout
+                .take()
+                .map(|p| Box::new(p) as Box<dyn Read + Send>),
+        ),
+        (
+            false,
+            child
+                .stderr
+                .take()
+                .map(|p| Box::new(p) as Box<dyn Read + Send>),
+        ),
     ] {
         if let Some(pipe) = pipe {
             let sender = sender.clone();

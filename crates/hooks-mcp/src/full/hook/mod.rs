@@ -28,6 +28,17 @@ use self::payload::Payload;
 /// every channel.
 pub(crate) const CHANNELS_ENV: &str = "HOOKS_MCP_CHANNELS";
 
+/// Runs `hook <event>` when the command line is exactly that, before any other start-up work
+/// (logging, argument parsing); `None` for every other command line (including `hook --help`).
+pub(crate) fn run_from_args() -> Option<ExitCode> {
+    let mut args = std::env::args_os().skip(1);
+    let (Some(command), Some(event), None) = (args.next(), args.next(), args.next()) else {
+        return None;
+    };
+    let event = event.to_str()?;
+    (command == "hook" && !event.starts_with('-')).then(|| run(event))
+}
+
 /// Runs the hook for the event named `event`; always exits 0 (see the module documentation).
 pub(crate) fn run(event: &str) -> ExitCode {
     let Some(event) = Event::parse(event) else {
@@ -40,7 +51,9 @@ pub(crate) fn run(event: &str) -> ExitCode {
     };
     let mut text = String::new();
     if let Err(e) = io::stdin().read_to_string(&mut text) {
-        eprintln!("hooks-mcp hook {event}: cannot read the payload on stdin ({e}). Nothing was done.");
+        eprintln!(
+            "hooks-mcp hook {event}: cannot read the payload on stdin ({e}). Nothing was done."
+        );
         return ExitCode::SUCCESS;
     }
     let payload = match Payload::parse(event, &text) {
@@ -91,8 +104,7 @@ fn handle(event: Event, payload: &Payload, now: i64) -> Response {
         Event::UserPromptSubmit => {
             fire_schedules(store, now, event);
             if tools_conditions::gate_setting_from_env().enforced {
-                match tools_conditions::arm_gate_for_prompt(store, session, payload.prompt(), now)
-                {
+                match tools_conditions::arm_gate_for_prompt(store, session, payload.prompt(), now) {
                     Ok(true) => response.add_context(format!(
                         "hooks-mcp: the operator's prompt opened the conditions gate for this \
                          session for {} minutes (condition_set, condition_clear).",
@@ -180,7 +192,11 @@ impl Subscriptions {
             .map(str::trim)
             .filter(|n| !n.is_empty())
             .collect();
-        if names.is_empty() || names.iter().any(|n| *n == "*" || n.eq_ignore_ascii_case("all")) {
+        if names.is_empty()
+            || names
+                .iter()
+                .any(|n| *n == "*" || n.eq_ignore_ascii_case("all"))
+        {
             return Subscriptions { channels: None };
         }
         let mut channels = vec![store::rules::GLOBAL_CHANNEL.to_owned()];
@@ -188,7 +204,9 @@ impl Subscriptions {
             match store::rules::check_channel_name(name) {
                 Ok(()) if !channels.iter().any(|c| c == name) => channels.push(name.to_owned()),
                 Ok(()) => {}
-                Err(e) => warn(format!("{CHANNELS_ENV}: channel `{name}` {e}; it is skipped")),
+                Err(e) => warn(format!(
+                    "{CHANNELS_ENV}: channel `{name}` {e}; it is skipped"
+                )),
             }
         }
         Subscriptions {

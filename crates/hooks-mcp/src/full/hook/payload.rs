@@ -73,9 +73,11 @@ impl Payload {
     /// A sentence saying what is wrong with the payload.
     pub(crate) fn parse(event: Event, text: &str) -> Result<Payload, String> {
         if text.trim().is_empty() {
-            return Err("the payload on stdin is empty; the client writes the event as a JSON \
+            return Err(
+                "the payload on stdin is empty; the client writes the event as a JSON \
                         object there"
-                .into());
+                    .into(),
+            );
         }
         let raw = match serde_json::from_str::<Value>(text) {
             Ok(Value::Object(map)) => map,
