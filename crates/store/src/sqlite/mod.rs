@@ -173,9 +173,16 @@ impl SqliteStore {
             .map_err(|e| self.err(e, None))?;
         // WAL lets readers run beside one writer across processes; NORMAL sync is durable
         // against process crashes, which is the failure this store must survive.
-        let mode: String = conn
-            .query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))
+        // WAL is a property of the file: switch only when it is not WAL yet (a new store), so
+        // opening an existing one stays a read.
+        let mut mode: String = conn
+            .query_row("PRAGMA journal_mode", [], |r| r.get(0))
             .map_err(|e| self.err(e, None))?;
+        if !mode.eq_ignore_ascii_case("wal") {
+            mode = conn
+                .query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))
+                .map_err(|e| self.err(e, None))?;
+        }
         if !mode.eq_ignore_ascii_case("wal") {
             return Err(StoreError::ReadOnly {
                 path: self.path.clone(),

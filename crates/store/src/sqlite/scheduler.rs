@@ -198,6 +198,22 @@ impl ScheduleStore for SqliteStore {
         now: Millis,
         plan: &dyn Fn(&Schedule, Millis) -> NextFire,
     ) -> StoreResult<Vec<Firing>> {
+        // Hooks call this around every tool call: when nothing is due (the usual case), a
+        // plain read answers without queueing for the write lock.
+        let any_due = self.read(|tx| {
+            let found: Option<i64> = tx
+                .query_row(
+                    "SELECT id FROM schedules \
+                     WHERE status = 'active' AND next_fire_at <= ?1 LIMIT 1",
+                    [now],
+                    |r| r.get(0),
+                )
+                .optional()?;
+            Ok(found.is_some())
+        })?;
+        if !any_due {
+            return Ok(Vec::new());
+        }
         self.write(|tx| {
             let due = {
                 let mut stmt = tx.prepare(&format!(
