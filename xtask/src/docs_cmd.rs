@@ -27,7 +27,11 @@ pub(crate) fn groups() -> Vec<(&'static str, &'static [Setting])> {
         ("Start mode", catalogue::MODE_SETTINGS),
         ("Tool filters", catalogue::FILTER_SETTINGS),
         ("Stdio front end", protocol_lite::setting::LAUNCH_SETTINGS),
-        ("Conditions", tools_conditions::SETTINGS),
+        ("Store", store::SETTINGS),
+        ("Sessions", server_full::SESSION_SETTINGS),
+        ("Network service", server_full::daemon::NETWORK_SETTINGS),
+        ("Hooks: broadcasts", tools_channels::SETTINGS),
+        ("Hooks and tools: conditions", tools_conditions::SETTINGS),
     ]
 }
 

@@ -39,4 +39,4 @@ pub use health::{Phase, probe as probe_health};
 pub use http::BindError;
 pub use registry::{ToolEntry, link_tools};
 pub use server::HooksServer;
-pub use settings::{BUSY_TIMEOUT_ENV, SESSION_ENV, Settings, SettingsError, mode_from_env, now_ms};
+pub use settings::{SESSION_ENV, SESSION_SETTINGS, Settings, SettingsError, mode_from_env, now_ms};

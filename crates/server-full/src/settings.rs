@@ -9,8 +9,23 @@ use store::{Opened, StoreError, StoreHandle};
 /// Environment variables naming the agent session a stdio server acts for, in priority order.
 pub const SESSION_ENV: [&str; 2] = ["HOOKS_MCP_SESSION_ID", "CLAUDE_CODE_SESSION_ID"];
 
-/// How long a store call waits for another process's lock, in milliseconds (default 5000).
-pub const BUSY_TIMEOUT_ENV: &str = "HOOKS_MCP_BUSY_TIMEOUT_MS";
+/// The settings this module parses, for the generated configuration reference.
+pub const SESSION_SETTINGS: &[catalogue::Setting] = &[
+    catalogue::Setting {
+        env: "HOOKS_MCP_SESSION_ID",
+        flag: "",
+        default: "unset",
+        effect: "stdio only: the agent session a server acts for when a tool call passes no \
+                 `session_id`; falls back to `CLAUDE_CODE_SESSION_ID`. With neither, such calls \
+                 must pass `session_id`. Network transports always require it.",
+    },
+    catalogue::Setting {
+        env: "CLAUDE_CODE_SESSION_ID",
+        flag: "",
+        default: "set by Claude Code",
+        effect: "The session id Claude Code gives the servers it starts (see above).",
+    },
+];
 
 /// Why the server could not be set up.
 #[derive(Debug, thiserror::Error)]

@@ -52,6 +52,53 @@ pub const DATABASE_URL_ENV: &str = "HOOKS_MCP_DATABASE_URL";
 /// (default 5000). SQLite's busy timeout; PostgreSQL's `lock_timeout`.
 pub const BUSY_TIMEOUT_ENV: &str = "HOOKS_MCP_BUSY_TIMEOUT_MS";
 
+/// The settings this crate parses, for the generated configuration reference.
+pub const SETTINGS: &[catalogue::Setting] = &[
+    catalogue::Setting {
+        env: HOME_ENV,
+        flag: "",
+        default: "unset",
+        effect: "Directory holding `state.db`. Otherwise `$XDG_STATE_HOME/hooks-mcp/`, else \
+                 `~/.local/state/hooks-mcp/`. The full server creates the store on first use and \
+                 logs it; hooks never create it.",
+    },
+    catalogue::Setting {
+        env: DATABASE_URL_ENV,
+        flag: "",
+        default: "unset",
+        effect: "`postgres://user:password@host:port/db?sslmode=...`: use PostgreSQL instead of \
+                 SQLite (one store for a fleet; see docs/postgres.md). Never logged.",
+    },
+    catalogue::Setting {
+        env: BUSY_TIMEOUT_ENV,
+        flag: "",
+        default: "5000",
+        effect: "How long a store call waits for another process's lock, in milliseconds \
+                 (SQLite's busy timeout; PostgreSQL's `lock_timeout`).",
+    },
+    #[cfg(feature = "postgres")]
+    catalogue::Setting {
+        env: POOL_SIZE_ENV,
+        flag: "",
+        default: "8",
+        effect: "PostgreSQL: most connections one process keeps open (none before its first call).",
+    },
+    #[cfg(feature = "postgres")]
+    catalogue::Setting {
+        env: CONNECT_TIMEOUT_ENV,
+        flag: "",
+        default: "5000",
+        effect: "PostgreSQL: limit on opening a connection, or waiting for a free one, in ms.",
+    },
+    #[cfg(feature = "postgres")]
+    catalogue::Setting {
+        env: STATEMENT_TIMEOUT_ENV,
+        flag: "",
+        default: "30000",
+        effect: "PostgreSQL: limit on one statement, in milliseconds.",
+    },
+];
+
 /// Opens the store the environment selects: PostgreSQL when [`DATABASE_URL_ENV`] is set (with
 /// [`PgOptions::from_env`]), else the SQLite file at [`StoreLocation::from_env`] (waiting up to
 /// [`BUSY_TIMEOUT_ENV`] for locks). With `create`, a missing store is created. Log

@@ -26,6 +26,18 @@ use store::{Message, MessageQuery, MessageScope, NewMessage, Severity, StoreHand
 #[cfg(test)]
 mod tests;
 
+/// Environment variable of the hook command: the channels a session receives broadcasts from.
+pub const SUBSCRIPTIONS_ENV: &str = "HOOKS_MCP_CHANNELS";
+
+/// The settings of this category, for the generated configuration reference.
+pub const SETTINGS: &[catalogue::Setting] = &[catalogue::Setting {
+    env: SUBSCRIPTIONS_ENV,
+    flag: "",
+    default: "every channel",
+    effect: "Hook command: comma-separated channels a session receives broadcasts from; \
+             `global` always arrives. Unset, blank, `all` or `*` mean every channel.",
+}];
+
 /// Most messages `channel_read` returns at once.
 pub const READ_LIMIT_MAX: u32 = 200;
 /// Messages `channel_read` returns when no limit is given.

@@ -11,14 +11,26 @@ use store::{Millis, StoreError};
 pub const GATE_ENV: &str = "HOOKS_MCP_CONDITIONS_GATE";
 
 /// The settings this crate parses, for the generated configuration reference.
-pub const SETTINGS: &[catalogue::Setting] = &[catalogue::Setting {
-    env: GATE_ENV,
-    flag: "",
-    default: "on",
-    effect: "`off` (or `false`, `0`) lets tools set and remove conditions without the operator \
+pub const SETTINGS: &[catalogue::Setting] = &[
+    catalogue::Setting {
+        env: SCRIPT_TIMEOUT_ENV,
+        flag: "",
+        default: "10000",
+        effect: "Hook command: time limit of one condition script in milliseconds; on timeout \
+                 its process group is killed and the tool call goes ahead.",
+    },
+    catalogue::Setting {
+        env: GATE_ENV,
+        flag: "",
+        default: "on",
+        effect: "`off` (or `false`, `0`) lets tools set and remove conditions without the operator \
              asking in their own prompt; otherwise the prompt hook opens the gate for that \
              session for ten minutes.",
-}];
+    },
+];
+
+/// Environment variable of the hook command: a condition script's time limit in milliseconds.
+pub const SCRIPT_TIMEOUT_ENV: &str = "HOOKS_MCP_CONDITION_TIMEOUT_MS";
 
 /// How long a prompt keeps the gate open: 10 minutes.
 pub const GATE_WINDOW_MS: Millis = 10 * 60 * 1000;

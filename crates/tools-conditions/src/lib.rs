@@ -32,8 +32,8 @@ use store::{
 };
 
 pub use gate::{
-    GATE_ENV, GATE_WINDOW_MS, GateSetting, SETTINGS, arm_gate_for_prompt, gate_setting_from_env,
-    prompt_requests_condition_change,
+    GATE_ENV, GATE_WINDOW_MS, GateSetting, SCRIPT_TIMEOUT_ENV, SETTINGS, arm_gate_for_prompt,
+    gate_setting_from_env, prompt_requests_condition_change,
 };
 pub use matcher::{MatchTerm, Matcher};
 

@@ -47,7 +47,7 @@ fn proc_sample_reads_smaps_rollup_and_status() {
         (1024, 60, 104, 1, 4)
     );
     assert_eq!(s.private_mib(), 164.0 / 1024.0);
-    let missing = ProcSample::parse("Rss: 1 kB\n", status, 0).unwrap_err();
+    let missing = ProcSample::parse("Rss: 1 kB\nPss: 1 kB\n", status, 0).unwrap_err();
     assert!(missing.to_string().contains("Private_Clean"), "{missing}");
 }
 

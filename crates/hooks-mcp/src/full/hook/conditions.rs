@@ -26,7 +26,7 @@ use super::output::{Decision, Response};
 use super::payload::{Event, Payload};
 
 /// The time limit of one condition script, in milliseconds.
-pub(crate) const TIMEOUT_ENV: &str = "HOOKS_MCP_CONDITION_TIMEOUT_MS";
+pub(crate) use tools_conditions::SCRIPT_TIMEOUT_ENV as TIMEOUT_ENV;
 /// The default time limit: 10 s.
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
 /// The most of a script's stdout or stderr kept (the rest is read and dropped).

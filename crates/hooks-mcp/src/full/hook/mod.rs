@@ -26,7 +26,7 @@ use self::payload::Payload;
 
 /// The channels a session receives besides `global`: comma separated; unset or blank means
 /// every channel.
-pub(crate) const CHANNELS_ENV: &str = "HOOKS_MCP_CHANNELS";
+pub(crate) use tools_channels::SUBSCRIPTIONS_ENV as CHANNELS_ENV;
 
 /// Runs `hook <event>` when the command line is exactly that, before any other start-up work
 /// (logging, argument parsing); `None` for every other command line (including `hook --help`).
