@@ -785,21 +785,46 @@ async fn blocking<T: Send + 'static>(
 }
 
 /// Fires due schedules on every tick until `stop`; records progress for `/health`.
+///
+/// Where the store pushes changes (PostgreSQL), a schedule change wakes it at once and, after
+/// each tick, a timer is set for the next due schedule, so schedules fire on time whichever
+/// daemon created them; the periodic tick remains the fallback (see [`crate::changes`]).
 async fn scheduler(store: StoreHandle, shared: Arc<Shared>, stop: CancellationToken) {
     let stats = &shared.status.scheduler;
     stats.started_ms.store(now_ms(), Ordering::Release);
     let mut interval = tokio::time::interval(stats.tick);
     interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let wakeups = crate::changes::Wakeups::start(store.clone(), stop.clone());
+    let mut due: Option<tokio::time::Instant> = None;
     loop {
         tokio::select! {
             _ = stop.cancelled() => return,
             _ = interval.tick() => {}
+            _ = wakeups.wait() => {}
+            _ = sleep_until(due), if due.is_some() => {}
         }
         let now = now_ms();
         let handle = store.clone();
-        let outcome = tokio::task::spawn_blocking(move || tools_scheduler::fire_due(&*handle, now));
+        let plan = wakeups.active();
+        let outcome = tokio::task::spawn_blocking(move || {
+            let fired = tools_scheduler::fire_due(&*handle, now);
+            // Planned from the same instant: what was due by `now` was just fired (or is being
+            // fired by another daemon); the next one is later.
+            let next = if plan && fired.is_ok() {
+                handle.next_fire_after(now).ok().flatten()
+            } else {
+                None
+            };
+            fired.map(|firings| (firings, next))
+        });
+        due = None;
         let error = match outcome.await {
-            Ok(Ok(firings)) => {
+            Ok(Ok((firings, next))) => {
+                due = next.map(|at| {
+                    let wait = u64::try_from(at.saturating_sub(now_ms())).unwrap_or(0);
+                    // A millisecond late rather than early: the store compares whole ms.
+                    tokio::time::Instant::now() + Duration::from_millis(wait + 1)
+                });
                 for firing in &firings {
                     tracing::debug!(
                         schedule = firing.schedule_id,
@@ -824,6 +849,14 @@ async fn scheduler(store: StoreHandle, shared: Arc<Shared>, stop: CancellationTo
             }
         };
         *stats.last_error.lock().unwrap_or_else(|p| p.into_inner()) = error;
+    }
+}
+
+/// Sleeps until `due` (forever without one).
+async fn sleep_until(due: Option<tokio::time::Instant>) {
+    match due {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
     }
 }
 

@@ -11,8 +11,9 @@
 //!   `initialize` response), with JSON-RPC errors as the specification words them.
 //! - [`daemon`]: the long-lived network daemon (`MCP_TRANSPORT=streamable-http` or `sse`):
 //!   start-up phases, `/health`, Streamable HTTP at `/mcp` and the legacy SSE transport, bearer
-//!   token and `Host`/`Origin` checks, the session cap, the scheduler tick, the instance lock
-//!   and graceful shutdown.
+//!   token and `Host`/`Origin` checks, the session cap, the scheduler tick (woken by the
+//!   store's change feed where it has one: `changes`), the instance lock and graceful
+//!   shutdown.
 //! - [`Settings`]: the environment the server runs in (filters, session policy, store).
 //! - [`link_tools`]: the one place that names every tools crate, so their registrations are
 //!   linked into any binary that uses this crate.
@@ -23,6 +24,7 @@
 //! light front end: it brings tokio, rmcp, SQLite and every tool.
 
 mod auth;
+mod changes;
 pub mod daemon;
 mod discovery;
 mod health;

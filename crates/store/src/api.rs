@@ -459,6 +459,18 @@ pub trait ScheduleStore {
         now: Millis,
         plan: &dyn Fn(&Schedule, Millis) -> NextFire,
     ) -> StoreResult<Vec<Firing>>;
+    /// The earliest `next_fire_at` later than `now` among active schedules: when a process
+    /// that waits for changes (the daemon) next has something to fire. The default reads every
+    /// schedule; a backend answers from its index.
+    fn next_fire_after(&self, now: Millis) -> StoreResult<Option<Millis>> {
+        Ok(self
+            .schedules()?
+            .iter()
+            .filter(|s| s.status == ScheduleStatus::Active)
+            .filter_map(|s| s.next_fire_at)
+            .filter(|&at| at > now)
+            .min())
+    }
 }
 
 /// What [`StoreAdmin::verify`] checked.

@@ -33,7 +33,8 @@ enum Which {
     /// Memory, threads, descriptors and latency of the stdio front end over real pipes, against a
     /// std-only floor program and the full server served directly.
     Stdio(stdio::Args),
-    /// SQLite store throughput and latency: sequential operations and concurrent publishers.
+    /// Store throughput and latency (SQLite, or PostgreSQL with `--backend postgres`):
+    /// sequential operations, concurrent publishers and the scheduler's claim rate.
     Store(store_bench::Args),
     /// Per-call latency of every registered tool, in process and through the real server.
     Tools(tools::Args),

@@ -78,6 +78,9 @@ struct Run {
     call: Option<Duration>,
     /// After that call and the idle time (memory series only).
     after: Option<ProcSample>,
+    /// A `ping` right after the last reading, send to response (memory series only): what
+    /// waking an idle process costs on this machine, for every program alike.
+    ping: Option<Duration>,
 }
 
 /// The programs and their inputs.
@@ -236,12 +239,17 @@ fn session(
         let (_, call) = proc.ask(&tool_call(3, "channel_list", json!({})))?;
         (Some(call), reading(&proc)?)
     };
+    let ping = match idle {
+        Some(_) => Some(proc.ask(&request(4, "ping", json!({})))?.1),
+        None => None,
+    };
     Ok(Run {
         init,
         list,
         idle: idle_sample,
         call,
         after,
+        ping,
     })
 }
 
@@ -320,20 +328,33 @@ fn report_memory(memory: &PerProgram, idle_ms: u64, tools: usize) -> String {
     out.push_str(&format!(
         "\n## Stdio: after the first tools/call\n\n\
          The same sessions after one `channel_list` call (for `hooks-mcp` it hands off: `exec` \
-         of the full server, replay, store opened) and {idle_ms} ms idle. Cells are median / \
-         p90.\n\n"
+         of the full server, replay, store opened) and {idle_ms} ms idle, then one `ping` (the \
+         floor, which has no tools, pings after its first idle time): the ping shows what \
+         waking an idle process costs on this machine, apart from any handoff. Cells are \
+         median / p90.\n\n"
     ));
     let first_call: Figure = |r| r.call.map(millis);
-    let mut rows = vec![vec![
-        format!("first tools/call after {idle_ms} ms idle, send → response, ms"),
-        median_p90(stat(front, first_call), 2),
-        median_p90(stat(full, first_call), 2),
-    ]];
+    let ping: Figure = |r| r.ping.map(millis);
+    let mut rows = vec![
+        vec![
+            format!("first tools/call after {idle_ms} ms idle, send → response, ms"),
+            median_p90(stat(front, first_call), 2),
+            "-".into(),
+            median_p90(stat(full, first_call), 2),
+        ],
+        vec![
+            format!("reference: `ping` after the last {idle_ms} ms idle, ms"),
+            median_p90(stat(front, ping), 2),
+            median_p90(stat(floor, ping), 2),
+            median_p90(stat(full, ping), 2),
+        ],
+    ];
     rows.extend(READINGS.iter().map(|(name, decimals, f)| {
         let figure = |r: &Run| r.after.as_ref().map(f);
         vec![
             (*name).to_string(),
             median_p90(stat(front, figure), *decimals),
+            "-".into(),
             median_p90(stat(full, figure), *decimals),
         ]
     }));
@@ -341,6 +362,7 @@ fn report_memory(memory: &PerProgram, idle_ms: u64, tools: usize) -> String {
         &[
             ("Figure", Align::Left),
             ("hooks-mcp (handed off)", Align::Right),
+            ("floor-stdio", Align::Right),
             ("hooks-mcp-full serve", Align::Right),
         ],
         &rows,

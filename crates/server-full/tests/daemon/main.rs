@@ -5,6 +5,7 @@
 //! child), so exit codes, signals and the start-up log are the real ones.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod fleet;
 mod lazy;
 mod lifecycle;
 mod limits;

@@ -20,8 +20,9 @@ pub(crate) const PATIENCE: Duration = Duration::from_secs(60);
 
 /// In a daemon child: runs the daemon as `hooks-mcp-full serve` would and exits with its
 /// status. In the test process: returns at once. Every test that spawns a daemon calls it
-/// first (through [`Daemon::start`] or [`run_to_exit`]).
-fn child_entry() {
+/// first (through [`Daemon::start`] or [`run_to_exit`], or directly when it prepares anything
+/// before its first daemon).
+pub(crate) fn child_entry() {
     if std::env::var_os(CHILD_ENV).is_none() {
         return;
     }

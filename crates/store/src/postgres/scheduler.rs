@@ -161,6 +161,19 @@ impl ScheduleStore for PostgresStore {
         })
     }
 
+    fn next_fire_after(&self, now: Millis) -> StoreResult<Option<Millis>> {
+        // One probe of the (status, next_fire_at) index.
+        self.run(|db| {
+            Ok(db
+                .query_one(
+                    "SELECT min(next_fire_at) FROM schedules
+                     WHERE status = 'active' AND next_fire_at > $1",
+                    &[&now],
+                )?
+                .try_get(0)?)
+        })
+    }
+
     fn fire_due(
         &self,
         now: Millis,
