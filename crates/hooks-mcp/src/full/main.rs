@@ -78,6 +78,21 @@ fn main() -> ExitCode {
     if let Some(code) = hook::run_from_args() {
         return code;
     }
+    // The front end waits for the catalogue child before it answers `initialize`: no logger,
+    // no argument parser on that path either.
+    if std::env::args_os()
+        .nth(1)
+        .is_some_and(|a| a == "catalogue-dump")
+        && std::env::args_os().nth(2).is_none()
+    {
+        return match catalogue_dump() {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("hooks-mcp: error: {e:#}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     init_logging();
     let cli = Cli::parse();
     let result = match cli.command.unwrap_or(Cmd::Serve) {
