@@ -3,7 +3,7 @@
 
 use serde_json::{Value, json};
 
-use crate::support::{Env, bash_call, fixture, fixture_for};
+use crate::support::{Env, bash_call, fixture, fixture_for, full_bin};
 
 const SESSION: &str = "3b7e1c52-9a4f-4d2e-8c61-0f5a2d9e7b13";
 
@@ -309,4 +309,35 @@ fn now_ms() -> i64 {
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
         .as_millis() as i64
+}
+
+#[test]
+fn the_full_binary_answers_hooks_exactly_like_the_lean_one() {
+    let env = Env::new();
+    env.cli(&[
+        "channel",
+        "publish",
+        "global",
+        "freeze at five",
+        "--severity",
+        "critical",
+    ]);
+    let payload = fixture("pre_tool_use_bash").to_string();
+    let lean = env.run(&["hook", "PreToolUse"], &payload, &[]);
+    let full = {
+        let mut c = std::process::Command::new(full_bin());
+        c.args(["hook", "PreToolUse"])
+            .env("HOOKS_MCP_HOME", env.store_dir())
+            .env("HOME", env.home())
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        let mut child = c.spawn().unwrap();
+        std::io::Write::write_all(&mut child.stdin.take().unwrap(), payload.as_bytes()).unwrap();
+        child.wait_with_output().unwrap()
+    };
+    assert!(lean.status.success() && full.status.success());
+    let lean_out = String::from_utf8(lean.stdout).unwrap();
+    assert!(lean_out.contains("freeze at five"), "{lean_out}");
+    assert_eq!(lean_out, String::from_utf8(full.stdout).unwrap());
 }

@@ -109,7 +109,7 @@ fn init_registers_the_server_and_hooks_and_nothing_else() {
     assert_eq!(unrelated, servers_doc(), "only mcpServers.hooks may change");
 
     let settings = read(&files.settings);
-    let full = full_dir().join("hooks-mcp-full");
+    let full = full_dir().join("hooks-mcp-hook");
     for event in [
         "SessionStart",
         "UserPromptSubmit",

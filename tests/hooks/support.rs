@@ -10,6 +10,11 @@ pub fn full_bin() -> &'static str {
     env!("CARGO_BIN_EXE_hooks-mcp-full")
 }
 
+/// The lean hook binary `init` registers; hook tests run it.
+pub fn hook_bin() -> &'static str {
+    env!("CARGO_BIN_EXE_hooks-mcp-hook")
+}
+
 /// A recorded payload from `tests/fixtures/hooks/<name>.json`.
 pub fn fixture(name: &str) -> Value {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -94,7 +99,14 @@ impl Env {
 
     /// A command of the full binary in this environment.
     pub fn command(&self, args: &[&str]) -> Command {
-        let mut c = Command::new(full_bin());
+        // Hook events run through the binary `init` registers; everything else through the
+        // full binary.
+        let bin = if args.first() == Some(&"hook") {
+            hook_bin()
+        } else {
+            full_bin()
+        };
+        let mut c = Command::new(bin);
         c.args(args)
             .env("HOOKS_MCP_HOME", self.store_dir())
             .env("HOME", self.home());

@@ -84,8 +84,9 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
     let release = target_dir(root).join("release");
     let front = release.join("hooks-mcp");
     let full = release.join("hooks-mcp-full");
+    let lean = release.join("hooks-mcp-hook");
     let floor = release.join("floor-hook");
-    for bin in [&front, &full, &floor] {
+    for bin in [&front, &full, &lean, &floor] {
         if !bin.exists() {
             bail!(
                 "{} is missing; build with `cargo build --release -p hooks-mcp -p bench-floor \
@@ -110,6 +111,11 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
             vec![floor.clone().into()],
         ),
         (
+            "hooks-mcp-hook hook PreToolUse (registered by init)".into(),
+            &pre,
+            vec![lean.clone().into(), "hook".into(), "PreToolUse".into()],
+        ),
+        (
             "hooks-mcp-full hook PreToolUse".into(),
             &pre,
             vec![full.clone().into(), "hook".into(), "PreToolUse".into()],
@@ -123,6 +129,11 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
             "floor-hook (std only, UserPromptSubmit payload)".into(),
             &ups,
             vec![floor.into()],
+        ),
+        (
+            "hooks-mcp-hook hook UserPromptSubmit (registered by init)".into(),
+            &ups,
+            vec![lean.into(), "hook".into(), "UserPromptSubmit".into()],
         ),
         (
             "hooks-mcp-full hook UserPromptSubmit".into(),
@@ -320,15 +331,17 @@ fn children_peak_rss_kib() -> i64 {
 }
 
 fn print_report(results: &[Measured], runs: usize) {
-    let floor_pre = results.first().map_or(f64::NAN, |m| m.median_ms);
-    let floor_ups = results.get(3).map_or(f64::NAN, |m| m.median_ms);
     println!(
         "## hook command ({runs} runs each; store: 100 broadcasts, 20 reminders, no conditions)\n"
     );
     println!("| command | median ms | p90 ms | median / floor | peak RSS MiB |");
     println!("|---|---:|---:|---:|---:|");
-    for (i, m) in results.iter().enumerate() {
-        let floor = if i < 3 { floor_pre } else { floor_ups };
+    // Each payload's rows follow its floor row: compare with the latest floor.
+    let mut floor = f64::NAN;
+    for m in results {
+        if m.label.starts_with("floor-hook") {
+            floor = m.median_ms;
+        }
         let rss = if m.masked {
             format!("≤ {:.1}", m.peak_rss_mib)
         } else {

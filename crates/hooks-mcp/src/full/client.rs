@@ -183,14 +183,15 @@ impl ClientFiles {
     }
 }
 
-/// The binaries to register: `hooks-mcp` (the MCP server) and `hooks-mcp-full` (the hook
-/// command, which skips the front end's `exec`), both beside the running executable.
+/// The binaries to register: `hooks-mcp` (the MCP server) and `hooks-mcp-hook` (the hook
+/// command: it links only the store and the tools, so it starts fastest), both beside the
+/// running executable.
 #[derive(Debug, Clone)]
 pub(crate) struct Binaries {
     /// The stdio front end.
     pub(crate) front: PathBuf,
-    /// The full binary.
-    pub(crate) full: PathBuf,
+    /// The lean hook binary.
+    pub(crate) hook: PathBuf,
 }
 
 impl Binaries {
@@ -204,7 +205,7 @@ impl Binaries {
         let exe = exe.canonicalize().unwrap_or(exe);
         Ok(Binaries {
             front: exe.with_file_name("hooks-mcp"),
-            full: exe.with_file_name("hooks-mcp-full"),
+            hook: exe.with_file_name("hooks-mcp-hook"),
         })
     }
 }
@@ -306,7 +307,8 @@ pub(crate) fn parse_hook_command(command: &str) -> Option<(PathBuf, String)> {
     let words = first_words(command);
     let program = PathBuf::from(words.first()?);
     let name = program.file_name()?.to_str()?;
-    if !matches!(name, "hooks-mcp" | "hooks-mcp-full") || words.get(1)? != "hook" {
+    if !matches!(name, "hooks-mcp" | "hooks-mcp-full" | "hooks-mcp-hook") || words.get(1)? != "hook"
+    {
         return None;
     }
     Some((program, words.get(2).cloned().unwrap_or_default()))

@@ -210,7 +210,7 @@ fn plan_settings(path: &Path, install: bool, bins: &Binaries) -> Result<Plan, St
                 .or_insert_with(|| json!([]))
                 .as_array_mut()
                 .ok_or_else(|| not_array(path, event))?;
-            let desired = client::hook_group(&bins.full, event);
+            let desired = client::hook_group(&bins.hook, event);
             let holding: Vec<usize> = (0..groups.len())
                 .filter(|i| group_hooks(&groups[*i]).iter().any(client::is_our_hook))
                 .collect();
