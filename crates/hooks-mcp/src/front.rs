@@ -43,31 +43,34 @@ pub(crate) fn run() -> ExitCode {
     for w in &warnings {
         eprintln!("hooks-mcp: warning: {w}");
     }
-    let catalogue = match generate_catalogue() {
-        Ok(c) => c,
-        Err(message) => {
-            eprintln!("hooks-mcp: cannot start: {message}");
-            return ExitCode::FAILURE;
+    // Built in a scope of its own: the catalogue and its JSON trees are freed before serving,
+    // and the session keeps only the serialized list.
+    let session = {
+        let catalogue = match generate_catalogue() {
+            Ok(c) => c,
+            Err(message) => {
+                eprintln!("hooks-mcp: cannot start: {message}");
+                return ExitCode::FAILURE;
+            }
+        };
+        let (visible, warnings) = catalogue.filtered(&filter);
+        drop(catalogue);
+        for w in &warnings {
+            eprintln!("hooks-mcp: warning: {w}");
         }
+        let tools = advertised_tools(&visible, &mode);
+        debug(|| {
+            format!(
+                "light path ready ({mode}): {} tools advertised",
+                tools.len()
+            )
+        });
+        let identity = ServerIdentity {
+            instructions: instructions(&visible, &mode),
+        };
+        LightSession::new(identity, json!({ "tools": tools }))
     };
-    let (visible, warnings) = catalogue.filtered(&filter);
-    for w in &warnings {
-        eprintln!("hooks-mcp: warning: {w}");
-    }
-    let tools = advertised_tools(&visible, &mode);
-    debug(|| {
-        format!(
-            "light path ready ({mode}): {} tools advertised",
-            tools.len()
-        )
-    });
-    let identity = ServerIdentity {
-        instructions: instructions(&visible, &mode),
-    };
-    serve_light(
-        LightSession::new(identity, json!({ "tools": tools })),
-        &mode,
-    )
+    serve_light(session, &mode)
 }
 
 fn debug(message: impl FnOnce() -> String) {

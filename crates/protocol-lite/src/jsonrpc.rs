@@ -55,8 +55,21 @@ impl ErrorReply {
 }
 
 /// A success response as one line, newline included.
-pub fn result_line(id: &Value, result: &Value) -> Vec<u8> {
-    line(&json!({ "jsonrpc": "2.0", "id": id, "result": result }))
+pub fn result_line<T: serde::Serialize + ?Sized>(id: &Value, result: &T) -> Vec<u8> {
+    #[derive(serde::Serialize)]
+    struct Reply<'a, T: ?Sized> {
+        jsonrpc: &'static str,
+        id: &'a Value,
+        result: &'a T,
+    }
+    let mut bytes = serde_json::to_vec(&Reply {
+        jsonrpc: "2.0",
+        id,
+        result,
+    })
+    .unwrap_or_default();
+    bytes.push(b'\n');
+    bytes
 }
 
 fn line(value: &Value) -> Vec<u8> {

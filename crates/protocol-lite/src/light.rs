@@ -1,5 +1,6 @@
 //! The lightweight front end's session: answer the handshake and discovery, or hand off.
 
+use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 
 use crate::handshake::ServerIdentity;
@@ -20,7 +21,9 @@ pub enum Step {
 #[derive(Debug)]
 pub struct LightSession {
     identity: ServerIdentity,
-    tools_list: Value,
+    /// The `tools/list` result, serialized once: a session that only lists tools holds no
+    /// JSON tree, and each answer is a copy of these bytes.
+    tools_list: Box<RawValue>,
     replay: Vec<u8>,
     initialize_id: Option<Value>,
 }
@@ -28,9 +31,13 @@ pub struct LightSession {
 impl LightSession {
     /// A session that answers `tools/list` with `tools_list_result` (`{"tools": [...]}`).
     pub fn new(identity: ServerIdentity, tools_list_result: Value) -> Self {
+        let text = serde_json::to_string(&tools_list_result).unwrap_or_else(|_| "{}".into());
+        drop(tools_list_result);
+        // Text serde_json just wrote is valid JSON.
+        let tools_list = RawValue::from_string(text).unwrap_or_default();
         LightSession {
             identity,
-            tools_list: tools_list_result,
+            tools_list,
             replay: Vec::new(),
             initialize_id: None,
         }
@@ -106,7 +113,7 @@ impl LightSession {
             {
                 return Step::Handoff(format!("`{method}` before `initialize`"));
             }
-            "tools/list" => self.tools_list.clone(),
+            "tools/list" => return Step::Reply(jsonrpc::result_line(&id, &*self.tools_list)),
             "resources/list" => json!({ "resources": [] }),
             "resources/templates/list" => json!({ "resourceTemplates": [] }),
             "prompts/list" => json!({ "prompts": [] }),
