@@ -67,10 +67,6 @@ fn empty_resource_template_and_prompt_lists() {
     );
 }
 
-fn list_with(env: &[(&str, &str)]) -> (Vec<String>, String) {
-    list_and_stderr(env)
-}
-
 fn list_and_stderr(env: &[(&str, &str)]) -> (Vec<String>, String) {
     let mut s = Server::with_env(env);
     s.handshake();
@@ -81,7 +77,7 @@ fn list_and_stderr(env: &[(&str, &str)]) -> (Vec<String>, String) {
 
 #[test]
 fn tools_list_follows_the_filters() {
-    let (all, _) = list_with(&[]);
+    let (all, _) = list_and_stderr(&[]);
     assert!(
         all.len() >= 15,
         "expected every category's tools, got {all:?}"
@@ -93,23 +89,23 @@ fn tools_list_follows_the_filters() {
         );
     }
 
-    let (channels, _) = list_with(&[("MCP_CATEGORIES", "channels")]);
+    let (channels, _) = list_and_stderr(&[("MCP_CATEGORIES", "channels")]);
     assert!(!channels.is_empty() && channels.iter().all(|n| n.starts_with("channel_")));
 
-    let (two, _) = list_with(&[("MCP_CATEGORIES", " Scheduler , ENFORCEMENT ")]);
+    let (two, _) = list_and_stderr(&[("MCP_CATEGORIES", " Scheduler , ENFORCEMENT ")]);
     assert!(
         two.iter()
             .all(|n| n.starts_with("schedule_") || n.starts_with("enforcement_"))
     );
     assert!(two.iter().any(|n| n.starts_with("schedule_")));
 
-    let (one, _) = list_with(&[
+    let (one, _) = list_and_stderr(&[
         ("MCP_CATEGORIES", "channels"),
         ("ALLOWED_TOOLS", "CHANNEL_LIST, channel_read"),
     ]);
     assert_eq!(one, ["channel_list", "channel_read"]);
 
-    let (blank, _) = list_with(&[("ALLOWED_TOOLS", "  ")]);
+    let (blank, _) = list_and_stderr(&[("ALLOWED_TOOLS", "  ")]);
     assert_eq!(blank, all, "a blank allowlist permits every tool");
 }
 

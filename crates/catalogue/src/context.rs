@@ -192,7 +192,8 @@ fn name_the_field<T: DeserializeOwned>(args: &Value, message: String) -> String 
     }
 }
 
-fn json_kind(v: &Value) -> &'static str {
+/// How an error message names the kind of a JSON value ("a string", "an array", "null"...).
+pub fn json_kind(v: &Value) -> &'static str {
     match v {
         Value::Null => "null",
         Value::Bool(_) => "a boolean",

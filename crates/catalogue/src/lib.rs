@@ -62,7 +62,7 @@ mod spec;
 #[cfg(test)]
 mod tests;
 
-pub use context::{CallContext, Extensions, SessionPolicy, ToolError, parse_args};
+pub use context::{CallContext, Extensions, SessionPolicy, ToolError, json_kind, parse_args};
 pub use filter::{ALLOWED_TOOLS_ENV, CATEGORIES_ENV, FILTER_SETTINGS, Filter, FilterWarning};
 pub use mode::{
     BYTES_PER_TOKEN, FIND_TOOLS, FindToolsArgs, LOAD_MODULES, LoadModulesArgs, MODE_ENV,

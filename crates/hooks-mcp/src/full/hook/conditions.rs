@@ -215,7 +215,10 @@ fn apply_pre(
             },
             ("reason", Value::String(text)) => reason = Some(text),
             ("additionalContext" | "updatedInput" | "decision" | "reason", other) => {
-                problems.push(format!("`{key}` has the wrong type ({})", kind(&other)))
+                problems.push(format!(
+                    "`{key}` has the wrong type ({})",
+                    catalogue::json_kind(&other)
+                ))
             }
             _ => problems.push(format!(
                 "unknown field `{key}` (pre: additionalContext, updatedInput, decision, reason)"
@@ -246,7 +249,7 @@ fn apply_post(condition: &Condition, stdout: &str, response: &mut Response) {
             ("replaceOutput", value) => response.updated_output = Some(value),
             ("additionalContext", other) => problems.push(format!(
                 "`additionalContext` has the wrong type ({})",
-                kind(&other)
+                catalogue::json_kind(&other)
             )),
             _ => problems.push(format!(
                 "unknown field `{key}` (post: additionalContext, replaceOutput)"
@@ -297,17 +300,6 @@ fn report_problems(condition: &Condition, problems: &[String], response: &mut Re
     );
     eprintln!("hooks-mcp hook: {line}");
     response.add_context(line);
-}
-
-fn kind(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
 }
 
 /// The first [`STDERR_SHOWN`] bytes of trimmed text, cut at a character boundary.
