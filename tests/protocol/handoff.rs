@@ -126,15 +126,37 @@ fn stdin_eof_exits_zero_with_nothing_lost() {
         call(4, "channel_list", json!({})),
     ]
     .join("\n");
-    let (status, stdout, _) = run_to_end(front_bin(), &[], input.as_bytes());
+    let home = tempfile::tempdir().unwrap();
+    let home_path = home.path().to_string_lossy().into_owned();
+    let env = [("HOOKS_MCP_HOME", home_path.as_str())];
+    let (status, stdout, _) = run_to_end(front_bin(), &env, input.as_bytes());
     assert!(status.success());
     let out: Vec<Value> = stdout
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
-    assert_eq!(out.len(), 4, "{stdout}");
-    let list = out.iter().find(|l| l["id"] == 4).unwrap();
-    assert_eq!(list["result"]["structuredContent"]["total_active"], 2);
+    assert_eq!(
+        out.len(),
+        4,
+        "every request is answered before the exit: {stdout}"
+    );
+    for id in [2, 3, 4] {
+        let r = out.iter().find(|l| l["id"] == id).unwrap();
+        assert_eq!(r["result"]["isError"], false, "{r}");
+    }
+    // Pipelined requests run concurrently, so the listing in the same session may or may not
+    // see the publishes; a new session must see both.
+    let check = format!(
+        "{INIT}\n{INITIALIZED}\n{}\n",
+        call(2, "channel_list", json!({}))
+    );
+    let (status, stdout, _) = run_to_end(front_bin(), &env, check.as_bytes());
+    assert!(status.success());
+    let list: Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
+    assert_eq!(
+        list["result"]["structuredContent"]["total_active"], 2,
+        "{list}"
+    );
 }
 
 #[test]
