@@ -184,4 +184,34 @@ impl Filter {
                 .as_ref()
                 .is_none_or(|names| names.iter().any(|n| n.eq_ignore_ascii_case(name)))
     }
+
+    /// Applies the filter to tools given as `(category, name)`: whether each passes, in order,
+    /// and what the caller should warn about (allowlisted names that match no tool or a tool of
+    /// an unselected category; a selection of zero tools). Every catalogue form filters through
+    /// this, so the light path and the full server agree.
+    pub fn select(&self, tools: &[(Category, &str)]) -> (Vec<bool>, Vec<FilterWarning>) {
+        let mut warnings = Vec::new();
+        if let Some(allowed) = self.allowed_tools() {
+            for name in allowed {
+                match tools.iter().find(|(_, t)| t.eq_ignore_ascii_case(name)) {
+                    None => warnings.push(FilterWarning::UnknownTool { name: name.clone() }),
+                    Some(&(category, tool)) if !self.selects_category(category) => {
+                        warnings.push(FilterWarning::ExcludedByCategory {
+                            tool: tool.to_owned(),
+                            category,
+                        })
+                    }
+                    Some(_) => {}
+                }
+            }
+        }
+        let keep: Vec<bool> = tools
+            .iter()
+            .map(|&(category, name)| self.allows(category, name))
+            .collect();
+        if !keep.contains(&true) {
+            warnings.push(FilterWarning::NoTools);
+        }
+        (keep, warnings)
+    }
 }

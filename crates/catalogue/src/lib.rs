@@ -8,6 +8,8 @@
 //! - [`ToolSpec`] and [`Catalogue`]: plain, serializable tool descriptions, built either from the
 //!   linked registrations ([`Catalogue::from_registry`]) or from JSON that another process dumped
 //!   ([`Catalogue::from_json`]).
+//! - [`Listing`]: the same tools as MCP JSON text ([`Catalogue::listing_json`]), which the stdio
+//!   front end filters and serves without building a JSON tree.
 //! - [`Filter`]: the `MCP_CATEGORIES` and `ALLOWED_TOOLS` rules, parsed here so every entry point
 //!   (the stdio front end, the full server, the daemon, `cargo xtask catalogue`) applies the same
 //!   ones. Problems come back as [`FilterWarning`] values for the caller to print.
@@ -54,6 +56,7 @@
 
 mod context;
 mod filter;
+mod listing;
 mod mode;
 mod registration;
 mod schema;
@@ -64,6 +67,7 @@ mod tests;
 
 pub use context::{CallContext, Extensions, SessionPolicy, ToolError, json_kind, parse_args};
 pub use filter::{ALLOWED_TOOLS_ENV, CATEGORIES_ENV, FILTER_SETTINGS, Filter, FilterWarning};
+pub use listing::Listing;
 pub use mode::{
     BYTES_PER_TOKEN, FIND_TOOLS, FindToolsArgs, LOAD_MODULES, LoadModulesArgs, MODE_ENV,
     MODE_SETTINGS, MODULES_ENV, ModeError, StartMode, advertised_tools, discovery_tools,

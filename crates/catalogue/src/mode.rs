@@ -248,7 +248,11 @@ pub fn advertised_tools(visible: &Catalogue, mode: &StartMode) -> Vec<Value> {
 /// [`BYTES_PER_TOKEN`]. `cargo xtask catalogue --tokens` measures the real count and a test
 /// keeps this estimate within 15% of it for every category.
 pub fn estimate_tokens(value: &Value) -> usize {
-    let bytes = serde_json::to_vec(value).map(|b| b.len()).unwrap_or(0);
+    tokens_of(serde_json::to_vec(value).map_or(0, |b| b.len()))
+}
+
+/// The estimate for a compact JSON text of `bytes` bytes.
+fn tokens_of(bytes: usize) -> usize {
     (bytes as f64 / BYTES_PER_TOKEN).round() as usize
 }
 
@@ -259,6 +263,22 @@ pub const BYTES_PER_TOKEN: f64 = 4.0;
 /// line per category still to load, with its tool count and estimated token cost. `None` in
 /// eager mode (nothing to explain, nothing to pay).
 pub fn instructions(visible: &Catalogue, mode: &StartMode) -> Option<String> {
+    instructions_for(
+        mode,
+        visible.tools().iter().map(|t| {
+            let bytes = serde_json::to_vec(&t.to_mcp()).map_or(0, |b| b.len());
+            (t.category, bytes)
+        }),
+    )
+}
+
+/// [`instructions`] from each visible tool's category and the length of its compact MCP JSON,
+/// which is all the wording depends on (the token estimate is that length over
+/// [`BYTES_PER_TOKEN`], per tool).
+pub(crate) fn instructions_for(
+    mode: &StartMode,
+    tools: impl Iterator<Item = (Category, usize)> + Clone,
+) -> Option<String> {
     if !mode.has_discovery() {
         return None;
     }
@@ -271,19 +291,17 @@ pub fn instructions(visible: &Catalogue, mode: &StartMode) -> Option<String> {
         if mode.loads_at_start(category) {
             continue;
         }
-        let tools: Vec<Value> = visible
-            .tools()
-            .iter()
-            .filter(|t| t.category == category)
-            .map(|t| t.to_mcp())
-            .collect();
-        if tools.is_empty() {
+        let (count, tokens) = tools
+            .clone()
+            .filter(|&(c, _)| c == category)
+            .fold((0usize, 0usize), |(count, tokens), (_, bytes)| {
+                (count + 1, tokens + tokens_of(bytes))
+            });
+        if count == 0 {
             continue;
         }
-        let tokens: usize = tools.iter().map(estimate_tokens).sum();
         lines.push(format!(
-            "- {category}: {} tools, ~{tokens} tokens; {}",
-            tools.len(),
+            "- {category}: {count} tools, ~{tokens} tokens; {}",
             category.summary()
         ));
     }

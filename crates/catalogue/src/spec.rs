@@ -252,36 +252,22 @@ impl Catalogue {
         self.tools.is_empty()
     }
 
-    /// The tools `filter` lets through, and what the caller should warn about.
+    /// The tools `filter` lets through, and what the caller should warn about
+    /// ([`Filter::select`]).
     pub fn filtered(&self, filter: &Filter) -> (Catalogue, Vec<FilterWarning>) {
-        let mut warnings = Vec::new();
-        if let Some(allowed) = filter.allowed_tools() {
-            for name in allowed {
-                match self
-                    .tools
-                    .iter()
-                    .find(|t| t.name.eq_ignore_ascii_case(name))
-                {
-                    None => warnings.push(FilterWarning::UnknownTool { name: name.clone() }),
-                    Some(t) if !filter.selects_category(t.category) => {
-                        warnings.push(FilterWarning::ExcludedByCategory {
-                            tool: t.name.clone(),
-                            category: t.category,
-                        })
-                    }
-                    Some(_) => {}
-                }
-            }
-        }
-        let tools: Vec<ToolSpec> = self
+        let keys: Vec<(Category, &str)> = self
             .tools
             .iter()
-            .filter(|t| filter.allows(t.category, &t.name))
-            .cloned()
+            .map(|t| (t.category, t.name.as_str()))
             .collect();
-        if tools.is_empty() {
-            warnings.push(FilterWarning::NoTools);
-        }
+        let (keep, warnings) = filter.select(&keys);
+        let tools = self
+            .tools
+            .iter()
+            .zip(keep)
+            .filter(|&(_, keep)| keep)
+            .map(|(tool, _)| tool.clone())
+            .collect();
         (Catalogue { tools }, warnings)
     }
 

@@ -654,3 +654,81 @@ fn services_and_time_come_from_the_context() {
     let ctx = CallContext::new(0, &policy, &ext);
     assert_eq!(ctx.service::<Settings>().unwrap(), &Settings(2));
 }
+
+// ---------------------------------------------------------------------------------------------
+// Listing: the front end's form must serve exactly what the full server does
+
+#[test]
+fn listing_serves_the_same_bytes_as_the_catalogue_in_every_mode_and_filter() {
+    let mut catalogue = sample();
+    // A description that needs escaping, so raw text and re-serialized text must agree.
+    let mut odd = spec("channel_read", Category::Channels);
+    odd.description = "Reads \"quoted\" text\nand ünïcode.".into();
+    odd.output_schema = Some(json!({"type": "object", "properties": {"b": {}, "a": {}}}));
+    let mut tools = catalogue.tools().to_vec();
+    tools.push(odd);
+    catalogue = Catalogue::new(tools).unwrap();
+
+    let modes = [
+        crate::StartMode::Eager,
+        crate::StartMode::Lazy,
+        crate::StartMode::Modules([Category::Channels].into_iter().collect()),
+        crate::StartMode::Modules([Category::Scheduler, Category::Conditions].into()),
+    ];
+    let filters = [
+        (None, None),
+        (Some("channels,scheduler"), None),
+        (None, Some("CHANNEL_READ,schedule_list,nope")),
+        (Some("enforcement"), Some("channel_list")),
+        (Some("nope"), None),
+    ];
+    let dump = catalogue.listing_json();
+    for (categories, allowed) in filters {
+        let (filter, _) = Filter::parse(categories, allowed);
+        let (visible, expected_warnings) = catalogue.filtered(&filter);
+        let listing = crate::Listing::from_json(&dump).unwrap();
+        assert_eq!(listing.len(), catalogue.len());
+        let (listed, warnings) = listing.filtered(&filter);
+        assert_eq!(warnings, expected_warnings, "{categories:?} {allowed:?}");
+        assert_eq!(listed.len(), visible.len());
+        for mode in &modes {
+            let expected = json!({ "tools": crate::advertised_tools(&visible, mode) });
+            assert_eq!(
+                listed.tools_list_json(mode),
+                serde_json::to_string(&expected).unwrap(),
+                "{categories:?} {allowed:?} {mode}"
+            );
+            assert_eq!(
+                listed.instructions(mode),
+                crate::instructions(&visible, mode),
+                "{categories:?} {allowed:?} {mode}"
+            );
+        }
+    }
+}
+
+#[test]
+fn bad_listings_are_errors() {
+    let tool = r#"{"name":"a","category":"channels","tool":{"name":"a"}}"#;
+    for text in [
+        "",
+        "[]",
+        r#"{"tools":[]}"#,
+        r#"{"tools":[{"name":"a","category":"nope","tool":{}}],"discovery":[]}"#,
+        r#"{"tools":[{"name":"a","category":"channels"}],"discovery":[]}"#,
+        r#"{"tools":[{"name":"a","category":"channels","tool":{"#,
+    ] {
+        let err = crate::Listing::from_json(text).unwrap_err();
+        assert!(
+            matches!(err, CatalogueError::Malformed(_)),
+            "{text}: {err:?}"
+        );
+    }
+    let twice = format!(r#"{{"tools":[{tool},{tool}],"discovery":[]}}"#);
+    assert!(matches!(
+        crate::Listing::from_json(&twice),
+        Err(CatalogueError::DuplicateTool(name)) if name == "a"
+    ));
+    let once = format!(r#"{{"tools":[{tool}],"discovery":[]}}"#);
+    assert_eq!(crate::Listing::from_json(&once).unwrap().len(), 1);
+}

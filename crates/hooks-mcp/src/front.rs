@@ -6,20 +6,19 @@ use std::io::{self, BufRead, BufReader, Read, Seek, SeekFrom, Write};
 use std::os::fd::AsRawFd;
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
-use std::process::{Command, ExitCode, Stdio};
-use std::sync::mpsc;
-use std::time::Duration;
+use std::process::{ChildStdout, Command, ExitCode, Stdio};
+use std::time::{Duration, Instant};
 
 use catalogue::{
-    ALLOWED_TOOLS_ENV, CATEGORIES_ENV, Catalogue, Filter, MODE_ENV, MODULES_ENV, StartMode,
-    advertised_tools, instructions,
+    ALLOWED_TOOLS_ENV, CATEGORIES_ENV, Filter, Listing, MODE_ENV, MODULES_ENV, StartMode,
 };
 use protocol_lite::handshake::ServerIdentity;
 use protocol_lite::light::{LightSession, Step};
 use protocol_lite::setting::{
     CATALOGUE_TIMEOUT_ENV, FULL_BIN_ENV, LOG_ENV, REPLAY_FD_ENV, SUPPRESS_ID_ENV,
 };
-use serde_json::json;
+use rustix::event::{PollFd, PollFlags, Timespec, poll};
+use serde_json::value::RawValue;
 
 pub(crate) fn run() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -43,32 +42,32 @@ pub(crate) fn run() -> ExitCode {
     for w in &warnings {
         eprintln!("hooks-mcp: warning: {w}");
     }
-    // Built in a scope of its own: the catalogue and its JSON trees are freed before serving,
-    // and the session keeps only the serialized list.
+    // The listing (every tool as MCP JSON text) is filtered and serialized into the one
+    // `tools/list` answer, then freed: the session keeps that text and no JSON tree.
     let session = {
-        let catalogue = match generate_catalogue() {
-            Ok(c) => c,
+        let listing = match generate_listing() {
+            Ok(listing) => listing,
             Err(message) => {
                 eprintln!("hooks-mcp: cannot start: {message}");
                 return ExitCode::FAILURE;
             }
         };
-        let (visible, warnings) = catalogue.filtered(&filter);
-        drop(catalogue);
+        let (visible, warnings) = listing.filtered(&filter);
         for w in &warnings {
             eprintln!("hooks-mcp: warning: {w}");
         }
-        let tools = advertised_tools(&visible, &mode);
-        debug(|| {
-            format!(
-                "light path ready ({mode}): {} tools advertised",
-                tools.len()
-            )
-        });
         let identity = ServerIdentity {
-            instructions: instructions(&visible, &mode),
+            instructions: visible.instructions(&mode),
         };
-        LightSession::new(identity, json!({ "tools": tools }))
+        let tools = match RawValue::from_string(visible.tools_list_json(&mode)) {
+            Ok(tools) => tools,
+            Err(e) => {
+                eprintln!("hooks-mcp: cannot start: the catalogue child's tools are not JSON: {e}");
+                return ExitCode::FAILURE;
+            }
+        };
+        debug(|| format!("light path ready ({mode}): {} tools visible", visible.len()));
+        LightSession::new(identity, tools)
     };
     serve_light(session, &mode)
 }
@@ -195,8 +194,11 @@ fn replay_file(bytes: &[u8]) -> io::Result<File> {
     Ok(file)
 }
 
-/// Runs `hooks-mcp-full catalogue-dump` with the filters cleared and reads its catalogue.
-fn generate_catalogue() -> Result<Catalogue, String> {
+/// Runs `hooks-mcp-full catalogue-dump` with the filters cleared and reads its listing.
+///
+/// The child's output is read on this thread with `poll` (no reader thread: a thread would
+/// leave its stack and malloc arena behind in an idle session), within the time limit.
+fn generate_listing() -> Result<Listing, String> {
     let path = full_binary();
     let mut child = Command::new(&path)
         .arg("catalogue-dump")
@@ -213,31 +215,26 @@ fn generate_catalogue() -> Result<Catalogue, String> {
                 path.display()
             )
         })?;
-    let mut stdout = child
-        .stdout
-        .take()
-        .ok_or("the catalogue child has no stdout pipe")?;
-    let (sender, receiver) = mpsc::channel();
-    let reader = std::thread::spawn(move || {
-        let mut text = String::new();
-        let _ = sender.send(stdout.read_to_string(&mut text).map(|_| text));
-    });
     let limit = std::env::var(CATALOGUE_TIMEOUT_ENV)
         .ok()
         .and_then(|v| v.trim().parse::<u64>().ok())
         .unwrap_or(30_000);
-    let outcome = receiver.recv_timeout(Duration::from_millis(limit));
-    if outcome.is_err() {
+    let read = match child.stdout.take() {
+        Some(mut stdout) => read_within(&mut stdout, Duration::from_millis(limit)),
+        None => Err(ReadError::Io(io::Error::other("no stdout pipe"))),
+    };
+    if read.is_err() {
         let _ = child.kill();
     }
     let status = child
         .wait()
         .map_err(|e| format!("cannot wait for the catalogue child: {e}"))?;
-    let _ = reader.join();
-    let text = match outcome {
-        Ok(Ok(text)) => text,
-        Ok(Err(e)) => return Err(format!("cannot read the catalogue child's output: {e}")),
-        Err(_) => {
+    let text = match read {
+        Ok(text) => text,
+        Err(ReadError::Io(e)) => {
+            return Err(format!("cannot read the catalogue child's output: {e}"));
+        }
+        Err(ReadError::TimedOut) => {
             return Err(format!(
                 "the catalogue child did not finish within {limit} ms ({CATALOGUE_TIMEOUT_ENV})"
             ));
@@ -248,6 +245,43 @@ fn generate_catalogue() -> Result<Catalogue, String> {
             "the catalogue child failed ({status}); see its message above"
         ));
     }
-    Catalogue::from_json(&text)
-        .map_err(|e| format!("the catalogue child's output is unusable: {e}"))
+    let text = std::str::from_utf8(&text)
+        .map_err(|e| format!("the catalogue child's output is not UTF-8: {e}"))?;
+    Listing::from_json(text).map_err(|e| format!("the catalogue child's output is unusable: {e}"))
+}
+
+/// Why [`read_within`] stopped.
+enum ReadError {
+    Io(io::Error),
+    TimedOut,
+}
+
+/// Reads `pipe` to its end, failing once `limit` has passed.
+fn read_within(pipe: &mut ChildStdout, limit: Duration) -> Result<Vec<u8>, ReadError> {
+    let deadline = Instant::now() + limit;
+    let mut text = Vec::with_capacity(16 * 1024);
+    let mut chunk = [0u8; 8192];
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(ReadError::TimedOut);
+        }
+        let timeout = Timespec {
+            tv_sec: i64::try_from(left.as_secs()).unwrap_or(i64::MAX),
+            tv_nsec: i64::from(left.subsec_nanos()),
+        };
+        let mut fds = [PollFd::new(&*pipe, PollFlags::IN)];
+        match poll(&mut fds, Some(&timeout)) {
+            Ok(0) => return Err(ReadError::TimedOut),
+            Ok(_) => {}
+            Err(rustix::io::Errno::INTR) => continue,
+            Err(e) => return Err(ReadError::Io(e.into())),
+        }
+        match pipe.read(&mut chunk) {
+            Ok(0) => return Ok(text),
+            Ok(n) => text.extend_from_slice(&chunk[..n]),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(ReadError::Io(e)),
+        }
+    }
 }

@@ -21,20 +21,16 @@ pub enum Step {
 #[derive(Debug)]
 pub struct LightSession {
     identity: ServerIdentity,
-    /// The `tools/list` result, serialized once: a session that only lists tools holds no
-    /// JSON tree, and each answer is a copy of these bytes.
+    /// The `tools/list` result as JSON text: each answer is a copy of these bytes.
     tools_list: Box<RawValue>,
     replay: Vec<u8>,
     initialize_id: Option<Value>,
 }
 
 impl LightSession {
-    /// A session that answers `tools/list` with `tools_list_result` (`{"tools": [...]}`).
-    pub fn new(identity: ServerIdentity, tools_list_result: Value) -> Self {
-        let text = serde_json::to_string(&tools_list_result).unwrap_or_else(|_| "{}".into());
-        drop(tools_list_result);
-        // Text serde_json just wrote is valid JSON.
-        let tools_list = RawValue::from_string(text).unwrap_or_default();
+    /// A session that answers `tools/list` with `tools_list_result` (`{"tools": [...]}`), the
+    /// result's JSON text: a session that only lists tools holds no JSON tree.
+    pub fn new(identity: ServerIdentity, tools_list: Box<RawValue>) -> Self {
         LightSession {
             identity,
             tools_list,

@@ -39,7 +39,7 @@ fn settings_help() -> String {
 enum Cmd {
     /// Serve MCP on the transport MCP_TRANSPORT selects (default: stdio).
     Serve,
-    /// Print every registered tool as catalogue JSON (the front end's child process).
+    /// Print every registered tool as listing JSON (the front end's child process).
     #[command(hide = true)]
     CatalogueDump,
     /// Serve one stdio session handed over by the front end.
@@ -142,7 +142,7 @@ fn catalogue_dump() -> anyhow::Result<()> {
     server_full::link_tools();
     let catalogue = catalogue::Catalogue::from_registry().context("building the catalogue")?;
     let mut out = std::io::stdout().lock();
-    out.write_all(catalogue.to_json().as_bytes())?;
+    out.write_all(catalogue.listing_json().as_bytes())?;
     out.flush()?;
     Ok(())
 }

@@ -5,7 +5,8 @@ use serde_json::{Value, json};
 use super::*;
 
 fn session() -> LightSession {
-    LightSession::new(ServerIdentity::default(), json!({"tools": [{"name": "t"}]}))
+    let tools = serde_json::value::to_raw_value(&json!({"tools": [{"name": "t"}]})).unwrap();
+    LightSession::new(ServerIdentity::default(), tools)
 }
 
 fn reply(step: Step) -> Value {
