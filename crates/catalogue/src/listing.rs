@@ -6,32 +6,40 @@
 //! serves [`Listing::tools_list_json`] and [`Listing::instructions`], which are byte for byte
 //! what [`crate::advertised_tools`] and [`crate::instructions`] give the full server.
 
+use std::borrow::Cow;
+
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
 use crate::mode::instructions_for;
 use crate::{Catalogue, CatalogueError, Category, Filter, FilterWarning, StartMode};
 
-/// One tool of a [`Listing`]: what filtering needs, and its MCP object as JSON text.
+/// One tool of a [`Listing`]: what filtering needs, and its MCP object as JSON text, borrowed
+/// from the dump.
 #[derive(Debug, Serialize, Deserialize)]
-struct ListedTool {
-    name: String,
+struct ListedTool<'a> {
+    #[serde(borrow)]
+    name: Cow<'a, str>,
     category: Category,
-    tool: Box<RawValue>,
+    #[serde(borrow)]
+    tool: &'a RawValue,
 }
 
 /// The listing dump: the catalogue's tools in catalogue order, and the discovery tools.
 #[derive(Debug, Serialize, Deserialize)]
-struct ListingDump {
-    tools: Vec<ListedTool>,
-    discovery: Vec<Box<RawValue>>,
+struct ListingDump<'a> {
+    #[serde(borrow)]
+    tools: Vec<ListedTool<'a>>,
+    #[serde(borrow)]
+    discovery: Vec<&'a RawValue>,
 }
 
-/// A catalogue as MCP JSON text: the front end's light form of a [`Catalogue`].
+/// A catalogue as MCP JSON text, borrowed from a dump: the front end's light form of a
+/// [`Catalogue`]. Reading one copies no schema.
 #[derive(Debug)]
-pub struct Listing {
-    tools: Vec<ListedTool>,
-    discovery: Vec<Box<RawValue>>,
+pub struct Listing<'a> {
+    tools: Vec<ListedTool<'a>>,
+    discovery: Vec<&'a RawValue>,
 }
 
 impl Catalogue {
@@ -39,34 +47,38 @@ impl Catalogue {
     /// object ([`crate::ToolSpec::to_mcp`]), plus the discovery tools.
     pub fn listing_json(&self) -> String {
         let raw = |value: &serde_json::Value| serde_json::value::to_raw_value(value).ok();
+        let tools: Vec<(&str, Category, Box<RawValue>)> = self
+            .tools()
+            .iter()
+            .filter_map(|t| Some((t.name.as_str(), t.category, raw(&t.to_mcp())?)))
+            .collect();
+        let discovery: Vec<Box<RawValue>> =
+            crate::discovery_tools().iter().filter_map(raw).collect();
         let dump = ListingDump {
-            tools: self
-                .tools()
+            tools: tools
                 .iter()
-                .filter_map(|t| {
-                    Some(ListedTool {
-                        name: t.name.clone(),
-                        category: t.category,
-                        tool: raw(&t.to_mcp())?,
-                    })
+                .map(|(name, category, tool)| ListedTool {
+                    name: Cow::Borrowed(name),
+                    category: *category,
+                    tool,
                 })
                 .collect(),
-            discovery: crate::discovery_tools().iter().filter_map(raw).collect(),
+            discovery: discovery.iter().map(AsRef::as_ref).collect(),
         };
         // Strings and raw JSON always serialize.
         serde_json::to_string(&dump).unwrap_or_default()
     }
 }
 
-impl Listing {
-    /// Reads a dump written by [`Catalogue::listing_json`].
+impl<'a> Listing<'a> {
+    /// Reads a dump written by [`Catalogue::listing_json`], borrowing from `text`.
     ///
     /// # Errors
     /// [`CatalogueError::Malformed`] when the text is not such a dump, and
     /// [`CatalogueError::DuplicateTool`] when it lists a name twice.
-    pub fn from_json(text: &str) -> Result<Listing, CatalogueError> {
-        let dump: ListingDump = serde_json::from_str(text)?;
-        let mut names: Vec<&str> = dump.tools.iter().map(|t| t.name.as_str()).collect();
+    pub fn from_json(text: &'a str) -> Result<Listing<'a>, CatalogueError> {
+        let dump: ListingDump<'a> = serde_json::from_str(text)?;
+        let mut names: Vec<&str> = dump.tools.iter().map(|t| t.name.as_ref()).collect();
         names.sort_unstable();
         if let Some(pair) = names.windows(2).find(|pair| pair[0] == pair[1]) {
             return Err(CatalogueError::DuplicateTool(pair[0].to_owned()));
@@ -89,11 +101,11 @@ impl Listing {
 
     /// The tools `filter` lets through, with the same rules and warnings as
     /// [`Catalogue::filtered`].
-    pub fn filtered(self, filter: &Filter) -> (Listing, Vec<FilterWarning>) {
+    pub fn filtered(self, filter: &Filter) -> (Listing<'a>, Vec<FilterWarning>) {
         let keys: Vec<(Category, &str)> = self
             .tools
             .iter()
-            .map(|t| (t.category, t.name.as_str()))
+            .map(|t| (t.category, t.name.as_ref()))
             .collect();
         let (keep, warnings) = filter.select(&keys);
         drop(keys);
@@ -122,12 +134,16 @@ impl Listing {
             .iter()
             .filter(|t| mode.loads_at_start(t.category))
             .map(|t| &t.tool);
-        let mut text = String::from("{\"tools\":[");
-        for (i, raw) in discovery.chain(loaded).enumerate() {
+        let parts = discovery.chain(loaded).map(|raw| raw.get());
+        // Sized up front: the one allocation the session keeps.
+        let length = parts.clone().map(|p| p.len() + 1).sum::<usize>() + 12;
+        let mut text = String::with_capacity(length);
+        text.push_str("{\"tools\":[");
+        for (i, part) in parts.enumerate() {
             if i > 0 {
                 text.push(',');
             }
-            text.push_str(raw.get());
+            text.push_str(part);
         }
         text.push_str("]}");
         text

@@ -45,10 +45,17 @@ pub(crate) fn run() -> ExitCode {
     // The listing (every tool as MCP JSON text) is filtered and serialized into the one
     // `tools/list` answer, then freed: the session keeps that text and no JSON tree.
     let session = {
-        let listing = match generate_listing() {
-            Ok(listing) => listing,
+        let dump = match generate_listing() {
+            Ok(dump) => dump,
             Err(message) => {
                 eprintln!("hooks-mcp: cannot start: {message}");
+                return ExitCode::FAILURE;
+            }
+        };
+        let listing = match Listing::from_json(&dump) {
+            Ok(listing) => listing,
+            Err(e) => {
+                eprintln!("hooks-mcp: cannot start: the catalogue child's output is unusable: {e}");
                 return ExitCode::FAILURE;
             }
         };
@@ -80,10 +87,12 @@ fn debug(message: impl FnOnce() -> String) {
 
 /// Answers the light methods until EOF (exit 0) or a handoff (never returns then).
 fn serve_light(mut session: LightSession, mode: &StartMode) -> ExitCode {
-    // Our own buffer (larger than std's), so the bytes read ahead are ours to forward.
-    let mut reader = BufReader::with_capacity(64 * 1024, io::stdin());
+    // Our own buffer, so the bytes read ahead are ours to forward at a handoff. Small, like the
+    // line buffer (both grow or refill as input needs): an idle session's heap is what it
+    // touched, and handshake lines are a few hundred bytes.
+    let mut reader = BufReader::with_capacity(4 * 1024, io::stdin());
     let mut out = io::stdout().lock();
-    let mut line = Vec::with_capacity(4096);
+    let mut line = Vec::with_capacity(1024);
     loop {
         line.clear();
         match reader.read_until(b'\n', &mut line) {
@@ -101,6 +110,14 @@ fn serve_light(mut session: LightSession, mode: &StartMode) -> ExitCode {
             Step::Reply(bytes) => {
                 if out.write_all(&bytes).and_then(|()| out.flush()).is_err() {
                     // The client closed its end: nothing left to serve.
+                    return ExitCode::SUCCESS;
+                }
+            }
+            Step::ListTools(id) => {
+                let written = session
+                    .write_tools_list(&id, &mut out)
+                    .and_then(|()| out.flush());
+                if written.is_err() {
                     return ExitCode::SUCCESS;
                 }
             }
@@ -194,11 +211,11 @@ fn replay_file(bytes: &[u8]) -> io::Result<File> {
     Ok(file)
 }
 
-/// Runs `hooks-mcp-full catalogue-dump` with the filters cleared and reads its listing.
+/// Runs `hooks-mcp-full catalogue-dump` with the filters cleared and returns its listing dump.
 ///
 /// The child's output is read on this thread with `poll` (no reader thread: a thread would
 /// leave its stack and malloc arena behind in an idle session), within the time limit.
-fn generate_listing() -> Result<Listing, String> {
+fn generate_listing() -> Result<String, String> {
     let path = full_binary();
     let mut child = Command::new(&path)
         .arg("catalogue-dump")
@@ -245,9 +262,7 @@ fn generate_listing() -> Result<Listing, String> {
             "the catalogue child failed ({status}); see its message above"
         ));
     }
-    let text = std::str::from_utf8(&text)
-        .map_err(|e| format!("the catalogue child's output is not UTF-8: {e}"))?;
-    Listing::from_json(text).map_err(|e| format!("the catalogue child's output is unusable: {e}"))
+    String::from_utf8(text).map_err(|e| format!("the catalogue child's output is not UTF-8: {e}"))
 }
 
 /// Why [`read_within`] stopped.
@@ -256,11 +271,18 @@ enum ReadError {
     TimedOut,
 }
 
+/// Room reserved for the child's dump (about 9 KiB today): more than glibc's threshold for
+/// mapping an allocation on its own, so the buffer is unmapped when dropped and the start-up's
+/// largest allocation leaves nothing behind in an idle session's heap. Only the pages the dump
+/// fills are ever touched.
+const DUMP_ROOM: usize = 256 * 1024;
+
 /// Reads `pipe` to its end, failing once `limit` has passed.
 fn read_within(pipe: &mut ChildStdout, limit: Duration) -> Result<Vec<u8>, ReadError> {
     let deadline = Instant::now() + limit;
-    let mut text = Vec::with_capacity(16 * 1024);
-    let mut chunk = [0u8; 8192];
+    // Non-blocking, so each read takes what is there and the wait happens in `poll`.
+    rustix::io::ioctl_fionbio(&*pipe, true).map_err(|e| ReadError::Io(e.into()))?;
+    let mut text = Vec::with_capacity(DUMP_ROOM);
     loop {
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
@@ -277,10 +299,14 @@ fn read_within(pipe: &mut ChildStdout, limit: Duration) -> Result<Vec<u8>, ReadE
             Err(rustix::io::Errno::INTR) => continue,
             Err(e) => return Err(ReadError::Io(e.into())),
         }
-        match pipe.read(&mut chunk) {
-            Ok(0) => return Ok(text),
-            Ok(n) => text.extend_from_slice(&chunk[..n]),
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+        // Appends what is there; "would block" means the child is not done yet.
+        match pipe.read_to_end(&mut text) {
+            Ok(_) => return Ok(text),
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted
+                ) => {}
             Err(e) => return Err(ReadError::Io(e)),
         }
     }

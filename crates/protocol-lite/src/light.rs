@@ -1,5 +1,7 @@
 //! The lightweight front end's session: answer the handshake and discovery, or hand off.
 
+use std::io::{self, Write};
+
 use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 
@@ -11,6 +13,9 @@ use crate::jsonrpc::{self, Incoming};
 pub enum Step {
     /// Write these bytes (one response line) to the client.
     Reply(Vec<u8>),
+    /// Answer `tools/list` to the request with this id: write it with
+    /// [`LightSession::write_tools_list`], straight from the stored list (no copy of it).
+    ListTools(Value),
     /// Nothing to write (a notification, a response, a blank line).
     Nothing,
     /// The full server must take over, starting with [`LightSession::replay`] and then this line.
@@ -50,6 +55,18 @@ impl LightSession {
     /// to the replayed request must be suppressed.
     pub fn initialize_id(&self) -> Option<&Value> {
         self.initialize_id.as_ref()
+    }
+
+    /// Writes the `tools/list` response to the request `id` as one line.
+    ///
+    /// # Errors
+    /// What writing to `out` fails with.
+    pub fn write_tools_list(&self, id: &Value, out: &mut impl Write) -> io::Result<()> {
+        out.write_all(b"{\"jsonrpc\":\"2.0\",\"id\":")?;
+        serde_json::to_writer(&mut *out, id)?;
+        out.write_all(b",\"result\":")?;
+        out.write_all(self.tools_list.get().as_bytes())?;
+        out.write_all(b"}\n")
     }
 
     /// Handles one line (without its newline).
@@ -109,7 +126,7 @@ impl LightSession {
             {
                 return Step::Handoff(format!("`{method}` before `initialize`"));
             }
-            "tools/list" => return Step::Reply(jsonrpc::result_line(&id, &*self.tools_list)),
+            "tools/list" => return Step::ListTools(id),
             "resources/list" => json!({ "resources": [] }),
             "resources/templates/list" => json!({ "resourceTemplates": [] }),
             "prompts/list" => json!({ "prompts": [] }),

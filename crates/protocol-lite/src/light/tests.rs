@@ -19,6 +19,18 @@ fn reply(step: Step) -> Value {
     }
 }
 
+/// The `tools/list` answer `session` writes for `step`.
+fn tools_reply(session: &LightSession, step: Step) -> Value {
+    let Step::ListTools(id) = step else {
+        panic!("expected a tools/list answer, got {step:?}");
+    };
+    let mut bytes = Vec::new();
+    session.write_tools_list(&id, &mut bytes).unwrap();
+    assert_eq!(bytes.iter().filter(|&&b| b == b'\n').count(), 1);
+    assert_eq!(bytes.last(), Some(&b'\n'));
+    serde_json::from_slice(&bytes).unwrap()
+}
+
 const INIT: &str = r#"{"jsonrpc":"2.0","id":"i-1","method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}"#;
 
 #[test]
@@ -34,11 +46,13 @@ fn handshake_and_discovery_are_answered_and_replay_kept() {
         s.handle(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#),
         Step::Nothing
     );
+    let step = s.handle(br#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#);
     assert_eq!(
-        reply(s.handle(br#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#))["result"]["tools"][0]
-            ["name"],
-        "t"
+        tools_reply(&s, step),
+        json!({"jsonrpc": "2.0", "id": 2, "result": {"tools": [{"name": "t"}]}})
     );
+    let step = s.handle(br#"{"jsonrpc":"2.0","id":"x\"y","method":"tools/list"}"#);
+    assert_eq!(tools_reply(&s, step)["id"], "x\"y");
     assert_eq!(
         reply(s.handle(br#"{"jsonrpc":"2.0","id":3,"method":"resources/list"}"#))["result"],
         json!({"resources": []})
