@@ -13,6 +13,7 @@ mod support;
 
 mod conditions;
 mod events;
+mod forward;
 mod init;
 mod ops;
 mod status;

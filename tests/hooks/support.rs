@@ -47,6 +47,8 @@ const CLEARED: &[&str] = &[
     "HOOKS_MCP_CONDITION_TIMEOUT_MS",
     "HOOKS_MCP_DATABASE_URL",
     "HOOKS_MCP_TOKEN",
+    "HOOKS_MCP_TOKEN_FILE",
+    "HOOKS_MCP_HOOK_FORWARD",
     "MCP_TRANSPORT",
     "MCP_HOST",
     "MCP_PORT",
@@ -56,6 +58,8 @@ const CLEARED: &[&str] = &[
 /// One test's private world: a store directory and a home directory.
 pub struct Env {
     pub dir: tempfile::TempDir,
+    /// Variables every command of this environment gets (after the cleared ones).
+    pub vars: Vec<(String, String)>,
 }
 
 /// What one hook run produced.
@@ -84,7 +88,10 @@ impl Env {
     pub fn new() -> Env {
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir(dir.path().join("home")).unwrap();
-        Env { dir }
+        Env {
+            dir,
+            vars: Vec::new(),
+        }
     }
 
     /// The store directory.
@@ -113,6 +120,7 @@ impl Env {
         for k in CLEARED {
             c.env_remove(k);
         }
+        c.envs(self.vars.iter().map(|(k, v)| (k, v)));
         c
     }
 

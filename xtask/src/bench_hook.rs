@@ -8,12 +8,18 @@
 //! is measured by a worker process of its own (this program, re-run with `--measure`), whose
 //! `getrusage(RUSAGE_CHILDREN)` maximum resident size is the command's peak. Nothing here
 //! asserts a timing: it prints a markdown table and the ratio to the floor (target ≤ 2×).
+//!
+//! `--postgres` seeds the same store in a fresh schema of the database `HOOKS_MCP_DATABASE_URL`
+//! names and measures `hooks-mcp-hook` opening it itself (`HOOKS_MCP_HOOK_FORWARD=off`) beside
+//! the same command forwarding each event to a local daemon it starts (`hooks-mcp-full serve`
+//! on 127.0.0.1), and checks through the daemon's hook counter that every forwarded run was
+//! answered by the daemon.
 
 use std::ffi::OsString;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 use serde_json::{Value, json};
@@ -30,6 +36,11 @@ pub(crate) struct Args {
     /// Use the release binaries already built instead of building them.
     #[arg(long)]
     skip_build: bool,
+    /// Measure on PostgreSQL instead (a fresh schema of the database HOOKS_MCP_DATABASE_URL
+    /// names): `hooks-mcp-hook` opening the store itself beside the same command answered by
+    /// a local daemon (`hooks-mcp-full serve`) it forwards the event to.
+    #[arg(long)]
+    postgres: bool,
     /// Internal: measure one command with this payload on stdin and print JSON.
     #[arg(long, hide = true, requires = "command")]
     measure: Option<PathBuf>,
@@ -97,7 +108,10 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
     }
 
     let home = tempfile::tempdir().context("creating a temporary store directory")?;
-    seed(&full, home.path())?;
+    if args.postgres {
+        return run_postgres(args, &full, &lean, &floor, home.path());
+    }
+    seed(&full, home.path(), &[])?;
     let pre = home.path().join("pre.json");
     let ups = home.path().join("ups.json");
     std::fs::write(&pre, PRE_TOOL_USE)?;
@@ -146,20 +160,43 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
             vec![front.into(), "hook".into(), "UserPromptSubmit".into()],
         ),
     ];
+    let cases = cases
+        .into_iter()
+        .map(|(label, payload, command)| (label, payload, command, Vec::new()))
+        .collect();
+    let results = measure_cases(args, &exe, home.path(), cases)?;
+    print_report(&results, args.runs);
+    Ok(())
+}
+
+/// One case: its label, its payload file, the command, and variables for the command.
+type Case<'a> = (String, &'a Path, Vec<OsString>, Vec<(&'static str, String)>);
+
+/// Measures each case in a worker process of its own.
+fn measure_cases(
+    args: &Args,
+    exe: &Path,
+    home: &Path,
+    cases: Vec<Case<'_>>,
+) -> anyhow::Result<Vec<Measured>> {
     let mut results = Vec::new();
-    for (label, payload, command) in cases {
+    for (label, payload, command, vars) in cases {
         eprintln!("bench hook: {label}");
-        let output = Command::new(&exe)
+        let output = Command::new(exe)
             .args(["bench", "hook", "--runs", &args.runs.to_string()])
             .args(["--warmup", &args.warmup.to_string(), "--measure"])
             .arg(payload)
             .arg("--")
             .args(&command)
-            .env("HOOKS_MCP_HOME", home.path())
-            .env("HOME", home.path())
+            .env("HOOKS_MCP_HOME", home)
+            .env("HOME", home)
             .env_remove("HOOKS_MCP_CHANNELS")
             .env_remove("HOOKS_MCP_FULL_BIN")
             .env_remove("MCP_TRANSPORT")
+            .env_remove("HOOKS_MCP_TOKEN")
+            .env_remove("HOOKS_MCP_TOKEN_FILE")
+            .env_remove(store::DATABASE_URL_ENV)
+            .envs(vars)
             .stderr(Stdio::inherit())
             .output()
             .context("running a measuring worker")?;
@@ -177,12 +214,155 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
             masked: num("peak_rss_kib") <= num("own_peak_kib"),
         });
     }
-    print_report(&results, args.runs);
+    Ok(results)
+}
+
+/// The PostgreSQL series: the same store seeded in a fresh schema, `hooks-mcp-hook` opening it
+/// itself (`HOOKS_MCP_HOOK_FORWARD=off`) and forwarding to a local daemon, beside the floor.
+fn run_postgres(
+    args: &Args,
+    full: &Path,
+    lean: &Path,
+    floor: &Path,
+    home: &Path,
+) -> anyhow::Result<()> {
+    let version = crate::bench::PgSchema::server_version()?;
+    let schema = crate::bench::PgSchema::create()?;
+    let url = schema.url.clone();
+    seed(full, home, &[(store::DATABASE_URL_ENV, &url)])?;
+    let pre = home.join("pre.json");
+    let ups = home.join("ups.json");
+    std::fs::write(&pre, PRE_TOOL_USE)?;
+    std::fs::write(&ups, USER_PROMPT_SUBMIT)?;
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .context("finding a free port")?
+        .port();
+    let daemon_home = tempfile::tempdir().context("creating the daemon's directory")?;
+    let mut daemon = Command::new(full)
+        .arg("serve")
+        .env("HOOKS_MCP_HOME", daemon_home.path())
+        .env(store::DATABASE_URL_ENV, &url)
+        .env("MCP_TRANSPORT", "streamable-http")
+        .env("MCP_HOST", "127.0.0.1")
+        .env("MCP_PORT", port.to_string())
+        .env("HOOKS_MCP_LOG", "warn")
+        .env_remove("HOOKS_MCP_TOKEN")
+        .env_remove("HOOKS_MCP_TOKEN_FILE")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .spawn()
+        .context("starting the daemon")?;
+    let outcome = (|| {
+        let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+        let health = |level| server_full::probe_health(addr, level, Duration::from_secs(2));
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !matches!(health(None), Ok((200, _))) {
+            if Instant::now() > deadline {
+                bail!("the daemon on {addr} did not become ready within 30 s");
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let answered = || -> anyhow::Result<u64> {
+            let (_, body) = health(Some("full"))?;
+            let v: Value = serde_json::from_str(&body)?;
+            v["hooks"]["answered"]
+                .as_u64()
+                .context("the daemon's /health?level=full reports no hook counter")
+        };
+        let vars = |forward: &str| {
+            vec![
+                (store::DATABASE_URL_ENV, url.clone()),
+                ("MCP_HOST", "127.0.0.1".to_owned()),
+                ("MCP_PORT", port.to_string()),
+                ("HOOKS_MCP_HOOK_FORWARD", forward.to_owned()),
+            ]
+        };
+        let hook =
+            |event: &str| -> Vec<OsString> { vec![lean.into(), "hook".into(), event.into()] };
+        let mut results = Vec::new();
+        for (event, payload) in [("PreToolUse", &pre), ("UserPromptSubmit", &ups)] {
+            let cases: Vec<Case<'_>> = vec![
+                (
+                    format!("floor-hook (std only, {event} payload)"),
+                    payload,
+                    vec![floor.into()],
+                    Vec::new(),
+                ),
+                (
+                    format!("hooks-mcp-hook hook {event}, opening PostgreSQL itself"),
+                    payload,
+                    hook(event),
+                    vars("off"),
+                ),
+                (
+                    format!("hooks-mcp-hook hook {event}, via the local daemon"),
+                    payload,
+                    hook(event),
+                    vars("auto"),
+                ),
+            ];
+            let before = answered()?;
+            let mut measured = measure_cases(args, &std::env::current_exe()?, home, cases)?;
+            let forwarded = answered()? - before;
+            let expected = (args.runs + args.warmup) as u64;
+            if forwarded != expected {
+                bail!(
+                    "the daemon answered {forwarded} forwarded {event} hooks, not the {expected}                      the via-daemon series ran: the series did not measure forwarding"
+                );
+            }
+            results.append(&mut measured);
+        }
+        Ok(results)
+    })();
+    let _ = daemon.kill();
+    let _ = daemon.wait();
+    let results = outcome?;
+    print_report_postgres(&results, args.runs, &version);
     Ok(())
 }
 
+fn print_report_postgres(results: &[Measured], runs: usize, version: &str) {
+    println!(
+        "## hook command on PostgreSQL {version} ({runs} runs each; store: 100 broadcasts, 20 \
+         reminders, no conditions)\n"
+    );
+    println!("| command | median ms | p90 ms | median / floor | median / direct | peak RSS MiB |");
+    println!("|---|---:|---:|---:|---:|---:|");
+    let (mut floor, mut direct) = (f64::NAN, f64::NAN);
+    for m in results {
+        if m.label.starts_with("floor-hook") {
+            floor = m.median_ms;
+        } else if m.label.ends_with("itself") {
+            direct = m.median_ms;
+        }
+        let rss = if m.masked {
+            format!("≤ {:.1}", m.peak_rss_mib)
+        } else {
+            format!("{:.1}", m.peak_rss_mib)
+        };
+        let vs_direct = if m.label.starts_with("floor-hook") {
+            "-".to_owned()
+        } else {
+            format!("{:.2}×", m.median_ms / direct)
+        };
+        println!(
+            "| {} | {:.2} | {:.2} | {:.2}× | {vs_direct} | {rss} |",
+            m.label,
+            m.median_ms,
+            m.p90_ms,
+            m.median_ms / floor,
+        );
+    }
+    println!(
+        "\nThe daemon (`hooks-mcp-full serve`, streamable HTTP on 127.0.0.1, no token) and the \
+         hook share one fresh schema; the daemon's `/health?level=full` hook counter confirms \
+         that every run of the via-daemon series was answered by it."
+    );
+}
+
 /// Fills the store through the operator CLI: 100 broadcasts, 20 reminders.
-fn seed(full: &Path, home: &Path) -> anyhow::Result<()> {
+fn seed(full: &Path, home: &Path, vars: &[(&str, &str)]) -> anyhow::Result<()> {
     let channels = ["global", "deploys", "ci", "reviews", "ops"];
     let mut calls: Vec<Vec<String>> = Vec::new();
     for i in 0..100usize {
@@ -226,6 +406,7 @@ fn seed(full: &Path, home: &Path) -> anyhow::Result<()> {
         let status = Command::new(full)
             .args(&call)
             .env("HOOKS_MCP_HOME", home)
+            .envs(vars.iter().copied())
             .stdout(Stdio::null())
             .status()
             .context("seeding the store")?;

@@ -30,6 +30,10 @@ pub(crate) fn groups() -> Vec<(&'static str, &'static [Setting])> {
         ("Store", store::SETTINGS),
         ("Sessions", server_full::SESSION_SETTINGS),
         ("Network service", server_full::daemon::NETWORK_SETTINGS),
+        (
+            "Hooks: forwarding to the daemon",
+            protocol_lite::local_daemon::HOOK_FORWARD_SETTINGS,
+        ),
         ("Hooks: broadcasts", tools_channels::SETTINGS),
         ("Hooks and tools: conditions", tools_conditions::SETTINGS),
     ]

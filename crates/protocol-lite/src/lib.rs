@@ -11,6 +11,8 @@
 //! - [`light`]: the front end's session state machine: it answers `initialize`, `ping` and the
 //!   discovery lists itself and says when to hand the connection to the full server, keeping the
 //!   bytes the full server must replay.
+//! - [`local_daemon`]: a lean, std-only HTTP/1.1 client for the local network daemon, which
+//!   the hook command hands events to instead of opening a database connection of its own.
 //! - [`setting`]: the [`setting::Setting`] record every crate documents its settings with, and
 //!   the front end's own settings.
 //!
@@ -23,4 +25,5 @@
 pub mod handshake;
 pub mod jsonrpc;
 pub mod light;
+pub mod local_daemon;
 pub mod setting;

@@ -23,19 +23,20 @@ use tokio_util::sync::CancellationToken;
 use crate::HooksServer;
 use crate::auth::{Access, LOOPBACK_HOSTS, Token, authority_host};
 use crate::health::{Phase, Status};
+use crate::hook_route::{HookRoute, HookService};
 use crate::http::{self, BindError, InFlight, McpOptions, Sessions, Shared};
 use crate::settings::{Settings, SettingsError, now_ms};
 
 /// Selects the transport: `stdio` (default), `streamable-http` or `sse`.
 pub const TRANSPORT_ENV: &str = "MCP_TRANSPORT";
-/// The host name or address the daemon listens on.
-pub const HOST_ENV: &str = "MCP_HOST";
+/// The host name or address the daemon listens on (the hook's client reads it too).
+pub const HOST_ENV: &str = protocol_lite::local_daemon::HOST_ENV;
 /// The port the daemon listens on (0: any free port).
-pub const PORT_ENV: &str = "MCP_PORT";
+pub const PORT_ENV: &str = protocol_lite::local_daemon::PORT_ENV;
 /// The bearer token MCP requests must carry.
-pub const TOKEN_ENV: &str = "HOOKS_MCP_TOKEN";
+pub const TOKEN_ENV: &str = protocol_lite::local_daemon::TOKEN_ENV;
 /// A file holding the bearer token.
-pub const TOKEN_FILE_ENV: &str = "HOOKS_MCP_TOKEN_FILE";
+pub const TOKEN_FILE_ENV: &str = protocol_lite::local_daemon::TOKEN_FILE_ENV;
 /// Extra `Host` names requests may carry.
 pub const ALLOWED_HOSTS_ENV: &str = "HOOKS_MCP_ALLOWED_HOSTS";
 /// Extra browser origins allowed.
@@ -58,7 +59,7 @@ pub const TEST_PHASE_DELAY_ENV: &str = "HOOKS_MCP_TEST_PHASE_DELAY_MS";
 pub const LOCK_FILE: &str = "daemon.lock";
 
 /// The default port.
-pub const DEFAULT_PORT: u16 = 8642;
+pub const DEFAULT_PORT: u16 = protocol_lite::local_daemon::DEFAULT_PORT;
 
 /// The daemon's settings, for the generated configuration reference.
 pub const NETWORK_SETTINGS: &[Setting] = &[
@@ -231,6 +232,10 @@ pub struct DaemonConfig {
     pub max_lag: Duration,
     /// Test-only delay before the last phase.
     pub phase_delay: Option<Duration>,
+    /// Answers hook events forwarded to `POST /hook/{event}`; without one the route answers
+    /// 404 and hooks open the store themselves. Not read from the environment: the binary
+    /// that starts the daemon supplies it.
+    pub hooks: Option<Arc<dyn HookService>>,
 }
 
 impl DaemonConfig {
@@ -341,6 +346,7 @@ impl DaemonConfig {
             tick: Duration::from_millis(tick_ms),
             max_lag: Duration::from_millis(lag_ms),
             phase_delay: (delay_ms > 0).then(|| Duration::from_millis(delay_ms)),
+            hooks: None,
         })
     }
 }
@@ -535,8 +541,18 @@ impl InstanceLock {
 /// # Errors
 /// [`DaemonError`] when a start-up phase fails (the daemon then never served).
 pub fn serve_from_env() -> Result<(), DaemonError> {
+    serve_from_env_with(None)
+}
+
+/// [`serve_from_env`], with `hooks` answering the hook events hook processes forward to
+/// `POST /hook/{event}` (what `hooks-mcp-full serve` passes: its hook module).
+///
+/// # Errors
+/// [`DaemonError`] when a start-up phase fails (the daemon then never served).
+pub fn serve_from_env_with(hooks: Option<Arc<dyn HookService>>) -> Result<(), DaemonError> {
     let started = Instant::now();
-    let config = DaemonConfig::from_env()?;
+    let mut config = DaemonConfig::from_env()?;
+    config.hooks = hooks;
     let lock = InstanceLock::acquire(config.store.dir())?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -597,6 +613,7 @@ async fn run(config: DaemonConfig, started: Instant) -> Result<(), DaemonError> 
         mcp: OnceLock::new(),
         sessions: Arc::new(Sessions::new(config.max_sessions)),
         inflight: Arc::new(InFlight::default()),
+        hooks: HookRoute::new(config.hooks.clone(), config.max_body_bytes),
     });
     let stop_accepting = CancellationToken::new();
     let close_sessions = CancellationToken::new();

@@ -275,6 +275,7 @@ pub(crate) async fn handler(
             "last_error": last_error,
         });
         body["sessions"] = shared.sessions.report();
+        body["hooks"] = shared.hooks.report();
         if healthy && lag > max_lag {
             body["status"] = Value::from("degraded");
             return (StatusCode::SERVICE_UNAVAILABLE, axum::Json(body)).into_response();

@@ -1,5 +1,5 @@
 //! The daemon's HTTP side: the router (`/health`, Streamable HTTP at `/mcp`, legacy SSE at
-//! `/sse` + `/messages`), access checks, the session cap, in-flight accounting, and the
+//! `/sse` + `/messages`, forwarded hook events at `/hook/{event}`), access checks, the session cap, in-flight accounting, and the
 //! listeners.
 //!
 //! The listener is bound before the store is opened so that `/health` can answer 503 with the
@@ -35,6 +35,7 @@ use tokio_util::sync::CancellationToken;
 use crate::HooksServer;
 use crate::auth::Access;
 use crate::health::{self, Status};
+use crate::hook_route::HookRoute;
 use crate::sse::SseSessions;
 
 /// Everything the HTTP handlers share.
@@ -50,6 +51,8 @@ pub(crate) struct Shared {
     pub(crate) sessions: Arc<Sessions>,
     /// MCP requests being answered (for the shutdown drain).
     pub(crate) inflight: Arc<InFlight>,
+    /// `POST /hook/{event}`: hook events answered over the daemon's store.
+    pub(crate) hooks: HookRoute,
 }
 
 /// The session cap: one permit per live session of either transport.
@@ -214,6 +217,14 @@ async fn gate(State(shared): State<Arc<Shared>>, mut request: Request) -> Respon
     let Some(router) = shared.mcp.get().filter(|_| shared.status.is_serving()) else {
         return shared.status.unavailable();
     };
+    if let Some(event) = request.uri().path().strip_prefix("/hook/") {
+        let Some(store) = shared.status.store.get().cloned() else {
+            return shared.status.unavailable();
+        };
+        let event = event.to_owned();
+        let _in_flight = shared.inflight.enter();
+        return shared.hooks.handle(event, store, request).await;
+    }
     let opens_session = match (request.method(), request.uri().path()) {
         (&Method::POST, "/mcp") => !request.headers().contains_key("mcp-session-id"),
         (&Method::GET, "/sse") => true,

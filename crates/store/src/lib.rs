@@ -136,6 +136,33 @@ pub fn open_from_env(create: bool) -> Result<(StoreHandle, Opened), StoreError> 
     Ok((StoreHandle(std::sync::Arc::new(store)), opened))
 }
 
+/// Which store the environment selects, without secrets, as far as two processes must agree
+/// to share it: `None` for SQLite (the file is per machine); for PostgreSQL the database, role
+/// and server options of [`DATABASE_URL_ENV`] (see `postgres::identity`). Nothing is opened.
+///
+/// # Errors
+/// [`StoreError::InvalidSetting`] for a URL that cannot be parsed (or a build without
+/// PostgreSQL support).
+pub fn identity_from_env() -> Result<Option<String>, StoreError> {
+    let Some(url) = std::env::var(DATABASE_URL_ENV)
+        .ok()
+        .filter(|v| !v.trim().is_empty())
+    else {
+        return Ok(None);
+    };
+    postgres_identity(&url).map(Some)
+}
+
+#[cfg(feature = "postgres")]
+fn postgres_identity(url: &str) -> Result<String, StoreError> {
+    postgres::identity(url, |k| std::env::var(k).ok())
+}
+
+#[cfg(not(feature = "postgres"))]
+fn postgres_identity(url: &str) -> Result<String, StoreError> {
+    open_postgres(url, false).map(|_| String::new())
+}
+
 #[cfg(feature = "postgres")]
 fn open_postgres(url: &str, create: bool) -> Result<(StoreHandle, Opened), StoreError> {
     let options = PgOptions::from_env(create)?;

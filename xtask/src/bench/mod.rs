@@ -9,6 +9,7 @@ mod fixtures;
 mod stats;
 mod stdio;
 mod store_bench;
+pub(crate) use store_bench::PgSchema;
 mod tools;
 
 #[cfg(test)]

@@ -547,13 +547,13 @@ impl Fresh {
 }
 
 /// A schema of its own in the database `HOOKS_MCP_DATABASE_URL` names, dropped when dropped.
-struct PgSchema {
+pub(crate) struct PgSchema {
     /// The database's URL, as given.
     admin: String,
     /// The schema's name.
     name: String,
     /// The store's URL: the database, with the schema first on the `search_path`.
-    url: String,
+    pub(crate) url: String,
 }
 
 impl PgSchema {
@@ -582,12 +582,13 @@ impl PgSchema {
     }
 
     /// The server's version.
-    fn server_version() -> anyhow::Result<String> {
+    pub(crate) fn server_version() -> anyhow::Result<String> {
         let row = Self::client(&Self::base_url()?)?.query_one("SHOW server_version", &[])?;
         Ok(row.get(0))
     }
 
-    fn create() -> anyhow::Result<PgSchema> {
+    /// Creates a fresh schema in the database `HOOKS_MCP_DATABASE_URL` names.
+    pub(crate) fn create() -> anyhow::Result<PgSchema> {
         static NEXT: AtomicUsize = AtomicUsize::new(0);
         let admin = Self::base_url()?;
         let name = format!(

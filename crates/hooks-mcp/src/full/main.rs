@@ -151,13 +151,30 @@ fn serve() -> anyhow::Result<()> {
     let transport = std::env::var(server_full::daemon::TRANSPORT_ENV).unwrap_or_default();
     match transport.trim() {
         "" | "stdio" => serve_stdio(),
-        network if server_full::daemon::is_network_transport(network) => {
-            Ok(server_full::daemon::serve_from_env()?)
-        }
+        network if server_full::daemon::is_network_transport(network) => Ok(
+            server_full::daemon::serve_from_env_with(Some(std::sync::Arc::new(DaemonHooks)))?,
+        ),
         other => anyhow::bail!(
             "MCP_TRANSPORT: unknown transport `{other}`; use stdio (default), streamable-http or \
              sse"
         ),
+    }
+}
+
+/// The daemon's answers to hook events that hook processes forward (`POST /hook/{event}`): the
+/// hook module's own store logic over the daemon's pooled store (see `hook/forward.rs`).
+#[derive(Debug)]
+struct DaemonHooks;
+
+impl server_full::HookService for DaemonHooks {
+    fn answer(
+        &self,
+        event: &str,
+        request: &[u8],
+        store: &store::StoreHandle,
+        now: i64,
+    ) -> Result<Vec<u8>, String> {
+        hook::forward::answer_forwarded(event, request, &**store, now)
     }
 }
 

@@ -6,6 +6,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod fleet;
+mod hook_route;
 mod lazy;
 mod lifecycle;
 mod limits;

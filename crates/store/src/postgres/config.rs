@@ -235,6 +235,27 @@ pub(crate) fn parse(
     })
 }
 
+/// Which database and schema `url` reaches, without its password: [`describe`]'s
+/// `postgres://user@host:port/dbname`, plus the server options the URL gives (a `search_path`
+/// there selects another fleet's tables). Two processes whose identities match use the same
+/// store; `var` looks up `PGUSER`, as when connecting. Parsing only: nothing is connected.
+///
+/// # Errors
+/// [`StoreError::InvalidSetting`] for a URL the store could not connect with either.
+pub(crate) fn identity(
+    url: &str,
+    var: impl Fn(&str) -> Option<String>,
+) -> Result<String, StoreError> {
+    let target = parse(url, &PgOptions::default(), |k| {
+        // The password never enters the identity, so it is not even looked up.
+        (k == "PGUSER").then(|| var(k)).flatten()
+    })?;
+    Ok(match target.config.get_options() {
+        Some(options) => format!("{} options={options}", target.describe),
+        None => target.describe,
+    })
+}
+
 /// `postgres://user@host:port/dbname`: never the password.
 fn describe(config: &postgres::Config) -> String {
     let hosts: Vec<String> = config
@@ -275,6 +296,27 @@ mod tests {
 
     fn target(url: &str) -> Result<Target, StoreError> {
         parse(url, &PgOptions::default(), |_| None)
+    }
+
+    #[test]
+    fn identities_ignore_the_password_and_keep_the_schema() {
+        let none = |_: &str| None;
+        let a = identity("postgres://hooks:one@db:5432/fleet", none).unwrap();
+        let b = identity("postgres://hooks:two@db:5432/fleet?sslmode=disable", none).unwrap();
+        assert_eq!(a, b);
+        assert!(!a.contains("one"), "{a}");
+        let other_schema = identity(
+            "postgres://hooks@db:5432/fleet?options=-c%20search_path%3Dother",
+            none,
+        )
+        .unwrap();
+        assert_ne!(a, other_schema);
+        let from_env = identity("postgres://db:5432/fleet", |k: &str| {
+            (k == "PGUSER").then(|| "hooks".to_owned())
+        })
+        .unwrap();
+        assert_eq!(a, from_env);
+        assert!(identity("mysql://db/fleet", none).is_err());
     }
 
     #[test]

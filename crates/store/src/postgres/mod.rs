@@ -24,6 +24,7 @@ use postgres::types::ToSql;
 use postgres::{Row, Statement};
 use r2d2_postgres::PostgresConnectionManager;
 
+pub(crate) use self::config::identity;
 pub use self::config::{CONNECT_TIMEOUT_ENV, POOL_SIZE_ENV, PgOptions, STATEMENT_TIMEOUT_ENV};
 use crate::DATABASE_URL_ENV;
 use crate::{Opened, SCHEMA_VERSION, StoreError, StoreResult};

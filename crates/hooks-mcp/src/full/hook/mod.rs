@@ -10,13 +10,14 @@
 //! on the call. Only a condition denies a call, on purpose.
 
 mod conditions;
+pub(crate) mod forward;
 mod output;
 mod payload;
 
 use std::io::{self, Read, Write};
 use std::process::ExitCode;
 
-use store::{DeliveryPoint, Step, Store, StoreError};
+use store::{Condition, DeliveryPoint, Step, Store, StoreError};
 
 use crate::open;
 
@@ -63,7 +64,14 @@ pub(crate) fn run(event: &str) -> ExitCode {
             return ExitCode::SUCCESS;
         }
     };
-    let response = handle(event, &payload, open::now_ms());
+    let now = open::now_ms();
+    let subscriptions = Subscriptions::from_env();
+    let gate = tools_conditions::gate_setting_from_env().enforced;
+    // A local daemon that shares this store answers from its pooled connections; otherwise
+    // (or when it does not answer) the hook opens the store itself. Same answer either way.
+    let part = forward::via_daemon(event, &text, &subscriptions, gate)
+        .unwrap_or_else(|| direct(event, &payload, &subscriptions, gate, now));
+    let response = answer(event, &payload, &subscriptions, part);
     if let Some(answer) = response.to_json(event, &payload.tool_name) {
         let mut out = io::stdout().lock();
         let written = serde_json::to_writer(&mut out, &answer)
@@ -77,53 +85,126 @@ pub(crate) fn run(event: &str) -> ExitCode {
     ExitCode::SUCCESS
 }
 
-/// The answer to one event at `now`.
-fn handle(event: Event, payload: &Payload, now: i64) -> Response {
-    let mut response = Response::default();
-    let subscriptions = Subscriptions::from_env();
-    if event == Event::SessionStart {
-        response.add_context(banner(&payload.session_id, &subscriptions));
-    }
-    let store = match open::store_from_env(false) {
-        Ok((store, _)) => store,
-        // No store yet: nothing was ever published, so there is nothing to deliver.
-        Err(StoreError::Missing { .. }) => return response,
-        Err(e) => {
-            eprintln!("hooks-mcp hook {event}: cannot open the store: {e}");
-            return response;
+/// What the store contributes to one event's answer: computed by this process over the store
+/// it opens, or by the daemon it forwarded the event to. Scripts are not run here: the
+/// conditions to run come back, and the hook process runs them.
+#[derive(Debug, Default, PartialEq)]
+pub(crate) struct StorePart {
+    /// Context blocks for the agent, in order (never blank).
+    pub(crate) context: Vec<String>,
+    /// Whole lines for the hook's stderr, in order: what could not be done.
+    pub(crate) errors: Vec<String>,
+    /// The conditions that match the tool call, in the order they run.
+    pub(crate) conditions: Vec<Condition>,
+}
+
+impl StorePart {
+    fn add_context(&mut self, text: String) {
+        if !text.trim().is_empty() {
+            self.context.push(text);
         }
-    };
-    let store = &*store;
+    }
+
+    fn report(&mut self, event: Event, what: &str, e: StoreError) {
+        self.errors
+            .push(format!("hooks-mcp hook {event}: cannot {what}: {e}"));
+    }
+}
+
+/// The store's part when this process opens the store itself.
+fn direct(
+    event: Event,
+    payload: &Payload,
+    subscriptions: &Subscriptions,
+    gate: bool,
+    now: i64,
+) -> StorePart {
+    match open::store_from_env(false) {
+        Ok((store, _)) => store_part(event, payload, subscriptions, gate, &*store, now),
+        // No store yet: nothing was ever published, so there is nothing to deliver.
+        Err(StoreError::Missing { .. }) => StorePart::default(),
+        Err(e) => StorePart {
+            errors: vec![format!(
+                "hooks-mcp hook {event}: cannot open the store: {e}"
+            )],
+            ..StorePart::default()
+        },
+    }
+}
+
+/// The answer to one event, from the store's part: the banner, the store's context, then the
+/// matching conditions' scripts, run by this process (the agent's environment and cwd).
+fn answer(
+    event: Event,
+    payload: &Payload,
+    subscriptions: &Subscriptions,
+    part: StorePart,
+) -> Response {
+    let mut response = Response::default();
+    if event == Event::SessionStart {
+        response.add_context(banner(&payload.session_id, subscriptions));
+    }
+    for line in &part.errors {
+        eprintln!("{line}");
+    }
+    for block in part.context {
+        response.add_context(block);
+    }
+    if !part.conditions.is_empty() {
+        let timeout = conditions::timeout_from_env();
+        match event {
+            Event::PreToolUse => {
+                conditions::run_pre(&part.conditions, payload, timeout, &mut response)
+            }
+            Event::PostToolUse => {
+                conditions::run_post(&part.conditions, payload, timeout, &mut response)
+            }
+            Event::SessionStart | Event::UserPromptSubmit => {}
+        }
+    }
+    response
+}
+
+/// What `store` contributes to the answer to `event` at `now`, for a session with
+/// `subscriptions` (and the conditions gate `gate_enforced`): fires due schedules, delivers
+/// broadcasts, counts the tool call and its due reminders, arms the gate, and finds the
+/// matching conditions. The same function runs in the hook process and in the daemon.
+pub(crate) fn store_part(
+    event: Event,
+    payload: &Payload,
+    subscriptions: &Subscriptions,
+    gate_enforced: bool,
+    store: &dyn Store,
+    now: i64,
+) -> StorePart {
+    let mut part = StorePart::default();
     let session = payload.session_id.as_str();
     let channels = subscriptions.channels.as_deref();
-    let report = |what: &str, e: StoreError| {
-        eprintln!("hooks-mcp hook {event}: cannot {what}: {e}");
-    };
     match event {
-        Event::SessionStart => fire_schedules(store, now, event),
+        Event::SessionStart => fire_schedules(store, now, event, &mut part),
         Event::UserPromptSubmit => {
-            fire_schedules(store, now, event);
-            if tools_conditions::gate_setting_from_env().enforced {
+            fire_schedules(store, now, event, &mut part);
+            if gate_enforced {
                 match tools_conditions::arm_gate_for_prompt(store, session, payload.prompt(), now) {
-                    Ok(true) => response.add_context(format!(
+                    Ok(true) => part.add_context(format!(
                         "hooks-mcp: the operator's prompt opened the conditions gate for this \
                          session for {} minutes (condition_set, condition_clear).",
                         tools_conditions::GATE_WINDOW_MS / 60_000
                     )),
                     Ok(false) => {}
-                    Err(e) => report("arm the conditions gate", e),
+                    Err(e) => part.report(event, "arm the conditions gate", e),
                 }
             }
             match store.deliver(session, channels, DeliveryPoint::Prompt, now) {
-                Ok(messages) => response.add_context(tools_channels::render_delivery(&messages)),
-                Err(e) => report("deliver broadcasts", e),
+                Ok(messages) => part.add_context(tools_channels::render_delivery(&messages)),
+                Err(e) => part.report(event, "deliver broadcasts", e),
             }
         }
         Event::PreToolUse => {
-            fire_schedules(store, now, event);
+            fire_schedules(store, now, event, &mut part);
             match store.deliver(session, channels, DeliveryPoint::ToolCall, now) {
-                Ok(messages) => response.add_context(tools_channels::render_delivery(&messages)),
-                Err(e) => report("deliver critical broadcasts", e),
+                Ok(messages) => part.add_context(tools_channels::render_delivery(&messages)),
+                Err(e) => part.report(event, "deliver critical broadcasts", e),
             }
             match tools_enforcement::due_reminders(store, session, now) {
                 Ok((_, due)) => {
@@ -131,52 +212,42 @@ fn handle(event: Event, payload: &Payload, now: i64) -> Response {
                         .iter()
                         .map(|r| format!("[REMINDER #{}] {}", r.id, r.message))
                         .collect();
-                    response.add_context(lines.join("\n"));
+                    part.add_context(lines.join("\n"));
                 }
-                Err(e) => report("count the tool call", e),
+                Err(e) => part.report(event, "count the tool call", e),
             }
-            run_conditions(store, Step::Pre, payload, &mut response);
+            matching_conditions(store, Step::Pre, payload, &mut part);
         }
-        Event::PostToolUse => run_conditions(store, Step::Post, payload, &mut response),
+        Event::PostToolUse => matching_conditions(store, Step::Post, payload, &mut part),
     }
-    response
+    part
 }
 
-/// Runs the conditions of `step` that match the payload's tool call.
-fn run_conditions(store: &dyn Store, step: Step, payload: &Payload, response: &mut Response) {
+/// Finds the conditions of `step` that match the payload's tool call.
+fn matching_conditions(store: &dyn Store, step: Step, payload: &Payload, part: &mut StorePart) {
     let input = payload.tool_input();
-    let matching =
-        match tools_conditions::matching_conditions(store, step, &payload.tool_name, &input) {
-            Ok(found) => found,
-            Err(e) => {
-                eprintln!("hooks-mcp hook: cannot read the conditions: {e}");
-                return;
-            }
-        };
-    if matching.is_empty() {
-        return;
-    }
-    let timeout = conditions::timeout_from_env();
-    match step {
-        Step::Pre => conditions::run_pre(&matching, payload, timeout, response),
-        Step::Post => conditions::run_post(&matching, payload, timeout, response),
+    match tools_conditions::matching_conditions(store, step, &payload.tool_name, &input) {
+        Ok(found) => part.conditions = found,
+        Err(e) => part
+            .errors
+            .push(format!("hooks-mcp hook: cannot read the conditions: {e}")),
     }
 }
 
 /// Fires the schedules due at `now`. Every process may call this: each occurrence fires exactly
 /// once whoever gets there first (a daemon's scheduler or any hook), so schedules fire with or
 /// without a daemon.
-fn fire_schedules(store: &dyn Store, now: i64, event: Event) {
+fn fire_schedules(store: &dyn Store, now: i64, event: Event, part: &mut StorePart) {
     if let Err(e) = tools_scheduler::fire_due(store, now) {
-        eprintln!("hooks-mcp hook {event}: cannot fire due schedules: {e}");
+        part.report(event, "fire due schedules", e);
     }
 }
 
 /// The session's channel subscriptions.
 #[derive(Debug)]
-struct Subscriptions {
+pub(crate) struct Subscriptions {
     /// The channels to deliver from, `global` included; `None` for every channel.
-    channels: Option<Vec<String>>,
+    pub(crate) channels: Option<Vec<String>>,
 }
 
 impl Subscriptions {

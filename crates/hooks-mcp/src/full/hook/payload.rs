@@ -79,10 +79,19 @@ impl Payload {
                     .into(),
             );
         }
-        let raw = match serde_json::from_str::<Value>(text) {
-            Ok(Value::Object(map)) => map,
-            Ok(_) => return Err("the payload on stdin is not a JSON object".into()),
-            Err(e) => return Err(format!("the payload on stdin is not valid JSON ({e})")),
+        match serde_json::from_str::<Value>(text) {
+            Ok(value) => Payload::from_value(event, value),
+            Err(e) => Err(format!("the payload on stdin is not valid JSON ({e})")),
+        }
+    }
+
+    /// Checks an already parsed payload of `event` (what a daemon receives from a hook).
+    ///
+    /// # Errors
+    /// A sentence saying what is wrong with the payload.
+    pub(crate) fn from_value(event: Event, value: Value) -> Result<Payload, String> {
+        let Value::Object(raw) = value else {
+            return Err("the payload on stdin is not a JSON object".into());
         };
         if let Some(named) = raw.get("hook_event_name").and_then(Value::as_str)
             && !named.eq_ignore_ascii_case(event.name())
