@@ -116,7 +116,7 @@ fn a_failing_catalogue_child_stops_startup_before_initialization() {
         ),
     ];
     for (bin, timeout, expect) in cases {
-        let mut env = vec![("HOOKS_MCP_FULL_BIN", bin.as_str())];
+        let mut env = vec![("HOOKS_MCP_CATALOGUE_BIN", bin.as_str())];
         if !timeout.is_empty() {
             env.push(("HOOKS_MCP_CATALOGUE_TIMEOUT_MS", timeout));
         }

@@ -15,7 +15,7 @@ use catalogue::{
 use protocol_lite::handshake::ServerIdentity;
 use protocol_lite::light::{LightSession, Step};
 use protocol_lite::setting::{
-    CATALOGUE_TIMEOUT_ENV, FULL_BIN_ENV, LOG_ENV, REPLAY_FD_ENV, SUPPRESS_ID_ENV,
+    CATALOGUE_BIN_ENV, CATALOGUE_TIMEOUT_ENV, FULL_BIN_ENV, LOG_ENV, REPLAY_FD_ENV, SUPPRESS_ID_ENV,
 };
 use rustix::event::{PollFd, PollFlags, Timespec, poll};
 use serde_json::value::RawValue;
@@ -150,6 +150,15 @@ fn full_binary() -> PathBuf {
         .unwrap_or_else(|_| PathBuf::from("hooks-mcp-full"))
 }
 
+/// The catalogue child: [`CATALOGUE_BIN_ENV`], else `hooks-mcp-catalogue` beside the full
+/// server (they are built and installed together).
+fn catalogue_binary() -> PathBuf {
+    if let Some(path) = std::env::var_os(CATALOGUE_BIN_ENV).filter(|p| !p.is_empty()) {
+        return PathBuf::from(path);
+    }
+    full_binary().with_file_name("hooks-mcp-catalogue")
+}
+
 /// Replaces this process with the full server. Returns only on failure.
 fn exec_full(
     args: impl Iterator<Item = OsString>,
@@ -211,14 +220,13 @@ fn replay_file(bytes: &[u8]) -> io::Result<File> {
     Ok(file)
 }
 
-/// Runs `hooks-mcp-full catalogue-dump` with the filters cleared and returns its listing dump.
+/// Runs `hooks-mcp-catalogue` with the filters cleared and returns its listing dump.
 ///
 /// The child's output is read on this thread with `poll` (no reader thread: a thread would
 /// leave its stack and malloc arena behind in an idle session), within the time limit.
 fn generate_listing() -> Result<String, String> {
-    let path = full_binary();
+    let path = catalogue_binary();
     let mut child = Command::new(&path)
-        .arg("catalogue-dump")
         .env_remove(CATEGORIES_ENV)
         .env_remove(ALLOWED_TOOLS_ENV)
         .stdin(Stdio::null())
@@ -227,8 +235,8 @@ fn generate_listing() -> Result<String, String> {
         .spawn()
         .map_err(|e| {
             format!(
-                "cannot run the catalogue child `{}`: {e}; it is built beside hooks-mcp, or set \
-                 {FULL_BIN_ENV} to its path",
+                "cannot run the catalogue child `{}`: {e}; it is built and installed beside \
+                 hooks-mcp-full, or set {CATALOGUE_BIN_ENV} to its path",
                 path.display()
             )
         })?;

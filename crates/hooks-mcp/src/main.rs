@@ -2,7 +2,7 @@
 //!
 //! Most sessions never call a tool, so this process answers the handshake and discovery
 //! (`initialize`, `ping`, `tools/list`, the empty resource and prompt lists) from a catalogue
-//! that a short-lived child (`hooks-mcp-full catalogue-dump`) generated, with no async runtime,
+//! that a short-lived child (`hooks-mcp-catalogue`) generated, with no async runtime,
 //! no store and no tool code linked. The first other request `exec`s `hooks-mcp-full` in this
 //! same process (same pid, same pipes), handing it the bytes to replay through an inherited file.
 //!

@@ -17,6 +17,9 @@ pub struct Setting {
 
 /// Overrides where the full server binary is (default: `hooks-mcp-full` beside `hooks-mcp`).
 pub const FULL_BIN_ENV: &str = "HOOKS_MCP_FULL_BIN";
+/// Overrides where the catalogue child binary is (default: `hooks-mcp-catalogue` beside the
+/// full server).
+pub const CATALOGUE_BIN_ENV: &str = "HOOKS_MCP_CATALOGUE_BIN";
 /// The catalogue child's time limit in milliseconds.
 pub const CATALOGUE_TIMEOUT_ENV: &str = "HOOKS_MCP_CATALOGUE_TIMEOUT_MS";
 /// Log filter for stderr.
@@ -32,8 +35,15 @@ pub const LAUNCH_SETTINGS: &[Setting] = &[
         env: FULL_BIN_ENV,
         flag: "",
         default: "beside hooks-mcp",
-        effect: "Path of `hooks-mcp-full`, which generates the catalogue at start and takes the \
-                 session over on its first tool call.",
+        effect: "Path of `hooks-mcp-full`, which takes the session over on its first tool \
+                 call.",
+    },
+    Setting {
+        env: CATALOGUE_BIN_ENV,
+        flag: "",
+        default: "beside hooks-mcp-full",
+        effect: "Path of `hooks-mcp-catalogue`, the short-lived child that prints every \
+                 registered tool at start-up.",
     },
     Setting {
         env: CATALOGUE_TIMEOUT_ENV,

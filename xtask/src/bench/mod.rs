@@ -138,8 +138,9 @@ struct ServerBins {
 }
 
 impl ServerBins {
-    /// Builds (unless `skip_build`) and copies `hooks-mcp`, `hooks-mcp-full` and, with
-    /// `with_floor`, `floor-stdio`.
+    /// Builds (unless `skip_build`) and copies `hooks-mcp`, `hooks-mcp-full`, the catalogue
+    /// child `hooks-mcp-catalogue` (found beside the full server) and, with `with_floor`,
+    /// `floor-stdio`.
     fn build(skip_build: bool, with_floor: bool) -> anyhow::Result<ServerBins> {
         if !skip_build {
             eprintln!("bench: cargo build --release -p hooks-mcp --bins");
@@ -173,6 +174,7 @@ impl ServerBins {
         };
         let front = copy("hooks-mcp", "hooks-mcp --bins")?;
         let full = copy("hooks-mcp-full", "hooks-mcp --bins")?;
+        copy("hooks-mcp-catalogue", "hooks-mcp --bins")?;
         let floor = if with_floor {
             Some(copy("floor-stdio", "bench-floor")?)
         } else {

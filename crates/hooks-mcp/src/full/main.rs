@@ -39,9 +39,6 @@ fn settings_help() -> String {
 enum Cmd {
     /// Serve MCP on the transport MCP_TRANSPORT selects (default: stdio).
     Serve,
-    /// Print every registered tool as listing JSON (the front end's child process).
-    #[command(hide = true)]
-    CatalogueDump,
     /// Serve one stdio session handed over by the front end.
     #[command(hide = true)]
     ServeStdio,
@@ -78,25 +75,9 @@ fn main() -> ExitCode {
     if let Some(code) = hook::run_from_args() {
         return code;
     }
-    // The front end waits for the catalogue child before it answers `initialize`: no logger,
-    // no argument parser on that path either.
-    if std::env::args_os()
-        .nth(1)
-        .is_some_and(|a| a == "catalogue-dump")
-        && std::env::args_os().nth(2).is_none()
-    {
-        return match catalogue_dump() {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(e) => {
-                eprintln!("hooks-mcp: error: {e:#}");
-                ExitCode::FAILURE
-            }
-        };
-    }
     init_logging();
     let cli = Cli::parse();
     let result = match cli.command.unwrap_or(Cmd::Serve) {
-        Cmd::CatalogueDump => catalogue_dump(),
         Cmd::Serve | Cmd::ServeStdio => serve(),
         Cmd::Health { level } => health(level.as_deref()),
         Cmd::Hook { event } => return hook::run(&event),
@@ -135,16 +116,6 @@ fn init_logging() {
         .with_ansi(false)
         .with_target(false)
         .try_init();
-}
-
-fn catalogue_dump() -> anyhow::Result<()> {
-    use std::io::Write;
-    server_full::link_tools();
-    let catalogue = catalogue::Catalogue::from_registry().context("building the catalogue")?;
-    let mut out = std::io::stdout().lock();
-    out.write_all(catalogue.listing_json().as_bytes())?;
-    out.flush()?;
-    Ok(())
 }
 
 fn serve() -> anyhow::Result<()> {
