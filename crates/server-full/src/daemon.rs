@@ -55,6 +55,8 @@ pub const TICK_ENV: &str = "HOOKS_MCP_SCHEDULER_TICK_MS";
 pub const MAX_LAG_ENV: &str = "HOOKS_MCP_SCHEDULER_MAX_LAG_MS";
 /// Test-only: a delay before the last start-up phase, to observe `/health` during start-up.
 pub const TEST_PHASE_DELAY_ENV: &str = "HOOKS_MCP_TEST_PHASE_DELAY_MS";
+/// Environment variable: how many threads run store calls at once.
+pub const STORE_THREADS_ENV: &str = "HOOKS_MCP_STORE_THREADS";
 /// The lock file beside `state.db` that keeps a second daemon off the same store.
 pub const LOCK_FILE: &str = "daemon.lock";
 
@@ -140,6 +142,14 @@ pub const NETWORK_SETTINGS: &[Setting] = &[
         flag: "",
         default: "1000",
         effect: "Milliseconds between the daemon's scheduler ticks (firing due schedules).",
+    },
+    Setting {
+        env: STORE_THREADS_ENV,
+        flag: "",
+        default: "1 (SQLite), the pool size (PostgreSQL)",
+        effect: "Threads that run store calls (tool calls, hook events, probes, scheduler \
+                 ticks); more calls queue for them. SQLite serves one connection, so more \
+                 threads only contend for it; PostgreSQL uses one connection per thread.",
     },
     Setting {
         env: MAX_LAG_ENV,
@@ -232,6 +242,8 @@ pub struct DaemonConfig {
     pub max_lag: Duration,
     /// Test-only delay before the last phase.
     pub phase_delay: Option<Duration>,
+    /// Threads that run store calls at once (the runtime's blocking pool).
+    pub store_threads: usize,
     /// Answers hook events forwarded to `POST /hook/{event}`; without one the route answers
     /// 404 and hooks open the store themselves. Not read from the environment: the binary
     /// that starts the daemon supplies it.
@@ -330,6 +342,14 @@ impl DaemonConfig {
         let tick_ms: u64 = number(&get, TICK_ENV, 1_000, 10, 3_600_000)?;
         let lag_ms: u64 = number(&get, MAX_LAG_ENV, 30_000, 1, 86_400_000)?;
         let delay_ms: u64 = number(&get, TEST_PHASE_DELAY_ENV, 0, 0, 600_000)?;
+        // One SQLite connection serves every call; PostgreSQL gets a thread per pooled
+        // connection (the pool's own setting and default).
+        let store_threads_default = if get(store::DATABASE_URL_ENV).is_some() {
+            number(&get, store::POOL_SIZE_ENV, 8, 1, 1000)?
+        } else {
+            1
+        };
+        let store_threads: usize = number(&get, STORE_THREADS_ENV, store_threads_default, 1, 1000)?;
         Ok(DaemonConfig {
             host,
             addrs,
@@ -346,6 +366,7 @@ impl DaemonConfig {
             tick: Duration::from_millis(tick_ms),
             max_lag: Duration::from_millis(lag_ms),
             phase_delay: (delay_ms > 0).then(|| Duration::from_millis(delay_ms)),
+            store_threads,
             hooks: None,
         })
     }
@@ -554,9 +575,12 @@ pub fn serve_from_env_with(hooks: Option<Arc<dyn HookService>>) -> Result<(), Da
     let mut config = DaemonConfig::from_env()?;
     config.hooks = hooks;
     let lock = InstanceLock::acquire(config.store.dir())?;
+    // Store calls run on the blocking pool, capped: past the cap they queue, and the threads
+    // take them one after another instead of waking (and contending) by the dozen.
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .thread_name("hooks-mcp")
+        .max_blocking_threads(config.store_threads)
         .build()
         .map_err(DaemonError::Runtime)?;
     let outcome = runtime.block_on(run(config, started));
@@ -916,6 +940,22 @@ mod tests {
         assert!(message(&[(PORT_ENV, "70000")]).starts_with("MCP_PORT:"));
         assert!(message(&[(MAX_SESSIONS_ENV, "0")]).starts_with("HOOKS_MCP_MAX_SESSIONS:"));
         assert_eq!(config(&[(PORT_ENV, "0")]).unwrap().addrs[0].port(), 0);
+    }
+
+    #[test]
+    fn store_threads_follow_the_backend_unless_set() {
+        let threads = |vars: &[(&str, &str)]| config(vars).unwrap().store_threads;
+        assert_eq!(threads(&[]), 1, "SQLite: one connection, one thread");
+        let url = (store::DATABASE_URL_ENV, "postgres://u@127.0.0.1/db");
+        assert_eq!(threads(&[url]), 8, "PostgreSQL: the pool's default size");
+        assert_eq!(threads(&[url, (store::POOL_SIZE_ENV, "3")]), 3);
+        assert_eq!(threads(&[url, (STORE_THREADS_ENV, "5")]), 5);
+        assert_eq!(threads(&[(STORE_THREADS_ENV, "2")]), 2);
+        let m = message(&[(STORE_THREADS_ENV, "0")]);
+        assert!(
+            m.starts_with("HOOKS_MCP_STORE_THREADS: must be a whole number"),
+            "{m}"
+        );
     }
 
     #[test]

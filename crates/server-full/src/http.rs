@@ -274,6 +274,9 @@ pub(crate) fn mcp_router(
 ) -> Router {
     let mut session_config = SessionConfig::default();
     session_config.keep_alive = Some(options.idle);
+    // Each request's reply stream is one result (and at most a list_changed before it): a few
+    // slots suffice, and the per-request and per-session caches rmcp sizes by this shrink too.
+    session_config.channel_capacity = CHANNEL_CAPACITY;
     let mut local = LocalSessionManager::default();
     local.session_config = session_config;
     let manager = Arc::new(CappedSessions {
@@ -308,6 +311,9 @@ pub(crate) fn mcp_router(
         .route("/messages", post(crate::sse::message))
         .with_state(sse)
 }
+
+/// Slots of each session channel and reply-stream cache (rmcp's default is 16).
+const CHANNEL_CAPACITY: usize = 4;
 
 /// rmcp's in-memory session manager under the daemon's session cap.
 struct CappedSessions {
