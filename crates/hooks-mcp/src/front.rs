@@ -18,7 +18,6 @@ use protocol_lite::setting::{
     CATALOGUE_BIN_ENV, CATALOGUE_TIMEOUT_ENV, FULL_BIN_ENV, LOG_ENV, REPLAY_FD_ENV, SUPPRESS_ID_ENV,
 };
 use rustix::event::{PollFd, PollFlags, Timespec, poll};
-use serde_json::value::RawValue;
 
 pub(crate) fn run() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -66,13 +65,7 @@ pub(crate) fn run() -> ExitCode {
         let identity = ServerIdentity {
             instructions: visible.instructions(&mode),
         };
-        let tools = match RawValue::from_string(visible.tools_list_json(&mode)) {
-            Ok(tools) => tools,
-            Err(e) => {
-                eprintln!("hooks-mcp: cannot start: the catalogue child's tools are not JSON: {e}");
-                return ExitCode::FAILURE;
-            }
-        };
+        let tools = visible.tools_list_json(&mode);
         debug(|| format!("light path ready ({mode}): {} tools visible", visible.len()));
         LightSession::new(identity, tools)
     };

@@ -2,7 +2,6 @@
 
 use std::io::{self, Write};
 
-use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 
 use crate::handshake::ServerIdentity;
@@ -26,16 +25,18 @@ pub enum Step {
 #[derive(Debug)]
 pub struct LightSession {
     identity: ServerIdentity,
-    /// The `tools/list` result as JSON text: each answer is a copy of these bytes.
-    tools_list: Box<RawValue>,
+    /// The `tools/list` result as JSON text: each answer writes these bytes.
+    tools_list: String,
     replay: Vec<u8>,
     initialize_id: Option<Value>,
 }
 
 impl LightSession {
-    /// A session that answers `tools/list` with `tools_list_result` (`{"tools": [...]}`), the
-    /// result's JSON text: a session that only lists tools holds no JSON tree.
-    pub fn new(identity: ServerIdentity, tools_list: Box<RawValue>) -> Self {
+    /// A session that answers `tools/list` with `tools_list`, the result's JSON text
+    /// (`{"tools": [...]}`, as `catalogue::Listing::tools_list_json` builds it from checked
+    /// parts): a session that only lists tools holds no JSON tree, and the text is not parsed
+    /// again.
+    pub fn new(identity: ServerIdentity, tools_list: String) -> Self {
         LightSession {
             identity,
             tools_list,
@@ -65,7 +66,7 @@ impl LightSession {
         out.write_all(b"{\"jsonrpc\":\"2.0\",\"id\":")?;
         serde_json::to_writer(&mut *out, id)?;
         out.write_all(b",\"result\":")?;
-        out.write_all(self.tools_list.get().as_bytes())?;
+        out.write_all(self.tools_list.as_bytes())?;
         out.write_all(b"}\n")
     }
 

@@ -5,7 +5,7 @@ use serde_json::{Value, json};
 use super::*;
 
 fn session() -> LightSession {
-    let tools = serde_json::value::to_raw_value(&json!({"tools": [{"name": "t"}]})).unwrap();
+    let tools = json!({"tools": [{"name": "t"}]}).to_string();
     LightSession::new(ServerIdentity::default(), tools)
 }
 
