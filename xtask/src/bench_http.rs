@@ -27,7 +27,7 @@ pub(crate) struct Args {
     #[arg(long, value_delimiter = ',', default_value = "1,8,32")]
     sessions: Vec<usize>,
     /// Calls measured per level (after a warm-up of 20 per session).
-    #[arg(long, default_value_t = 4000)]
+    #[arg(long, default_value_t = 20000)]
     calls: usize,
     /// Idle sessions opened for the memory measurement.
     #[arg(long, default_value_t = 200)]
@@ -105,10 +105,8 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
     println!("| sessions | calls/s | p50 (ms) | p99 (ms) | daemon CPU per call (µs) |");
     println!("|---:|---:|---:|---:|---:|");
     for &sessions in &args.sessions {
-        let before = cpu_ticks(daemon.pid())?;
-        let level = load(addr, sessions, args.calls, &args.tool)?;
-        let used = cpu_ticks(daemon.pid())?.saturating_sub(before);
-        let per_call_us = used as f64 * 1e6 / TICKS_PER_SECOND / level.calls as f64;
+        let level = load(addr, daemon.pid(), sessions, args.calls, &args.tool)?;
+        let per_call_us = level.cpu_ticks as f64 * 1e6 / TICKS_PER_SECOND / level.calls as f64;
         println!(
             "| {sessions} | {:.0} | {:.3} | {:.3} | {per_call_us:.1} |",
             level.throughput, level.p50_ms, level.p99_ms
@@ -246,12 +244,20 @@ fn cpu_ticks(pid: u32) -> anyhow::Result<u64> {
 /// One concurrency level's results.
 struct Level {
     calls: usize,
+    /// Daemon CPU time over the measured calls (after the warm-up), in clock ticks.
+    cpu_ticks: u64,
     throughput: f64,
     p50_ms: f64,
     p99_ms: f64,
 }
 
-fn load(addr: SocketAddr, sessions: usize, calls: usize, tool: &str) -> anyhow::Result<Level> {
+fn load(
+    addr: SocketAddr,
+    pid: u32,
+    sessions: usize,
+    calls: usize,
+    tool: &str,
+) -> anyhow::Result<Level> {
     let next = Arc::new(AtomicUsize::new(0));
     let start = Arc::new(Barrier::new(sessions + 1));
     let mut workers = Vec::with_capacity(sessions);
@@ -285,6 +291,7 @@ fn load(addr: SocketAddr, sessions: usize, calls: usize, tool: &str) -> anyhow::
     }
     start.wait();
     let began = Instant::now();
+    let cpu_before = cpu_ticks(pid)?;
     let mut samples = Vec::with_capacity(calls);
     for worker in workers {
         let done = worker
@@ -293,6 +300,7 @@ fn load(addr: SocketAddr, sessions: usize, calls: usize, tool: &str) -> anyhow::
         samples.extend(done);
     }
     let wall = began.elapsed();
+    let cpu_ticks = cpu_ticks(pid)?.saturating_sub(cpu_before);
     samples.sort_unstable();
     let rank = |p: f64| {
         let i = ((p * samples.len() as f64).ceil() as usize).clamp(1, samples.len()) - 1;
@@ -300,6 +308,7 @@ fn load(addr: SocketAddr, sessions: usize, calls: usize, tool: &str) -> anyhow::
     };
     Ok(Level {
         calls: samples.len(),
+        cpu_ticks,
         throughput: samples.len() as f64 / wall.as_secs_f64(),
         p50_ms: rank(0.50),
         p99_ms: rank(0.99),
