@@ -7,7 +7,7 @@
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use axum::Router;
@@ -18,14 +18,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::serve::ListenerExt;
-use futures_util::{Stream, StreamExt};
-use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
-use rmcp::transport::streamable_http_server::session::local::{
-    LocalSessionManager, LocalSessionManagerError, SessionConfig,
-};
-use rmcp::transport::streamable_http_server::session::{
-    RestoreOutcome, ServerSseMessage, SessionId, SessionManager,
-};
+use futures_util::StreamExt;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use serde_json::json;
 use tokio::net::TcpListener;
@@ -36,6 +29,7 @@ use crate::HooksServer;
 use crate::auth::Access;
 use crate::health::{self, Status};
 use crate::hook_route::HookRoute;
+use crate::http_sessions::HttpSessions;
 use crate::sse::SseSessions;
 
 /// Everything the HTTP handlers share.
@@ -272,18 +266,7 @@ pub(crate) fn mcp_router(
     options: &McpOptions,
     cancel: &CancellationToken,
 ) -> Router {
-    let mut session_config = SessionConfig::default();
-    session_config.keep_alive = Some(options.idle);
-    // Each request's reply stream is one result (and at most a list_changed before it): a few
-    // slots suffice, and the per-request and per-session caches rmcp sizes by this shrink too.
-    session_config.channel_capacity = CHANNEL_CAPACITY;
-    let mut local = LocalSessionManager::default();
-    local.session_config = session_config;
-    let manager = Arc::new(CappedSessions {
-        inner: local,
-        sessions: shared.sessions.clone(),
-        permits: Mutex::default(),
-    });
+    let manager = Arc::new(HttpSessions::new(shared.sessions.clone(), options.idle));
     let mut config = StreamableHttpServerConfig::default()
         .with_max_request_body_bytes(options.max_body_bytes)
         .with_sse_keep_alive(Some(options.keep_alive))
@@ -310,109 +293,6 @@ pub(crate) fn mcp_router(
         .route("/sse", get(crate::sse::connect))
         .route("/messages", post(crate::sse::message))
         .with_state(sse)
-}
-
-/// Slots of each session channel and reply-stream cache (rmcp's default is 16).
-const CHANNEL_CAPACITY: usize = 4;
-
-/// rmcp's in-memory session manager under the daemon's session cap.
-struct CappedSessions {
-    inner: LocalSessionManager,
-    sessions: Arc<Sessions>,
-    permits: Mutex<std::collections::HashMap<SessionId, SessionPermit>>,
-}
-
-/// Why the session manager refused.
-#[derive(Debug, thiserror::Error)]
-enum CappedError {
-    #[error(
-        "the session cap is reached; retry later, close idle sessions, or raise \
-         HOOKS_MCP_MAX_SESSIONS"
-    )]
-    Full,
-    #[error(transparent)]
-    Inner(#[from] LocalSessionManagerError),
-}
-
-impl CappedSessions {
-    fn permits(
-        &self,
-    ) -> std::sync::MutexGuard<'_, std::collections::HashMap<SessionId, SessionPermit>> {
-        self.permits.lock().unwrap_or_else(|p| p.into_inner())
-    }
-}
-
-impl SessionManager for CappedSessions {
-    type Error = CappedError;
-    type Transport = <LocalSessionManager as SessionManager>::Transport;
-
-    async fn create_session(&self) -> Result<(SessionId, Self::Transport), Self::Error> {
-        let permit = self.sessions.admit(Kind::Http).ok_or(CappedError::Full)?;
-        let (id, transport) = self.inner.create_session().await?;
-        tracing::debug!(session = %id, "streamable HTTP session opened");
-        self.permits().insert(id.clone(), permit);
-        Ok((id, transport))
-    }
-
-    async fn initialize_session(
-        &self,
-        id: &SessionId,
-        message: ClientJsonRpcMessage,
-    ) -> Result<ServerJsonRpcMessage, Self::Error> {
-        Ok(self.inner.initialize_session(id, message).await?)
-    }
-
-    async fn has_session(&self, id: &SessionId) -> Result<bool, Self::Error> {
-        Ok(self.inner.has_session(id).await?)
-    }
-
-    async fn close_session(&self, id: &SessionId) -> Result<(), Self::Error> {
-        let outcome = self.inner.close_session(id).await;
-        if self.permits().remove(id).is_some() {
-            tracing::debug!(session = %id, "streamable HTTP session closed");
-        }
-        Ok(outcome?)
-    }
-
-    async fn create_stream(
-        &self,
-        id: &SessionId,
-        message: ClientJsonRpcMessage,
-    ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
-        Ok(self.inner.create_stream(id, message).await?)
-    }
-
-    async fn accept_message(
-        &self,
-        id: &SessionId,
-        message: ClientJsonRpcMessage,
-    ) -> Result<(), Self::Error> {
-        Ok(self.inner.accept_message(id, message).await?)
-    }
-
-    async fn create_standalone_stream(
-        &self,
-        id: &SessionId,
-    ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
-        Ok(self.inner.create_standalone_stream(id).await?)
-    }
-
-    async fn resume(
-        &self,
-        id: &SessionId,
-        last_event_id: String,
-    ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
-        Ok(self.inner.resume(id, last_event_id).await?)
-    }
-
-    async fn restore_session(
-        &self,
-        _id: SessionId,
-    ) -> Result<RestoreOutcome<Self::Transport>, Self::Error> {
-        // Sessions live in this process only: a restarted daemon asks clients to
-        // initialize again (404), and state that matters is in the store.
-        Ok(RestoreOutcome::NotSupported)
-    }
 }
 
 /// Why a listener could not be bound.

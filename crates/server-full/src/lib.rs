@@ -31,6 +31,7 @@ mod discovery;
 mod health;
 mod hook_route;
 mod http;
+mod http_sessions;
 mod registry;
 mod server;
 mod settings;

@@ -28,7 +28,9 @@ use tokio_util::sync::CancellationToken;
 use crate::HooksServer;
 use crate::http::{InFlight, InFlightGuard, Kind, SessionPermit, Sessions};
 
-/// Messages a session buffers from the client before a POST waits.
+/// Messages a session buffers from the client before a POST waits. Channel slots hold boxes:
+/// a channel allocates its first 32 slots up front, and an idle session should not pay for 32
+/// whole messages per direction.
 const INCOMING_CAPACITY: usize = 64;
 /// Messages a session buffers for a slow stream before the server waits.
 const OUTGOING_CAPACITY: usize = 64;
@@ -51,7 +53,7 @@ pub(crate) struct SseSessions {
 /// What `POST /messages` needs to reach a session.
 #[derive(Debug, Clone)]
 struct Handle {
-    incoming: mpsc::Sender<ClientJsonRpcMessage>,
+    incoming: mpsc::Sender<Box<ClientJsonRpcMessage>>,
     pending: Pending,
 }
 
@@ -237,7 +239,7 @@ pub(crate) async fn message(
             .unwrap_or_else(|p| p.into_inner())
             .insert(id, guard);
     }
-    if handle.incoming.send(message).await.is_err() {
+    if handle.incoming.send(Box::new(message)).await.is_err() {
         return (
             StatusCode::NOT_FOUND,
             "sessionId: the session has ended; open /sse again\n",
@@ -258,8 +260,8 @@ fn json_rpc_error(reply: &jsonrpc::ErrorReply) -> Response {
 
 /// One session's side of the bridge, as rmcp sees it.
 struct SseTransport {
-    incoming: mpsc::Receiver<ClientJsonRpcMessage>,
-    outgoing: mpsc::Sender<ServerJsonRpcMessage>,
+    incoming: mpsc::Receiver<Box<ClientJsonRpcMessage>>,
+    outgoing: mpsc::Sender<Box<ServerJsonRpcMessage>>,
     pending: Pending,
     idle: Duration,
     session: String,
@@ -280,7 +282,7 @@ impl Transport<RoleServer> for SseTransport {
         let pending = self.pending.clone();
         let outgoing = self.outgoing.clone();
         async move {
-            let sent = outgoing.send(item).await;
+            let sent = outgoing.send(Box::new(item)).await;
             if let Some(id) = answered {
                 // Written (or the stream is gone): the call is no longer in flight.
                 pending
@@ -298,7 +300,7 @@ impl Transport<RoleServer> for SseTransport {
         // rmcp polls this inside `select!` and restarts it after any event, so the timeout
         // measures time without any traffic.
         match tokio::time::timeout(self.idle, self.incoming.recv()).await {
-            Ok(message) => message,
+            Ok(message) => message.map(|m| *m),
             Err(_) => {
                 tracing::info!(session = %self.session, "closing an idle SSE session");
                 None
