@@ -48,6 +48,9 @@ struct Inner {
     extensions: Arc<Extensions>,
     initialized: Arc<Notify>,
     log_level: Mutex<LoggingLevel>,
+    /// The store answers reads at once ([`store::no_wait`]): read-only tools then run on the
+    /// async thread, without the round trip through the blocking pool.
+    inline_reads: bool,
 }
 
 impl HooksServer {
@@ -70,7 +73,12 @@ impl HooksServer {
         } else {
             Vec::new()
         };
+        let inline_reads = settings
+            .extensions
+            .get::<store::StoreHandle>()
+            .is_some_and(|s| s.reads_without_waiting());
         let inner = Inner {
+            inline_reads,
             registry,
             mode: settings.mode,
             discovery,
@@ -191,8 +199,22 @@ impl HooksServer {
         }
         let entry = &self.inner.registry.entries[index];
         let handler = entry.handler;
-        let inner = self.inner.clone();
         let now = now_ms();
+        if self.inner.inline_reads && entry.spec.annotations.read_only {
+            // Answered here when the store can without waiting; a refusal discards the attempt
+            // (a read-only handler has nothing to undo) and the call runs on the blocking pool.
+            let ctx = CallContext::new(now, &self.inner.session, &self.inner.extensions);
+            let attempt = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                store::no_wait::try_without_waiting(|| handler(&ctx, args.clone()))
+            }));
+            match attempt {
+                Ok(Some(Ok(value))) => return Ok(tool_success(value)),
+                Ok(Some(Err(error))) => return Ok(tool_error(&error)),
+                Ok(None) => {}
+                Err(_) => return Ok(panicked(name)),
+            }
+        }
+        let inner = self.inner.clone();
         let outcome = tokio::task::spawn_blocking(move || {
             let ctx = CallContext::new(now, &inner.session, &inner.extensions);
             handler(&ctx, args)
@@ -201,12 +223,7 @@ impl HooksServer {
         Ok(match outcome {
             Ok(Ok(value)) => tool_success(value),
             Ok(Err(error)) => tool_error(&error),
-            Err(join) => {
-                tracing::error!(tool = name, error = %join, "tool handler panicked");
-                tool_error(&ToolError::Internal(format!(
-                    "the tool `{name}` failed unexpectedly; the server continues, retry or report it"
-                )))
-            }
+            Err(_) => panicked(name),
         })
     }
 }
@@ -223,6 +240,14 @@ impl SessionTools {
             loaded: Mutex::new(loaded),
         })
     }
+}
+
+/// The result of a call whose handler panicked (a bug; the server goes on).
+fn panicked(name: &str) -> CallToolResult {
+    tracing::error!(tool = name, "tool handler panicked");
+    tool_error(&ToolError::Internal(format!(
+        "the tool `{name}` failed unexpectedly; the server continues, retry or report it"
+    )))
 }
 
 /// A successful result: the JSON object as structured content and as text.

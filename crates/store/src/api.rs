@@ -533,6 +533,11 @@ pub trait StoreAdmin {
     fn changes(&self) -> StoreResult<Option<Box<dyn ChangeFeed>>> {
         Ok(None)
     }
+    /// Whether reads can be answered inside [`crate::no_wait::try_without_waiting`] (SQLite);
+    /// where not (PostgreSQL, the default), callers need not try.
+    fn reads_without_waiting(&self) -> bool {
+        false
+    }
 }
 
 /// Everything a backend provides.

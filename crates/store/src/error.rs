@@ -115,6 +115,10 @@ pub enum StoreError {
     /// Any other database failure.
     #[error("database error: {0}")]
     Database(String),
+    /// Inside [`crate::no_wait::try_without_waiting`], the call would have had to wait. Callers
+    /// of that function never see it: they run the call again where waiting is fine.
+    #[error("the store call would have to wait; run it where it may block")]
+    WouldWait,
     /// A file-system failure around the database (creating its directory...).
     #[error("{action} {path}: {source}")]
     Io {

@@ -29,6 +29,7 @@
 pub mod api;
 mod error;
 mod location;
+pub mod no_wait;
 #[cfg(feature = "postgres")]
 mod postgres;
 pub mod rules;

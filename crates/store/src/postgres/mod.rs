@@ -186,6 +186,10 @@ impl PostgresStore {
     }
 
     fn connection(&self, wait: Duration) -> StoreResult<Db> {
+        // Every call goes over the network: none is answered without waiting.
+        if crate::no_wait::active() {
+            return Err(crate::no_wait::refuse());
+        }
         self.pool
             .get_timeout(wait)
             .map(|conn| Db { conn })

@@ -52,6 +52,9 @@ impl StoreAdmin for SqliteStore {
     }
 
     fn ping(&self) -> StoreResult<()> {
+        if crate::no_wait::active() {
+            return Err(crate::no_wait::refuse());
+        }
         let conn = self.lock();
         conn.query_row("SELECT 1", [], |r| r.get::<_, i64>(0))
             .map_err(|e| self.err(e, None))?;
@@ -80,6 +83,10 @@ impl StoreAdmin for SqliteStore {
                 )?,
             })
         })
+    }
+
+    fn reads_without_waiting(&self) -> bool {
+        true
     }
 
     fn describe(&self) -> String {

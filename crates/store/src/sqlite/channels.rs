@@ -3,7 +3,7 @@
 //! Channel lists travel into SQL as one JSON array (`json_each`), so each query is one cached
 //! statement whatever the number of channels.
 
-use rusqlite::{OptionalExtension, Row, Transaction, params};
+use rusqlite::{Connection, OptionalExtension, Row, params};
 
 use super::{Fail, SqliteStore, parse_column};
 use crate::{
@@ -50,7 +50,7 @@ struct Candidate {
 /// The unexpired, unacknowledged messages of the severities `point` can deliver, on `channels`,
 /// oldest first, each filtered by [`Severity::is_due`].
 fn due(
-    tx: &Transaction<'_>,
+    tx: &Connection,
     session_id: &str,
     channels: Option<&str>,
     point: DeliveryPoint,

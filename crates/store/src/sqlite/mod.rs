@@ -9,12 +9,12 @@ mod scheduler;
 mod tests;
 
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
 use rusqlite::{Connection, ErrorCode, OpenFlags, Transaction, TransactionBehavior};
 
-use crate::{StoreError, StoreLocation, StoreResult};
+use crate::{StoreError, StoreLocation, StoreResult, no_wait};
 
 /// The schema version this build writes and understands.
 pub const SCHEMA_VERSION: u32 = 1;
@@ -72,6 +72,10 @@ pub enum Opened {
 #[derive(Debug)]
 pub struct SqliteStore {
     conn: Mutex<Connection>,
+    /// Answers reads that must not wait ([`no_wait`]), opened on the first of them: in WAL
+    /// mode a reader never waits for writers, and this connection never waits for the main
+    /// one. `None` when it could not be opened (such reads then refuse).
+    reader: OnceLock<Option<Mutex<Connection>>>,
     path: PathBuf,
     busy_timeout: Duration,
 }
@@ -124,6 +128,7 @@ impl SqliteStore {
             Connection::open_with_flags(&path, flags).map_err(|e| map_err(&path, e, None))?;
         let store = SqliteStore {
             conn: Mutex::new(conn),
+            reader: OnceLock::new(),
             path,
             busy_timeout: options.busy_timeout,
         };
@@ -171,6 +176,7 @@ impl SqliteStore {
         let conn = self.lock();
         conn.busy_timeout(self.busy_timeout)
             .map_err(|e| self.err(e, None))?;
+        conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
         // WAL lets readers run beside one writer across processes; NORMAL sync is durable
         // against process crashes, which is the failure this store must survive.
         // WAL is a property of the file: switch only when it is not WAL yet (a new store), so
@@ -238,11 +244,15 @@ impl SqliteStore {
     }
 
     /// Runs `f` in one `BEGIN IMMEDIATE` transaction (the write lock is taken up front, so
-    /// concurrent writers queue instead of failing mid-way), committing on success.
+    /// concurrent writers queue instead of failing mid-way), committing on success. Refuses
+    /// inside [`no_wait::try_without_waiting`].
     pub(crate) fn write<T>(
         &self,
         f: impl FnOnce(&Transaction<'_>) -> Result<T, Fail>,
     ) -> StoreResult<T> {
+        if no_wait::active() {
+            return Err(no_wait::refuse());
+        }
         let started = Instant::now();
         let mut conn = self.lock();
         let tx = conn
@@ -253,19 +263,44 @@ impl SqliteStore {
         Ok(value)
     }
 
-    /// Runs `f` in one deferred (read) transaction, so it sees one consistent snapshot.
-    pub(crate) fn read<T>(
-        &self,
-        f: impl FnOnce(&Transaction<'_>) -> Result<T, Fail>,
-    ) -> StoreResult<T> {
+    /// Runs `f` in one deferred (read) transaction, so it sees one consistent snapshot. Inside
+    /// [`no_wait::try_without_waiting`] it runs on the reader connection, or refuses when that
+    /// is in use or SQLite reports a lock.
+    pub(crate) fn read<T>(&self, f: impl FnOnce(&Connection) -> Result<T, Fail>) -> StoreResult<T> {
         let started = Instant::now();
-        let mut conn = self.lock();
-        let tx = conn
-            .transaction_with_behavior(TransactionBehavior::Deferred)
-            .map_err(|e| self.err(e, Some(started)))?;
-        let value = f(&tx).map_err(|e| self.fail(e, started))?;
-        tx.commit().map_err(|e| self.err(e, Some(started)))?;
-        Ok(value)
+        if no_wait::active() {
+            let Some(reader) = self.reader.get_or_init(|| self.open_reader()) else {
+                return Err(no_wait::refuse());
+            };
+            let Ok(conn) = reader.try_lock() else {
+                return Err(no_wait::refuse());
+            };
+            return in_read_transaction(&conn, f).map_err(|e| match e {
+                Fail::Sql(e) if is_busy(&e) => no_wait::refuse(),
+                e => self.fail(e, started),
+            });
+        }
+        let conn = self.lock();
+        in_read_transaction(&conn, f).map_err(|e| self.fail(e, started))
+    }
+
+    /// The reader connection: read-only, never waiting (a lock is a refusal, not a wait).
+    fn open_reader(&self) -> Option<Mutex<Connection>> {
+        let flags = OpenFlags::SQLITE_OPEN_READ_ONLY
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX
+            | OpenFlags::SQLITE_OPEN_URI;
+        let opened = Connection::open_with_flags(&self.path, flags).and_then(|conn| {
+            conn.busy_timeout(Duration::ZERO)?;
+            conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
+            conn.set_db_config(
+                rusqlite::config::DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE,
+                true,
+            )?;
+            Ok(conn)
+        });
+        // Without it (a file this process may not open read-only), every such read refuses
+        // and runs where it may wait: slower, never wrong.
+        opened.ok().map(Mutex::new)
     }
 
     fn fail(&self, e: Fail, started: Instant) -> StoreError {
@@ -278,6 +313,33 @@ impl SqliteStore {
     pub(crate) fn err(&self, e: rusqlite::Error, started: Option<Instant>) -> StoreError {
         map_err(&self.path, e, started)
     }
+}
+
+/// Prepared statements each connection keeps (rusqlite's default is 16; the store has more).
+const STATEMENT_CACHE: usize = 64;
+
+/// Runs `f` between a cached `BEGIN DEFERRED` and `COMMIT` (parsing them on every call cost
+/// more than many of the reads themselves), rolling back when `f` fails.
+fn in_read_transaction<T>(
+    conn: &Connection,
+    f: impl FnOnce(&Connection) -> Result<T, Fail>,
+) -> Result<T, Fail> {
+    conn.prepare_cached("BEGIN DEFERRED")?.execute([])?;
+    let outcome = f(conn).and_then(|value| {
+        conn.prepare_cached("COMMIT")?.execute([])?;
+        Ok(value)
+    });
+    if outcome.is_err() && !conn.is_autocommit() {
+        let _ = conn.execute_batch("ROLLBACK");
+    }
+    outcome
+}
+
+fn is_busy(e: &rusqlite::Error) -> bool {
+    matches!(
+        e.sqlite_error_code(),
+        Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked)
+    )
 }
 
 /// An error inside a transaction: a domain error to return as is, or a SQLite error to map.

@@ -5,7 +5,7 @@
 //! the schedules it reads as due cannot be fired by anyone else before it commits, and every
 //! occurrence also gets a `schedule_firings` row whose primary key refuses a second firing.
 
-use rusqlite::{OptionalExtension, Row, Transaction, params};
+use rusqlite::{Connection, OptionalExtension, Row, params};
 
 use super::{Fail, SqliteStore, parse_column};
 use crate::{
@@ -99,7 +99,7 @@ impl RawSchedule {
     }
 }
 
-fn schedule_by_id(tx: &Transaction<'_>, id: i64) -> Result<Option<Schedule>, Fail> {
+fn schedule_by_id(tx: &Connection, id: i64) -> Result<Option<Schedule>, Fail> {
     let raw = tx
         .query_row(
             &format!("SELECT {COLUMNS} FROM schedules WHERE id = ?1"),

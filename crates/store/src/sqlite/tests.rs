@@ -186,3 +186,62 @@ fn closing_keeps_a_short_wal_and_truncates_a_long_one() {
     let (store, _) = open(&dir.path().join("state.db"), false).unwrap();
     assert_eq!(count(&store, "messages"), 101, "nothing was lost");
 }
+
+// --- Reads that must not wait ----------------------------------------------------------------
+
+#[test]
+fn a_no_wait_read_answers_beside_a_foreign_write_lock_and_a_write_refuses() {
+    use crate::no_wait::try_without_waiting;
+    let (dir, store) = fresh();
+    publish(&store, "ops", Severity::Info, T0, HOUR);
+    let expected = store.channels(T0).unwrap();
+    // Another process holds the write lock with an uncommitted message.
+    let foreign = Connection::open(dir.path().join("state.db")).unwrap();
+    foreign.execute_batch("BEGIN IMMEDIATE").unwrap();
+    foreign
+        .execute(
+            "INSERT INTO messages (channel, body, severity, created_at, expires_at)
+             VALUES ('ops', 'uncommitted', 'info', ?1, ?2)",
+            [T0, T0 + HOUR],
+        )
+        .unwrap();
+    let read = try_without_waiting(|| store.channels(T0)).expect("a WAL read never waits");
+    assert_eq!(read.unwrap(), expected, "it sees the committed snapshot only");
+    // A write would wait for that lock: it refuses (had it waited, it would have ended in
+    // `Locked` after the busy timeout, a result, not a refusal).
+    let write = try_without_waiting(|| {
+        store.publish(&NewMessage {
+            channel: "ops".into(),
+            body: "refused".into(),
+            severity: Severity::Info,
+            created_at: T0,
+            expires_at: T0 + HOUR,
+        })
+    });
+    assert!(write.is_none());
+    foreign.execute_batch("ROLLBACK").unwrap();
+    assert_eq!(count(&store, "messages"), 1, "neither message was written");
+    // Outside the mode, the same calls behave as ever.
+    assert!(try_without_waiting(|| store.ping()).is_none());
+    store.ping().unwrap();
+}
+
+#[test]
+fn a_no_wait_read_refuses_when_the_reader_is_busy() {
+    use crate::no_wait::try_without_waiting;
+    let (_dir, store) = fresh();
+    publish(&store, "ops", Severity::Info, T0, HOUR);
+    // A read nested in a read finds the reader connection in use: it refuses rather than
+    // waiting for it (on an async thread that wait would never end).
+    let nested = try_without_waiting(|| {
+        store.read(|_| {
+            let inner = store.channels(T0);
+            assert!(matches!(inner, Err(StoreError::WouldWait)), "{inner:?}");
+            Ok(())
+        })
+    });
+    assert!(nested.is_none());
+    // The reader is free again afterwards.
+    let again = try_without_waiting(|| store.channels(T0)).unwrap().unwrap();
+    assert_eq!(again.len(), 1);
+}
