@@ -125,7 +125,7 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
     println!("| transport | before (MiB) | after (MiB) | per session (KiB) |");
     println!("|---|---:|---:|---:|");
     if args.idle > 0 {
-        for sse in [false, true] {
+        for kind in [Idle::Http, Idle::HttpWithGet, Idle::Sse] {
             let home = tempfile::tempdir()?;
             let mut daemon = Daemon::start_with(
                 &bin,
@@ -139,14 +139,15 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
             )?;
             let addr = SocketAddr::from(([127, 0, 0, 1], daemon.port));
             // Streamable HTTP sessions outlive their connections (they are not streams); a
-            // legacy SSE session lives as long as its stream, so those are kept open.
+            // session with its GET stream open, or a legacy SSE session (which lives as long as
+            // its stream), keeps a connection, so those are kept open.
             let mut streams = Vec::new();
             let mut open = |n: usize| -> anyhow::Result<()> {
                 for _ in 0..n {
-                    if sse {
-                        streams.push(SseIdle::open(addr)?);
-                    } else {
-                        Conn::session(addr)?;
+                    match kind {
+                        Idle::Http => drop(Conn::session(addr)?),
+                        Idle::HttpWithGet => streams.push(Conn::session(addr)?.open_get()?),
+                        Idle::Sse => streams.push(SseIdle::open(addr)?._stream),
                     }
                 }
                 Ok(())
@@ -157,17 +158,33 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
             open(args.idle)?;
             std::thread::sleep(Duration::from_millis(300));
             let after = private_dirty_kib(daemon.pid())?;
-            let name = if sse {
-                "legacy SSE (stream open)"
-            } else {
-                "Streamable HTTP"
-            };
-            print_memory(name, before, after, args.idle);
+            print_memory(kind.name(), before, after, args.idle);
             drop(streams);
             daemon.stop()?;
         }
     }
     Ok(())
+}
+
+/// What an idle session keeps open.
+#[derive(Debug, Clone, Copy)]
+enum Idle {
+    /// Nothing: a Streamable HTTP session between requests.
+    Http,
+    /// Its standalone GET stream, as clients that take server notifications keep.
+    HttpWithGet,
+    /// Its legacy SSE stream (the session itself).
+    Sse,
+}
+
+impl Idle {
+    fn name(self) -> &'static str {
+        match self {
+            Idle::Http => "Streamable HTTP",
+            Idle::HttpWithGet => "Streamable HTTP (GET stream open)",
+            Idle::Sse => "legacy SSE (stream open)",
+        }
+    }
 }
 
 fn print_memory(name: &str, before: u64, after: u64, sessions: usize) {
@@ -376,6 +393,26 @@ impl Conn {
         let reply = conn.request("POST", &initialized.to_string())?;
         anyhow::ensure!(reply.status == 202, "initialized: {}", reply.status);
         Ok(conn)
+    }
+
+    /// Opens the session's standalone GET stream on this connection and keeps it.
+    fn open_get(mut self) -> anyhow::Result<TcpStream> {
+        let head = format!(
+            "GET /mcp HTTP/1.1\r\nHost: {}\r\nAccept: text/event-stream\r\nMcp-Session-Id: {}\r\n\r\n",
+            self.addr, self.session
+        );
+        self.writer.write_all(head.as_bytes())?;
+        let mut line = String::new();
+        self.reader.read_line(&mut line)?;
+        anyhow::ensure!(line.contains(" 200 "), "GET /mcp: {line}");
+        loop {
+            line.clear();
+            self.reader.read_line(&mut line)?;
+            if line.trim_end().is_empty() {
+                break;
+            }
+        }
+        Ok(self.writer)
     }
 
     /// One `tools/call`; fails on anything but a successful result.

@@ -35,7 +35,9 @@ use tokio::sync::{mpsc, oneshot};
 
 use crate::http::{Kind, SessionPermit, Sessions};
 
-/// Client messages a session buffers before a POST waits (boxed: a slot is a pointer).
+/// Client messages a session buffers before a POST waits. Every channel here carries boxes:
+/// a tokio channel allocates its first 32 slots when created, and a slot the size of a whole
+/// message would make an idle session pay for 32 of them.
 const INCOMING_CAPACITY: usize = 16;
 /// Messages a reply stream buffers before the service waits for the client to read.
 const REPLY_CAPACITY: usize = 4;
@@ -81,6 +83,8 @@ pub(crate) struct HttpSessions {
 
 /// The way into a session's service.
 type Incoming = mpsc::Sender<Box<ClientJsonRpcMessage>>;
+/// A reply stream or the standalone stream, as the service's side sees it.
+type Outgoing = mpsc::Sender<Box<ServerJsonRpcMessage>>;
 
 /// What the HTTP side holds of one session.
 struct Session {
@@ -94,15 +98,15 @@ struct Session {
 #[derive(Default)]
 struct Routes {
     /// Reply streams of the requests being answered.
-    replies: HashMap<RequestId, mpsc::Sender<ServerSseMessage>>,
+    replies: HashMap<RequestId, Outgoing>,
     /// Progress tokens of those requests.
     progress: HashMap<ProgressToken, RequestId>,
     /// The `initialize` request, answered as a value rather than a stream.
     initialize: Option<(RequestId, oneshot::Sender<ServerJsonRpcMessage>)>,
     /// The standalone GET stream, while one is open.
-    standalone: Option<mpsc::Sender<ServerSseMessage>>,
+    standalone: Option<Outgoing>,
     /// Standalone messages sent while no GET stream was open.
-    waiting: VecDeque<ServerSseMessage>,
+    waiting: VecDeque<Box<ServerJsonRpcMessage>>,
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -152,11 +156,14 @@ fn request_id(message: &ClientJsonRpcMessage) -> Option<RequestId> {
     }
 }
 
-/// A receiver as a stream of SSE messages.
+/// A receiver as a stream of SSE messages (no event ids: see the module docs).
 fn stream_of(
-    mut rx: mpsc::Receiver<ServerSseMessage>,
+    mut rx: mpsc::Receiver<Box<ServerJsonRpcMessage>>,
 ) -> impl Stream<Item = ServerSseMessage> + Send + Sync + 'static {
-    futures_util::stream::poll_fn(move |cx| rx.poll_recv(cx))
+    futures_util::stream::poll_fn(move |cx| {
+        rx.poll_recv(cx)
+            .map(|m| m.map(|m| ServerSseMessage::from_message(*m)))
+    })
 }
 
 impl SessionManager for HttpSessions {
@@ -296,7 +303,7 @@ fn progress_token(request: &ClientRequest) -> Option<ProgressToken> {
 /// Where one server message goes.
 enum Route {
     /// A reply stream or the standalone stream without room yet: the send waits for it.
-    Stream(mpsc::Sender<ServerSseMessage>, ServerSseMessage),
+    Stream(Outgoing, Box<ServerJsonRpcMessage>),
     /// The answer to `initialize` (boxed: it is sent once per session).
     Initialize(
         oneshot::Sender<ServerJsonRpcMessage>,
@@ -313,7 +320,7 @@ impl Routes {
     }
 
     /// The reply stream of request `id`, if it is still being answered.
-    fn reply(&self, id: &RequestId) -> Option<mpsc::Sender<ServerSseMessage>> {
+    fn reply(&self, id: &RequestId) -> Option<Outgoing> {
         self.replies.get(id).cloned()
     }
 
@@ -371,8 +378,7 @@ impl Routes {
                     self.waiting.pop_front();
                     tracing::debug!("no GET stream: dropping the oldest waiting message");
                 }
-                self.waiting
-                    .push_back(ServerSseMessage::from_message(message));
+                self.waiting.push_back(Box::new(message));
                 Route::Done
             }
         }
@@ -380,9 +386,8 @@ impl Routes {
 }
 
 /// Puts `message` on `tx` now when there is room; otherwise the caller waits for room.
-fn deliver(tx: mpsc::Sender<ServerSseMessage>, message: ServerJsonRpcMessage) -> Route {
-    let message = ServerSseMessage::from_message(message);
-    match tx.try_send(message) {
+fn deliver(tx: Outgoing, message: ServerJsonRpcMessage) -> Route {
+    match tx.try_send(Box::new(message)) {
         // Closed: the client stopped reading or left, so there is nothing to deliver to.
         Ok(()) | Err(mpsc::error::TrySendError::Closed(_)) => Route::Done,
         Err(mpsc::error::TrySendError::Full(message)) => Route::Stream(tx, message),

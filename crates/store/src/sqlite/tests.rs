@@ -206,7 +206,11 @@ fn a_no_wait_read_answers_beside_a_foreign_write_lock_and_a_write_refuses() {
         )
         .unwrap();
     let read = try_without_waiting(|| store.channels(T0)).expect("a WAL read never waits");
-    assert_eq!(read.unwrap(), expected, "it sees the committed snapshot only");
+    assert_eq!(
+        read.unwrap(),
+        expected,
+        "it sees the committed snapshot only"
+    );
     // A write would wait for that lock: it refuses (had it waited, it would have ended in
     // `Locked` after the busy timeout, a result, not a refusal).
     let write = try_without_waiting(|| {
