@@ -148,8 +148,10 @@ pub const NETWORK_SETTINGS: &[Setting] = &[
         flag: "",
         default: "1 (SQLite), the pool size (PostgreSQL)",
         effect: "Threads that run store calls (tool calls, hook events, probes, scheduler \
-                 ticks); more calls queue for them. SQLite serves one connection, so more \
-                 threads only contend for it; PostgreSQL uses one connection per thread.",
+                 ticks); more calls queue for them. SQLite serves writes on one connection, so \
+                 more threads only contend for it (read-only tool calls are answered on a \
+                 reader connection without a thread when they need not wait); PostgreSQL uses \
+                 one connection per thread.",
     },
     Setting {
         env: MAX_LAG_ENV,

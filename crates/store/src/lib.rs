@@ -18,6 +18,8 @@
 //! - [`open_from_env`]: the one place that picks the backend from the environment.
 //! - [`StoreLocation`]: where the database lives (`HOOKS_MCP_HOME`, else the XDG state directory).
 //! - [`StoreError`]: typed failures that say what is wrong and how to repair it.
+//! - [`no_wait`]: store calls that answer at once or refuse, for servers that run read-only
+//!   tools on their async thread.
 //!
 //! # What it must not depend on
 //!
