@@ -394,6 +394,24 @@ fn deliver(tx: Outgoing, message: ServerJsonRpcMessage) -> Route {
     }
 }
 
+/// The next client message of a session, or `None` when its way in closed or nothing came for
+/// `idle` (the session then ends). rmcp polls a transport's `receive` inside `select!` and
+/// restarts it after any event, so the timeout measures time without any traffic.
+pub(crate) async fn receive_within(
+    incoming: &mut mpsc::Receiver<Box<ClientJsonRpcMessage>>,
+    idle: Duration,
+    transport: &str,
+    session: &str,
+) -> Option<ClientJsonRpcMessage> {
+    match tokio::time::timeout(idle, incoming.recv()).await {
+        Ok(message) => message.map(|m| *m),
+        Err(_) => {
+            tracing::info!(session, "closing an idle {transport} session");
+            None
+        }
+    }
+}
+
 /// One session as the MCP service sees it.
 pub(crate) struct SessionTransport {
     incoming: mpsc::Receiver<Box<ClientJsonRpcMessage>>,
@@ -428,15 +446,13 @@ impl Transport<RoleServer> for SessionTransport {
     }
 
     async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleServer>> {
-        // rmcp polls this inside `select!` and restarts it after any event, so the timeout
-        // measures time without any traffic.
-        match tokio::time::timeout(self.idle, self.incoming.recv()).await {
-            Ok(message) => message.map(|m| *m),
-            Err(_) => {
-                tracing::info!(session = %self.session, "closing an idle streamable HTTP session");
-                None
-            }
-        }
+        receive_within(
+            &mut self.incoming,
+            self.idle,
+            "streamable HTTP",
+            &self.session,
+        )
+        .await
     }
 
     async fn close(&mut self) -> Result<(), Self::Error> {

@@ -297,15 +297,8 @@ impl Transport<RoleServer> for SseTransport {
     }
 
     async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleServer>> {
-        // rmcp polls this inside `select!` and restarts it after any event, so the timeout
-        // measures time without any traffic.
-        match tokio::time::timeout(self.idle, self.incoming.recv()).await {
-            Ok(message) => message.map(|m| *m),
-            Err(_) => {
-                tracing::info!(session = %self.session, "closing an idle SSE session");
-                None
-            }
-        }
+        crate::http_sessions::receive_within(&mut self.incoming, self.idle, "SSE", &self.session)
+            .await
     }
 
     async fn close(&mut self) -> Result<(), Self::Error> {
