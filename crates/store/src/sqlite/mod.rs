@@ -9,7 +9,7 @@ mod scheduler;
 mod tests;
 
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, MutexGuard, OnceLock};
+use std::sync::{Mutex, MutexGuard, OnceLock, TryLockError};
 use std::time::{Duration, Instant};
 
 use rusqlite::{Connection, ErrorCode, OpenFlags, Transaction, TransactionBehavior};
@@ -272,8 +272,12 @@ impl SqliteStore {
             let Some(reader) = self.reader.get_or_init(|| self.open_reader()) else {
                 return Err(no_wait::refuse());
             };
-            let Ok(conn) = reader.try_lock() else {
-                return Err(no_wait::refuse());
+            // In use: refuse. Poisoned: a panic cannot leave SQLite mid-transaction (see
+            // `lock`), so the connection is reused.
+            let conn = match reader.try_lock() {
+                Ok(conn) => conn,
+                Err(TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
+                Err(TryLockError::WouldBlock) => return Err(no_wait::refuse()),
             };
             return in_read_transaction(&conn, f).map_err(|e| match e {
                 Fail::Sql(e) if is_busy(&e) => no_wait::refuse(),
