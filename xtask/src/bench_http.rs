@@ -147,7 +147,7 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
                     match kind {
                         Idle::Http => drop(Conn::session(addr)?),
                         Idle::HttpWithGet => streams.push(Conn::session(addr)?.open_get()?),
-                        Idle::Sse => streams.push(SseIdle::open(addr)?._stream),
+                        Idle::Sse => streams.push(open_sse_session(addr)?),
                     }
                 }
                 Ok(())
@@ -505,58 +505,53 @@ impl Conn {
     }
 }
 
-/// An idle legacy SSE session: its stream open, the handshake done.
-struct SseIdle {
-    _stream: TcpStream,
-}
-
-impl SseIdle {
-    fn open(addr: SocketAddr) -> anyhow::Result<SseIdle> {
-        let mut stream = TcpStream::connect(addr)?;
-        stream.set_read_timeout(Some(Duration::from_secs(30)))?;
-        write!(
-            stream,
-            "GET /sse HTTP/1.0\r\nHost: {addr}\r\nAccept: text/event-stream\r\n\r\n"
-        )?;
-        let mut seen = String::new();
-        let mut buf = [0u8; 1024];
-        while !seen.contains("sessionId=")
-            || !seen[seen.find("sessionId=").unwrap_or(0)..].contains('\n')
-        {
-            let n = stream.read(&mut buf)?;
-            if n == 0 {
-                bail!("the SSE stream closed before announcing its endpoint: {seen}");
-            }
-            seen.push_str(&String::from_utf8_lossy(&buf[..n]));
+/// Opens a legacy SSE session and completes its handshake; the session lives as long as the
+/// returned stream.
+fn open_sse_session(addr: SocketAddr) -> anyhow::Result<TcpStream> {
+    let mut stream = TcpStream::connect(addr)?;
+    stream.set_read_timeout(Some(Duration::from_secs(30)))?;
+    write!(
+        stream,
+        "GET /sse HTTP/1.0\r\nHost: {addr}\r\nAccept: text/event-stream\r\n\r\n"
+    )?;
+    let mut seen = String::new();
+    let mut buf = [0u8; 1024];
+    while !seen.contains("sessionId=")
+        || !seen[seen.find("sessionId=").unwrap_or(0)..].contains('\n')
+    {
+        let n = stream.read(&mut buf)?;
+        if n == 0 {
+            bail!("the SSE stream closed before announcing its endpoint: {seen}");
         }
-        let endpoint = seen
-            .lines()
-            .find_map(|l| l.strip_prefix("data: "))
-            .context("no endpoint event")?
-            .trim()
-            .to_owned();
-        let init = json!({
-            "jsonrpc": "2.0", "id": 0, "method": "initialize",
-            "params": {
-                "protocolVersion": "2024-11-05",
-                "capabilities": {},
-                "clientInfo": { "name": "bench-http", "version": "1" }
-            }
-        });
-        let initialized = json!({ "jsonrpc": "2.0", "method": "notifications/initialized" });
-        for message in [init, initialized] {
-            let body = message.to_string();
-            let mut post = TcpStream::connect(addr)?;
-            write!(
-                post,
-                "POST {endpoint} HTTP/1.0\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
-                 Content-Length: {}\r\n\r\n{body}",
-                body.len()
-            )?;
-            let mut reply = String::new();
-            post.read_to_string(&mut reply)?;
-            anyhow::ensure!(reply.contains(" 202 "), "POST {endpoint}: {reply}");
-        }
-        Ok(SseIdle { _stream: stream })
+        seen.push_str(&String::from_utf8_lossy(&buf[..n]));
     }
+    let endpoint = seen
+        .lines()
+        .find_map(|l| l.strip_prefix("data: "))
+        .context("no endpoint event")?
+        .trim()
+        .to_owned();
+    let init = json!({
+        "jsonrpc": "2.0", "id": 0, "method": "initialize",
+        "params": {
+            "protocolVersion": "2024-11-05",
+            "capabilities": {},
+            "clientInfo": { "name": "bench-http", "version": "1" }
+        }
+    });
+    let initialized = json!({ "jsonrpc": "2.0", "method": "notifications/initialized" });
+    for message in [init, initialized] {
+        let body = message.to_string();
+        let mut post = TcpStream::connect(addr)?;
+        write!(
+            post,
+            "POST {endpoint} HTTP/1.0\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
+             Content-Length: {}\r\n\r\n{body}",
+            body.len()
+        )?;
+        let mut reply = String::new();
+        post.read_to_string(&mut reply)?;
+        anyhow::ensure!(reply.contains(" 202 "), "POST {endpoint}: {reply}");
+    }
+    Ok(stream)
 }
