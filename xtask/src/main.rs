@@ -3,7 +3,7 @@
 //! It owns developer commands only (catalogue dumps, token counts, generated docs, benchmarks);
 //! nothing in the shipped binaries may depend on it.
 // A developer command's output is its stdout; there is no MCP stream to corrupt here.
-#![allow(clippy::print_stdout)]
+#![allow(clippy::print_stdout, clippy::disallowed_macros)]
 
 mod bench;
 mod bench_hook;

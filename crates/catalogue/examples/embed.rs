@@ -4,7 +4,7 @@
 //! Run with `cargo run -p catalogue --example embed`. Set `MCP_CATEGORIES` or `ALLOWED_TOOLS`
 //! to see the filter at work (for example `MCP_CATEGORIES=scheduler` hides the tool).
 // An example talks to a terminal, not to an MCP client: printing is its output.
-#![allow(clippy::print_stdout)]
+#![allow(clippy::print_stdout, clippy::disallowed_macros)]
 
 use catalogue::{
     Annotations, CallContext, Catalogue, Category, Extensions, Filter, SessionPolicy, ToolError,

@@ -17,7 +17,7 @@ use std::process::ExitCode;
 
 fn main() -> ExitCode {
     if std::env::args_os().len() > 1 {
-        eprintln!(
+        protocol_lite::diag!(
             "hooks-mcp-catalogue: takes no arguments; it prints the tool listing the stdio \
              front end serves from"
         );
@@ -26,7 +26,7 @@ fn main() -> ExitCode {
     let catalogue = match catalogue::Catalogue::from_registry() {
         Ok(catalogue) => catalogue,
         Err(e) => {
-            eprintln!("hooks-mcp-catalogue: cannot build the catalogue: {e}");
+            protocol_lite::diag!("hooks-mcp-catalogue: cannot build the catalogue: {e}");
             return ExitCode::FAILURE;
         }
     };
@@ -37,7 +37,7 @@ fn main() -> ExitCode {
     match written {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("hooks-mcp-catalogue: cannot write the listing: {e}");
+            protocol_lite::diag!("hooks-mcp-catalogue: cannot write the listing: {e}");
             ExitCode::FAILURE
         }
     }

@@ -28,7 +28,7 @@ pub(crate) fn run() -> ExitCode {
     ) {
         Ok(parsed) => parsed,
         Err(e) => {
-            eprintln!("hooks-mcp: cannot start: {e}");
+            protocol_lite::diag!("hooks-mcp: cannot start: {e}");
             return ExitCode::FAILURE;
         }
     };
@@ -39,7 +39,7 @@ pub(crate) fn run() -> ExitCode {
     }
     let (filter, warnings) = Filter::from_env();
     for w in &warnings {
-        eprintln!("hooks-mcp: warning: {w}");
+        protocol_lite::diag!("hooks-mcp: warning: {w}");
     }
     // The listing (every tool as MCP JSON text) is filtered and serialized into the one
     // `tools/list` answer, then freed: the session keeps that text and no JSON tree.
@@ -47,20 +47,20 @@ pub(crate) fn run() -> ExitCode {
         let dump = match generate_listing() {
             Ok(dump) => dump,
             Err(message) => {
-                eprintln!("hooks-mcp: cannot start: {message}");
+                protocol_lite::diag!("hooks-mcp: cannot start: {message}");
                 return ExitCode::FAILURE;
             }
         };
         let listing = match Listing::from_json(&dump) {
             Ok(listing) => listing,
             Err(e) => {
-                eprintln!("hooks-mcp: cannot start: the catalogue child's output is unusable: {e}");
+                protocol_lite::diag!("hooks-mcp: cannot start: the catalogue child's output is unusable: {e}");
                 return ExitCode::FAILURE;
             }
         };
         let (visible, warnings) = listing.filtered(&filter);
         for w in &warnings {
-            eprintln!("hooks-mcp: warning: {w}");
+            protocol_lite::diag!("hooks-mcp: warning: {w}");
         }
         let identity = ServerIdentity {
             instructions: visible.instructions(&mode),
@@ -74,7 +74,7 @@ pub(crate) fn run() -> ExitCode {
 
 fn debug(message: impl FnOnce() -> String) {
     if std::env::var(LOG_ENV).is_ok_and(|v| v.to_ascii_lowercase().contains("debug")) {
-        eprintln!("hooks-mcp: debug: {}", message());
+        protocol_lite::diag!("hooks-mcp: debug: {}", message());
     }
 }
 
@@ -92,7 +92,7 @@ fn serve_light(mut session: LightSession, mode: &StartMode) -> ExitCode {
             Ok(0) => return ExitCode::SUCCESS,
             Ok(_) => {}
             Err(e) => {
-                eprintln!("hooks-mcp: cannot read stdin: {e}");
+                protocol_lite::diag!("hooks-mcp: cannot read stdin: {e}");
                 return ExitCode::FAILURE;
             }
         }
@@ -172,7 +172,7 @@ fn exec_full(
                 _replay_file = Some(file);
             }
             Err(e) => {
-                eprintln!("hooks-mcp: cannot hand the session to the full server: {e}");
+                protocol_lite::diag!("hooks-mcp: cannot hand the session to the full server: {e}");
                 return ExitCode::FAILURE;
             }
         }
@@ -181,7 +181,7 @@ fn exec_full(
         }
     }
     let error = command.exec();
-    eprintln!(
+    protocol_lite::diag!(
         "hooks-mcp: cannot start the full server `{}`: {error}; it is built beside hooks-mcp \
          (cargo build), or set {FULL_BIN_ENV} to its path",
         path.display()

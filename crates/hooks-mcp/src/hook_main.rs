@@ -20,7 +20,7 @@ fn main() -> ExitCode {
     match hook::run_from_args() {
         Some(code) => code,
         None => {
-            eprintln!(
+            protocol_lite::diag!(
                 "hooks-mcp-hook: usage: hooks-mcp-hook hook <SessionStart|UserPromptSubmit|\
                  PreToolUse|PostToolUse>; nothing was done"
             );

@@ -6,6 +6,8 @@
 //!   the exact error replies the specification asks for (`-32700` with `"id": null`, `-32600`,
 //!   `-32602` for a malformed `tools/call`). Both the lightweight front end and the full server
 //!   use it, so both answer bad input identically.
+//! - [`diag`]: diagnostics on stderr that ignore write errors (`diag!`): a closed or full
+//!   stderr never takes a process down.
 //! - [`handshake`]: the server's identity and capabilities, defined once, and protocol version
 //!   negotiation; the full server builds its rmcp `initialize` result from the same JSON.
 //! - [`light`]: the front end's session state machine: it answers `initialize`, `ping` and the
@@ -22,6 +24,7 @@
 //! surface of a process that most agent sessions never take past `tools/list`, and it must stay
 //! small. Only `serde`/`serde_json` and `thiserror`.
 
+pub mod diag;
 pub mod handshake;
 pub mod jsonrpc;
 pub mod light;

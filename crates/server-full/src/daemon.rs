@@ -653,7 +653,7 @@ async fn run(config: DaemonConfig, started: Instant) -> Result<(), DaemonError> 
     for addr in &bound {
         // Printed, not logged: scripts and tests read the bound port (MCP_PORT=0) from it at
         // any log level.
-        eprintln!("hooks-mcp: listening on http://{addr}");
+        protocol_lite::diag!("hooks-mcp: listening on http://{addr}");
     }
     let servers = http::serve(listeners, http::app(shared.clone()), &stop_accepting);
     let mut phases = Phases {

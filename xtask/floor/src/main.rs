@@ -10,6 +10,8 @@
 //! is enough for the well-formed lines a benchmark sends; lines without an id (notifications)
 //! get no reply, other methods a JSON-RPC "method not found" error.
 
+#![allow(clippy::disallowed_macros)]
+
 use std::io::{self, BufRead, Write};
 use std::process::ExitCode;
 

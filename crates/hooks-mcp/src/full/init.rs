@@ -52,7 +52,7 @@ pub(crate) fn run(args: InitArgs) -> ExitCode {
             ExitCode::SUCCESS
         }
         Err(e) => {
-            eprintln!("hooks-mcp init: {e}");
+            protocol_lite::diag!("hooks-mcp init: {e}");
             ExitCode::FAILURE
         }
     }

@@ -91,7 +91,7 @@ fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("hooks-mcp: error: {e:#}");
+            protocol_lite::diag!("hooks-mcp: error: {e:#}");
             ExitCode::FAILURE
         }
     }
@@ -109,10 +109,13 @@ fn init_logging() {
     let filter = std::env::var("HOOKS_MCP_LOG").unwrap_or_else(|_| default.into());
     let filter = tracing_subscriber::EnvFilter::try_new(&filter)
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
-    // stdout carries the protocol: logs go to stderr only.
+    // stdout carries the protocol: logs go to stderr only. A closed or full stderr drops the
+    // line: the writer ignores write errors, and the subscriber must not report its own
+    // failures (it would do so on the same stderr, with a panicking eprintln).
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
+        .with_writer(|| protocol_lite::diag::QuietStderr)
+        .log_internal_errors(false)
         .with_ansi(false)
         .with_target(false)
         .try_init();
@@ -190,7 +193,7 @@ fn serve_stdio() -> anyhow::Result<()> {
     if handed_over.is_none() {
         // The front end already printed these before handing over.
         for w in warnings.iter().chain(&more) {
-            eprintln!("hooks-mcp: warning: {w}");
+            protocol_lite::diag!("hooks-mcp: warning: {w}");
         }
     }
     tracing::debug!(

@@ -351,12 +351,12 @@ fn execute(tool: &str, args: ToolArgs, common: &Common) -> ExitCode {
     let store = match open::store_from_env(true) {
         Ok((store, opened)) => {
             if opened == store::Opened::Created {
-                eprintln!("hooks-mcp: created a new store at {}", store.describe());
+                protocol_lite::diag!("hooks-mcp: created a new store at {}", store.describe());
             }
             store
         }
         Err(e) => {
-            eprintln!("hooks-mcp: cannot open the store: {e}");
+            protocol_lite::diag!("hooks-mcp: cannot open the store: {e}");
             return ExitCode::FAILURE;
         }
     };
@@ -378,7 +378,7 @@ fn execute(tool: &str, args: ToolArgs, common: &Common) -> ExitCode {
             ExitCode::SUCCESS
         }
         Err(e) => {
-            eprintln!("hooks-mcp: {tool}: {e}");
+            protocol_lite::diag!("hooks-mcp: {tool}: {e}");
             ExitCode::FAILURE
         }
     }

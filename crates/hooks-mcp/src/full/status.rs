@@ -52,14 +52,14 @@ pub(crate) fn run(args: StatusArgs) -> ExitCode {
     let bins = match Binaries::beside_current_exe() {
         Ok(b) => b,
         Err(e) => {
-            eprintln!("hooks-mcp status: {e}");
+            protocol_lite::diag!("hooks-mcp status: {e}");
             return ExitCode::from(2);
         }
     };
     let files = match ClientFiles::from_env() {
         Ok(f) => f,
         Err(e) => {
-            eprintln!("hooks-mcp status: {e}");
+            protocol_lite::diag!("hooks-mcp status: {e}");
             return ExitCode::from(2);
         }
     };

@@ -3,7 +3,7 @@
 //! Each daemon is a child process of this test binary (it re-runs itself with the test's name
 //! and `HOOKS_MCP_TEST_DAEMON_CHILD=1`, and the test's first call runs the daemon in the
 //! child), so exit codes, signals and the start-up log are the real ones.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_macros)]
 
 mod fleet;
 mod hook_route;

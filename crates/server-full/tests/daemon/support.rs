@@ -35,7 +35,8 @@ pub(crate) fn child_entry() {
     let filter = std::env::var("HOOKS_MCP_LOG").unwrap_or_else(|_| "info,rmcp=warn".into());
     let _ = tracing_subscriber::fmt()
         .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
-        .with_writer(std::io::stderr)
+        .with_writer(|| protocol_lite::diag::QuietStderr)
+        .log_internal_errors(false)
         .with_ansi(false)
         .try_init();
     // A thread of its own: the test function may run inside a tokio runtime, and the daemon

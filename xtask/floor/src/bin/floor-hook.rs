@@ -5,6 +5,8 @@
 //! answering: what running any hook costs before it does any work (process start, reading
 //! stdin). It is a measuring stick, not a hook.
 
+#![allow(clippy::disallowed_macros)]
+
 use std::io::{self, Read};
 use std::process::ExitCode;
 

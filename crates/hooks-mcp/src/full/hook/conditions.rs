@@ -42,7 +42,7 @@ pub(crate) fn timeout_from_env() -> Duration {
         Ok(text) => match text.trim().parse::<u64>() {
             Ok(ms) if ms > 0 => Duration::from_millis(ms),
             _ => {
-                eprintln!(
+                protocol_lite::diag!(
                     "hooks-mcp hook: {TIMEOUT_ENV}=`{text}` is not a positive number of \
                      milliseconds; using {} ms",
                     DEFAULT_TIMEOUT.as_millis()
@@ -176,7 +176,7 @@ fn failed(condition: &Condition, ended: &Ended, timeout: Duration, response: &mu
         "[condition {}] {what}; the call was not blocked",
         condition.name
     );
-    eprintln!("hooks-mcp hook: {line}");
+    protocol_lite::diag!("hooks-mcp hook: {line}");
     response.add_context(line);
 }
 
@@ -298,7 +298,7 @@ fn report_problems(condition: &Condition, problems: &[String], response: &mut Re
         condition.name,
         problems.join("; ")
     );
-    eprintln!("hooks-mcp hook: {line}");
+    protocol_lite::diag!("hooks-mcp hook: {line}");
     response.add_context(line);
 }
 

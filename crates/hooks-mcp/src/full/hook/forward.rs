@@ -47,7 +47,7 @@ pub(crate) fn via_daemon(
         Ok(true) => {}
         Ok(false) => return None,
         Err(why) => {
-            eprintln!("hooks-mcp hook: {why}");
+            protocol_lite::diag!("hooks-mcp hook: {why}");
             return None;
         }
     }

@@ -44,7 +44,7 @@ pub(crate) fn run_from_args() -> Option<ExitCode> {
 pub(crate) fn run(event: &str) -> ExitCode {
     let Some(event) = Event::parse(event) else {
         let known: Vec<&str> = Event::ALL.iter().map(|e| e.name()).collect();
-        eprintln!(
+        protocol_lite::diag!(
             "hooks-mcp hook: unknown event `{event}`; this command handles {}. Nothing was done.",
             known.join(", ")
         );
@@ -52,7 +52,7 @@ pub(crate) fn run(event: &str) -> ExitCode {
     };
     let mut text = String::new();
     if let Err(e) = io::stdin().read_to_string(&mut text) {
-        eprintln!(
+        protocol_lite::diag!(
             "hooks-mcp hook {event}: cannot read the payload on stdin ({e}). Nothing was done."
         );
         return ExitCode::SUCCESS;
@@ -60,7 +60,7 @@ pub(crate) fn run(event: &str) -> ExitCode {
     let payload = match Payload::parse(event, &text) {
         Ok(p) => p,
         Err(why) => {
-            eprintln!("hooks-mcp hook {event}: {why}. Nothing was done.");
+            protocol_lite::diag!("hooks-mcp hook {event}: {why}. Nothing was done.");
             return ExitCode::SUCCESS;
         }
     };
@@ -79,7 +79,7 @@ pub(crate) fn run(event: &str) -> ExitCode {
             .and_then(|()| out.write_all(b"\n"))
             .and_then(|()| out.flush());
         if let Err(e) = written {
-            eprintln!("hooks-mcp hook {event}: cannot write the answer on stdout ({e})");
+            protocol_lite::diag!("hooks-mcp hook {event}: cannot write the answer on stdout ({e})");
         }
     }
     ExitCode::SUCCESS
@@ -145,7 +145,7 @@ fn answer(
         response.add_context(banner(&payload.session_id, subscriptions));
     }
     for line in &part.errors {
-        eprintln!("{line}");
+        protocol_lite::diag!("{line}");
     }
     for block in part.context {
         response.add_context(block);
@@ -254,7 +254,7 @@ impl Subscriptions {
     /// Reads [`CHANNELS_ENV`]; invalid names are reported on stderr and skipped.
     fn from_env() -> Subscriptions {
         let value = std::env::var(CHANNELS_ENV).unwrap_or_default();
-        Subscriptions::parse(&value, |bad| eprintln!("hooks-mcp hook: {bad}"))
+        Subscriptions::parse(&value, |bad| protocol_lite::diag!("hooks-mcp hook: {bad}"))
     }
 
     fn parse(value: &str, mut warn: impl FnMut(String)) -> Subscriptions {
