@@ -16,3 +16,4 @@ mod errors;
 mod handoff;
 mod handshake;
 mod lazy;
+mod stderr;

@@ -47,6 +47,13 @@ pub const SESSION_IDLE_ENV: &str = "HOOKS_MCP_SESSION_IDLE_SECS";
 pub const MAX_SESSIONS_ENV: &str = "HOOKS_MCP_MAX_SESSIONS";
 /// The largest request body accepted, in bytes.
 pub const MAX_BODY_ENV: &str = "HOOKS_MCP_MAX_BODY_BYTES";
+/// Seconds a connection has to send a whole request head (also closes idle keep-alive
+/// connections).
+pub const HEADER_TIMEOUT_ENV: &str = "HOOKS_MCP_HEADER_TIMEOUT_SECS";
+/// Seconds a request body may go without delivering data.
+pub const BODY_TIMEOUT_ENV: &str = "HOOKS_MCP_BODY_TIMEOUT_SECS";
+/// The most HTTP connections open at once.
+pub const MAX_CONNECTIONS_ENV: &str = "HOOKS_MCP_MAX_CONNECTIONS";
 /// Seconds shutdown waits for in-flight calls.
 pub const DRAIN_ENV: &str = "HOOKS_MCP_DRAIN_SECS";
 /// Milliseconds between scheduler ticks.
@@ -130,6 +137,29 @@ pub const NETWORK_SETTINGS: &[Setting] = &[
         flag: "",
         default: "1048576",
         effect: "Largest request body accepted, in bytes; larger ones get 413.",
+    },
+    Setting {
+        env: HEADER_TIMEOUT_ENV,
+        flag: "",
+        default: "10",
+        effect: "Seconds a connection has to send a whole request head, counted from when it \
+                 opens or its previous response ends; then it is closed (a stalled client, or \
+                 an idle keep-alive connection, which the client simply reopens).",
+    },
+    Setting {
+        env: BODY_TIMEOUT_ENV,
+        flag: "",
+        default: "30",
+        effect: "Seconds a request body may go without delivering data; then the request \
+                 fails and its connection is closed.",
+    },
+    Setting {
+        env: MAX_CONNECTIONS_ENV,
+        flag: "",
+        default: "512",
+        effect: "Most HTTP connections open at once (each open SSE or GET stream holds one); \
+                 further clients wait in the kernel's accept queue until one closes. Keep it \
+                 below the process's open-file limit.",
     },
     Setting {
         env: DRAIN_ENV,
@@ -236,6 +266,12 @@ pub struct DaemonConfig {
     pub max_sessions: usize,
     /// Largest request body.
     pub max_body_bytes: usize,
+    /// A request head must arrive within this long.
+    pub header_timeout: Duration,
+    /// A request body may go this long without data.
+    pub body_timeout: Duration,
+    /// Most connections open at once.
+    pub max_connections: usize,
     /// Shutdown waits this long for in-flight calls.
     pub drain: Duration,
     /// Scheduler tick.
@@ -340,6 +376,9 @@ impl DaemonConfig {
         let idle_s: u64 = number(&get, SESSION_IDLE_ENV, 1_800, 1, 7 * 24 * 3600)?;
         let max_sessions: usize = number(&get, MAX_SESSIONS_ENV, 256, 1, 100_000)?;
         let max_body: usize = number(&get, MAX_BODY_ENV, 1 << 20, 1024, 64 << 20)?;
+        let header_s: u64 = number(&get, HEADER_TIMEOUT_ENV, 10, 1, 3600)?;
+        let body_s: u64 = number(&get, BODY_TIMEOUT_ENV, 30, 1, 3600)?;
+        let max_connections: usize = number(&get, MAX_CONNECTIONS_ENV, 512, 1, 1_000_000)?;
         let drain_s: u64 = number(&get, DRAIN_ENV, 10, 0, 3600)?;
         let tick_ms: u64 = number(&get, TICK_ENV, 1_000, 10, 3_600_000)?;
         let lag_ms: u64 = number(&get, MAX_LAG_ENV, 30_000, 1, 86_400_000)?;
@@ -364,6 +403,9 @@ impl DaemonConfig {
             idle: Duration::from_secs(idle_s),
             max_sessions,
             max_body_bytes: max_body,
+            header_timeout: Duration::from_secs(header_s),
+            body_timeout: Duration::from_secs(body_s),
+            max_connections,
             drain: Duration::from_secs(drain_s),
             tick: Duration::from_millis(tick_ms),
             max_lag: Duration::from_millis(lag_ms),
@@ -655,7 +697,17 @@ async fn run(config: DaemonConfig, started: Instant) -> Result<(), DaemonError> 
         // any log level.
         protocol_lite::diag!("hooks-mcp: listening on http://{addr}");
     }
-    let servers = http::serve(listeners, http::app(shared.clone()), &stop_accepting);
+    let limits = http::ConnectionLimits {
+        header_timeout: config.header_timeout,
+        body_timeout: config.body_timeout,
+        max_connections: config.max_connections,
+    };
+    let servers = http::serve(
+        listeners,
+        http::app(shared.clone()),
+        &stop_accepting,
+        limits,
+    );
     let mut phases = Phases {
         status: &shared.status,
         current: Phase::Config,

@@ -17,7 +17,6 @@ use axum::http::{Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use axum::serve::ListenerExt;
 use futures_util::StreamExt;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use serde_json::json;
@@ -277,8 +276,11 @@ pub(crate) fn mcp_router(
         config.with_allowed_hosts(options.allowed_hosts.clone())
     };
     let prototype = server.clone();
-    let streamable =
-        StreamableHttpService::new(move || Ok(prototype.fork_session()), manager, config);
+    let streamable = StreamableHttpService::new(
+        move || Ok(prototype.fork_session()),
+        manager.clone(),
+        config,
+    );
     let sse = Arc::new(SseSessions::new(
         server,
         shared.sessions.clone(),
@@ -288,11 +290,61 @@ pub(crate) fn mcp_router(
         options.keep_alive,
         cancel.child_token(),
     ));
+    let end = {
+        let manager = manager.clone();
+        let streamable = streamable.clone();
+        move |request: Request| end_session(manager, streamable, request)
+    };
     Router::new()
-        .route_service("/mcp", streamable)
+        .route(
+            "/mcp",
+            axum::routing::delete(end).fallback_service(streamable),
+        )
         .route("/sse", get(crate::sse::connect))
         .route("/messages", post(crate::sse::message))
         .with_state(sse)
+}
+
+/// `DELETE /mcp`: ends a live session with 200 (the SDKs' servers answer 200, and the Python
+/// client treats anything but 200 or 204 as a failure), and answers 404 for an id that never
+/// existed or whose session already ended, as the specification asks of every request that
+/// carries an ended session's id. A request without a session id is rmcp's to refuse (400).
+async fn end_session(
+    sessions: Arc<HttpSessions>,
+    streamable: StreamableHttpService<HooksServer, HttpSessions>,
+    request: Request,
+) -> Response {
+    let id = request
+        .headers()
+        .get("mcp-session-id")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    if let Some(id) = id.filter(|id| !sessions.is_live(id)) {
+        tracing::debug!(session = %id, "DELETE for a session that is not live");
+        return (
+            StatusCode::NOT_FOUND,
+            [(header::CONTENT_TYPE, "application/json")],
+            json!({
+                "jsonrpc": "2.0",
+                "id": null,
+                "error": {
+                    "code": -32001,
+                    "message": "session not found: it ended, expired or never existed; \
+                                initialize a new session (POST /mcp without Mcp-Session-Id)",
+                },
+            })
+            .to_string(),
+        )
+            .into_response();
+    }
+    let response = match tower::ServiceExt::oneshot(streamable, request).await {
+        Ok(response) => response,
+        Err(never) => match never {},
+    };
+    if response.status() == StatusCode::ACCEPTED {
+        return StatusCode::OK.into_response();
+    }
+    response.map(Body::new)
 }
 
 /// Why a listener could not be bound.
@@ -374,29 +426,100 @@ pub(crate) fn bind(addrs: &[SocketAddr]) -> Result<Vec<TcpListener>, BindError> 
     Ok(listeners)
 }
 
+/// Limits on connections, so that slow or hostile clients cannot hold the daemon's sockets.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ConnectionLimits {
+    /// A connection must deliver a whole request head within this long after it opens or
+    /// after its previous response; otherwise it is closed (this also ends idle keep-alive
+    /// connections).
+    pub(crate) header_timeout: Duration,
+    /// A request body that delivers no data for this long is cut off and its connection closed.
+    pub(crate) body_timeout: Duration,
+    /// The most connections open at once over every listener; further clients wait in the
+    /// kernel's accept queue until one closes.
+    pub(crate) max_connections: usize,
+}
+
 /// Serves `app` on every listener until `stop` is cancelled (then stops accepting and lets
-/// open connections finish). Accepted sockets get `TCP_NODELAY`: SSE replies are small writes
-/// that Nagle's algorithm would hold back.
+/// open connections finish their current response). Accepted sockets get `TCP_NODELAY`: SSE
+/// replies are small writes that Nagle's algorithm would hold back.
 pub(crate) fn serve(
     listeners: Vec<TcpListener>,
     app: Router,
     stop: &CancellationToken,
+    limits: ConnectionLimits,
 ) -> Vec<tokio::task::JoinHandle<std::io::Result<()>>> {
+    let open = Arc::new(Semaphore::new(limits.max_connections));
     listeners
         .into_iter()
         .map(|listener| {
-            let listener = listener.tap_io(|tcp| {
-                if let Err(e) = tcp.set_nodelay(true) {
-                    tracing::debug!("cannot set TCP_NODELAY: {e}");
-                }
-            });
-            let stop = stop.clone();
-            let app = app.clone();
-            tokio::spawn(async move {
-                axum::serve(listener, app)
-                    .with_graceful_shutdown(async move { stop.cancelled().await })
-                    .await
-            })
+            tokio::spawn(accept_loop(
+                listener,
+                app.clone(),
+                stop.clone(),
+                open.clone(),
+                limits,
+            ))
         })
         .collect()
+}
+
+/// Accepts connections while a place under the connection cap is free, and serves each as
+/// HTTP/1.1 with the header and body timeouts.
+async fn accept_loop(
+    listener: TcpListener,
+    app: Router,
+    stop: CancellationToken,
+    open: Arc<Semaphore>,
+    limits: ConnectionLimits,
+) -> std::io::Result<()> {
+    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+    let mut builder = hyper::server::conn::http1::Builder::new();
+    builder
+        .timer(hyper_util::rt::TokioTimer::new())
+        .header_read_timeout(limits.header_timeout);
+    loop {
+        let permit = tokio::select! {
+            () = stop.cancelled() => break,
+            permit = open.clone().acquire_owned() => match permit {
+                Ok(permit) => permit,
+                Err(_) => break,
+            },
+        };
+        let tcp = tokio::select! {
+            () = stop.cancelled() => break,
+            accepted = listener.accept() => match accepted {
+                Ok((tcp, _peer)) => tcp,
+                Err(e) => {
+                    // Out of descriptors or a connection reset before it was accepted: the
+                    // listener itself is fine. Pause briefly so a persistent condition does
+                    // not spin.
+                    tracing::debug!("accept failed: {e}");
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                    continue;
+                }
+            },
+        };
+        if let Err(e) = tcp.set_nodelay(true) {
+            tracing::debug!("cannot set TCP_NODELAY: {e}");
+        }
+        let app = app.clone();
+        let body_timeout = limits.body_timeout;
+        let service = hyper::service::service_fn(move |request: Request<hyper::body::Incoming>| {
+            let request = request
+                .map(|body| Body::new(tower_http::timeout::TimeoutBody::new(body_timeout, body)));
+            tower::ServiceExt::oneshot(app.clone(), request)
+        });
+        let connection = builder.serve_connection(hyper_util::rt::TokioIo::new(tcp), service);
+        let connection = graceful.watch(connection);
+        tokio::spawn(async move {
+            if let Err(e) = connection.await {
+                tracing::debug!("connection ended: {e}");
+            }
+            drop(permit);
+        });
+    }
+    drop(listener);
+    graceful.shutdown().await;
+    Ok(())
 }

@@ -123,6 +123,11 @@ impl HttpSessions {
         }
     }
 
+    /// Whether a session with this id is live (not ended, expired or never created).
+    pub(crate) fn is_live(&self, id: &str) -> bool {
+        lock(&self.live).contains_key(id)
+    }
+
     /// The session's way in and its routes.
     fn handle(&self, id: &SessionId) -> Result<(Incoming, Arc<Mutex<Routes>>), SessionError> {
         lock(&self.live)

@@ -6,6 +6,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_macros)]
 
 mod fleet;
+mod hardening;
 mod hook_route;
 mod lazy;
 mod lifecycle;
