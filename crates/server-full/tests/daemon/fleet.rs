@@ -315,9 +315,8 @@ impl Database {
     }
 
     fn client(&self) -> postgres::Client {
-        postgres::Client::connect(&self.admin_url, postgres::NoTls).unwrap_or_else(|e| {
-            panic!("the fleet's PostgreSQL server cannot be reached: {e}")
-        })
+        postgres::Client::connect(&self.admin_url, postgres::NoTls)
+            .unwrap_or_else(|e| panic!("the fleet's PostgreSQL server cannot be reached: {e}"))
     }
 
     /// The integers of the one row `sql` returns, in the store's schema.
