@@ -2,13 +2,14 @@
 //! plain in-memory model of the API's documented behaviour, which must agree after every step.
 //!
 //! Operations: publish, deliver at a prompt and at a tool call, read, acknowledge, clear (all,
-//! a channel, one id), prune expired, count tool calls, create, cancel and fire schedules, and
-//! advance the clock (times are Unix milliseconds passed in by the caller, so the clock is a
-//! variable of the test). After each operation its result (values and error kinds) is compared,
-//! then a snapshot of everything observable: every active message with each session's
-//! acknowledgements, the channel summaries, each session's tool-call count, every schedule, the
-//! counts and the next firing time. Message and schedule ids are compared too: both backends
-//! hand out 1, 2, 3, ... in a fresh store and never reuse one.
+//! a channel, one id), prune expired, count tool calls, create, cancel and fire schedules, add
+//! and clear reminders, put and delete conditions, arm and disarm gates, and advance the clock
+//! (times are Unix milliseconds passed in by the caller, so the clock is a variable of the
+//! test). After each operation its result (values and error kinds) is compared, then a snapshot
+//! of everything observable: every active message with each session's acknowledgements, the
+//! channel summaries, each session's tool-call count and gate, every schedule, reminder and
+//! condition, the counts and the next firing time. Ids are compared too: both backends hand
+//! out 1, 2, 3, ... in a fresh store and never reuse one.
 //!
 //! Proptest generates the sequences and shrinks a failing one to a minimal sequence, reported
 //! with the operations spelled out (ids resolved) so that it can be kept as a named regression
@@ -26,9 +27,10 @@ use proptest::prelude::*;
 use proptest::sample::{Index, select};
 use proptest::test_runner::{Config, TestCaseError, TestError, TestRunner};
 use store::{
-    ChannelSummary, Counts, DeliveryPoint, Firing, Message, MessageQuery, MessageScope,
-    MessageView, Millis, NewMessage, NewSchedule, NextFire, Schedule, ScheduleStatus, Severity,
-    Store, StoreError, Trigger,
+    ChannelSummary, Condition, Counts, DeliveryPoint, Firing, Message, MessageQuery, MessageScope,
+    MessageView, Millis, NewMessage, NewReminder, NewSchedule, NextFire, PutMode, PutOutcome,
+    Reminder, ReminderScope, Schedule, ScheduleStatus, ScriptLanguage, Severity, Step, Store,
+    StoreError, Trigger,
 };
 
 use super::{Backend, fresh};
@@ -46,6 +48,10 @@ const BODIES: [&str; 4] = [
     "ünïcödé 📣",
     "x'); DROP TABLE m;--",
 ];
+/// Reminder tags.
+const TAGS: [&str; 2] = ["lint", "tests"];
+/// Condition names (ordered by name, byte-wise).
+const CONDITION_NAMES: [&str; 3] = ["fmt", "Lint", "a_b"];
 /// Step of the fake cron plan (the store keeps a cron expression; its caller plans it).
 const CRON_STEP_MS: Millis = 1_500;
 /// Default cases per backend (raise with `PROPTEST_CASES`).
@@ -101,6 +107,32 @@ pub(crate) enum Op {
     Cancel { id: i64 },
     /// Fire what is due now.
     FireDue,
+    /// Add a reminder.
+    AddReminder {
+        body: usize,
+        cadence: u32,
+        tag: Option<usize>,
+    },
+    /// Delete reminder `id`.
+    ClearReminderId { id: i64 },
+    /// Delete the reminders tagged `TAGS[tag]`.
+    ClearReminderTag { tag: usize },
+    /// Put condition `CONDITION_NAMES[name]`, set by `SESSIONS[session]`.
+    PutCondition {
+        name: usize,
+        step: Step,
+        language: ScriptLanguage,
+        script: usize,
+        run_async: bool,
+        session: usize,
+        replace: bool,
+    },
+    /// Delete condition `CONDITION_NAMES[name]`.
+    DeleteCondition { name: usize },
+    /// Open the gate of `SESSIONS[session]` until `for_ms` from now.
+    ArmGate { session: usize, for_ms: Millis },
+    /// Close the gate of `SESSIONS[session]`.
+    DisarmGate { session: usize },
     /// Move the clock forward.
     Advance { ms: Millis },
 }
@@ -124,6 +156,7 @@ enum GenOp {
     Acknowledge { pick: Index, session: usize },
     ClearId { pick: Index },
     Cancel { pick: Index },
+    ClearReminderId { pick: Index },
 }
 
 impl GenOp {
@@ -149,6 +182,9 @@ impl GenOp {
             },
             GenOp::Cancel { pick: p } => Op::Cancel {
                 id: pick(p, model.next_schedule_id),
+            },
+            GenOp::ClearReminderId { pick: p } => Op::ClearReminderId {
+                id: pick(p, model.next_reminder_id),
             },
         }
     }
@@ -234,7 +270,43 @@ fn gen_op() -> impl Strategy<Value = GenOp> {
                 })
             },
         );
+    let reminder = prop_oneof![
+        3 => (0..BODIES.len(), 1_u32..=3, proptest::option::of(0..TAGS.len())).prop_map(
+            |(body, cadence, tag)| GenOp::Ready(Op::AddReminder { body, cadence, tag })
+        ),
+        1 => any::<Index>().prop_map(|pick| GenOp::ClearReminderId { pick }),
+        1 => (0..TAGS.len()).prop_map(|tag| GenOp::Ready(Op::ClearReminderTag { tag })),
+    ];
+    let condition = prop_oneof![
+        3 => (
+            0..CONDITION_NAMES.len(),
+            select(Step::ALL),
+            select(ScriptLanguage::ALL),
+            0..BODIES.len(),
+            any::<bool>(),
+            0..SESSIONS.len(),
+            any::<bool>(),
+        )
+            .prop_map(|(name, step, language, script, run_async, session, replace)| {
+                GenOp::Ready(Op::PutCondition {
+                    name,
+                    step,
+                    language,
+                    script,
+                    run_async,
+                    session,
+                    replace,
+                })
+            }),
+        1 => (0..CONDITION_NAMES.len())
+            .prop_map(|name| GenOp::Ready(Op::DeleteCondition { name })),
+        2 => (0..SESSIONS.len(), select(&[0, 250, 1_000, 2_000][..]))
+            .prop_map(|(session, for_ms)| GenOp::Ready(Op::ArmGate { session, for_ms })),
+        1 => (0..SESSIONS.len()).prop_map(|session| GenOp::Ready(Op::DisarmGate { session })),
+    ];
     prop_oneof![
+        2 => reminder,
+        2 => condition,
         4 => publish,
         4 => deliver,
         2 => read,
@@ -302,6 +374,10 @@ enum Outcome {
     Count(Result<u64, Failure>),
     Schedule(Result<Schedule, Failure>),
     Firings(Result<Vec<Firing>, Failure>),
+    Reminder(Result<Reminder, Failure>),
+    Put(Result<PutOutcome, Failure>),
+    Deleted(Result<bool, Failure>),
+    Done(Result<(), Failure>),
     Clock,
 }
 
@@ -315,6 +391,12 @@ struct Snapshot {
     channels: Vec<ChannelSummary>,
     tool_calls: Vec<u64>,
     schedules: Vec<Schedule>,
+    reminders: Vec<Reminder>,
+    conditions: Vec<Condition>,
+    /// Each of `CONDITION_NAMES` looked up by name.
+    condition_by_name: Vec<Option<Condition>>,
+    /// When each session's gate closes, if open.
+    gates: Vec<Option<Millis>>,
     counts: Counts,
     next_fire_after: Option<Millis>,
 }
@@ -341,6 +423,11 @@ struct Model {
     next_schedule_id: i64,
     schedules: BTreeMap<i64, Schedule>,
     firings: BTreeSet<(i64, Millis)>,
+    next_reminder_id: i64,
+    reminders: BTreeMap<i64, Reminder>,
+    /// By name (a `&str`-ordered map orders byte-wise, as "by name" does).
+    conditions: BTreeMap<String, Condition>,
+    gates: BTreeMap<String, Millis>,
 }
 
 impl Model {
@@ -355,6 +442,10 @@ impl Model {
             next_schedule_id: 1,
             schedules: BTreeMap::new(),
             firings: BTreeSet::new(),
+            next_reminder_id: 1,
+            reminders: BTreeMap::new(),
+            conditions: BTreeMap::new(),
+            gates: BTreeMap::new(),
         }
     }
 
@@ -541,6 +632,57 @@ impl Model {
                 }
                 Outcome::Firings(Ok(firings))
             }
+            Op::AddReminder { .. } => {
+                let new = new_reminder(op, now);
+                let reminder = Reminder {
+                    id: self.next_reminder_id,
+                    message: new.message,
+                    cadence: new.cadence,
+                    tag: new.tag,
+                    created_at: new.created_at,
+                };
+                self.next_reminder_id += 1;
+                self.reminders.insert(reminder.id, reminder.clone());
+                Outcome::Reminder(Ok(reminder))
+            }
+            Op::ClearReminderId { id } => {
+                Outcome::Count(Ok(u64::from(self.reminders.remove(id).is_some())))
+            }
+            Op::ClearReminderTag { tag } => {
+                let before = self.reminders.len();
+                self.reminders
+                    .retain(|_, r| r.tag.as_deref() != Some(TAGS[*tag]));
+                Outcome::Count(Ok((before - self.reminders.len()) as u64))
+            }
+            Op::PutCondition { replace, .. } => {
+                let new = new_condition(op, now);
+                Outcome::Put(match self.conditions.get_mut(&new.name) {
+                    None => {
+                        self.conditions.insert(new.name.clone(), new);
+                        Ok(PutOutcome::Created)
+                    }
+                    Some(_) if !replace => Err(Failure::Conflict),
+                    Some(old) => {
+                        *old = Condition {
+                            created_at: old.created_at,
+                            ..new
+                        };
+                        Ok(PutOutcome::Replaced)
+                    }
+                })
+            }
+            Op::DeleteCondition { name } => {
+                Outcome::Deleted(Ok(self.conditions.remove(CONDITION_NAMES[*name]).is_some()))
+            }
+            Op::ArmGate { session, for_ms } => {
+                self.gates
+                    .insert(SESSIONS[*session].to_owned(), now + for_ms);
+                Outcome::Done(Ok(()))
+            }
+            Op::DisarmGate { session } => {
+                self.gates.remove(SESSIONS[*session]);
+                Outcome::Done(Ok(()))
+            }
             Op::Advance { ms } => {
                 self.now += ms;
                 Outcome::Clock
@@ -578,10 +720,25 @@ impl Model {
                 .map(|s| self.tool_calls.get(*s).copied().unwrap_or(0))
                 .collect(),
             schedules: self.schedules.values().cloned().collect(),
+            reminders: self.reminders.values().cloned().collect(),
+            conditions: self.conditions.values().cloned().collect(),
+            condition_by_name: CONDITION_NAMES
+                .iter()
+                .map(|n| self.conditions.get(*n).cloned())
+                .collect(),
+            gates: SESSIONS
+                .iter()
+                .map(|s| {
+                    self.gates
+                        .get(*s)
+                        .copied()
+                        .filter(|&until| until > self.now)
+                })
+                .collect(),
             counts: Counts {
                 active_messages: self.active().count() as u64,
-                reminders: 0,
-                conditions: 0,
+                reminders: self.reminders.len() as u64,
+                conditions: self.conditions.len() as u64,
                 active_schedules: active_schedules.clone().count() as u64,
             },
             next_fire_after: active_schedules
@@ -663,6 +820,44 @@ fn new_schedule(op: &Op, now: Millis) -> NewSchedule {
     }
 }
 
+fn new_reminder(op: &Op, now: Millis) -> NewReminder {
+    let Op::AddReminder { body, cadence, tag } = op else {
+        unreachable!("not a reminder: {op:?}");
+    };
+    NewReminder {
+        message: BODIES[*body].to_owned(),
+        cadence: *cadence,
+        tag: tag.map(|t| TAGS[t].to_owned()),
+        created_at: now,
+    }
+}
+
+fn new_condition(op: &Op, now: Millis) -> Condition {
+    let Op::PutCondition {
+        name,
+        step,
+        language,
+        script,
+        run_async,
+        session,
+        ..
+    } = op
+    else {
+        unreachable!("not a condition: {op:?}");
+    };
+    Condition {
+        name: CONDITION_NAMES[*name].to_owned(),
+        step: *step,
+        matcher: format!("Bash({script}*)"),
+        script: BODIES[*script].to_owned(),
+        language: *language,
+        run_async: *run_async,
+        session_id: SESSIONS[*session].to_owned(),
+        created_at: now,
+        updated_at: now,
+    }
+}
+
 /// Runs `op` on the store at `now`.
 fn apply_store(store: &dyn Store, op: &Op, now: Millis) -> Outcome {
     let fail = |e: StoreError| Failure::from(e);
@@ -704,6 +899,40 @@ fn apply_store(store: &dyn Store, op: &Op, now: Millis) -> Outcome {
         }
         Op::Cancel { id } => Outcome::Schedule(store.cancel_schedule(*id, now).map_err(fail)),
         Op::FireDue => Outcome::Firings(store.fire_due(now, &plan).map_err(fail)),
+        Op::AddReminder { .. } => {
+            Outcome::Reminder(store.add_reminder(&new_reminder(op, now)).map_err(fail))
+        }
+        Op::ClearReminderId { id } => {
+            Outcome::Count(store.clear_reminders(&ReminderScope::Id(*id)).map_err(fail))
+        }
+        Op::ClearReminderTag { tag } => Outcome::Count(
+            store
+                .clear_reminders(&ReminderScope::Tag(TAGS[*tag].to_owned()))
+                .map_err(fail),
+        ),
+        Op::PutCondition { replace, .. } => {
+            let mode = if *replace {
+                PutMode::Replace
+            } else {
+                PutMode::CreateOnly
+            };
+            Outcome::Put(
+                store
+                    .put_condition(&new_condition(op, now), mode)
+                    .map_err(fail),
+            )
+        }
+        Op::DeleteCondition { name } => {
+            Outcome::Deleted(store.delete_condition(CONDITION_NAMES[*name]).map_err(fail))
+        }
+        Op::ArmGate { session, for_ms } => Outcome::Done(
+            store
+                .arm_gate(SESSIONS[*session], now + for_ms)
+                .map_err(fail),
+        ),
+        Op::DisarmGate { session } => {
+            Outcome::Done(store.disarm_gate(SESSIONS[*session]).map_err(fail))
+        }
         Op::Advance { .. } => Outcome::Clock,
     }
 }
@@ -722,6 +951,16 @@ fn store_snapshot(store: &dyn Store, now: Millis) -> Result<Snapshot, StoreError
             .map(|s| store.tool_calls(s))
             .collect::<Result<_, _>>()?,
         schedules: store.schedules()?,
+        reminders: store.reminders()?,
+        conditions: store.conditions()?,
+        condition_by_name: CONDITION_NAMES
+            .iter()
+            .map(|n| store.condition(n))
+            .collect::<Result<_, _>>()?,
+        gates: SESSIONS
+            .iter()
+            .map(|s| store.gate_open_until(s, now))
+            .collect::<Result<_, _>>()?,
         counts: store.counts(now)?,
         next_fire_after: store.next_fire_after(now)?,
     })
