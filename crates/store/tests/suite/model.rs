@@ -1056,7 +1056,20 @@ pub(crate) fn run_ops(backend: &dyn Backend, ops: &[Op]) {
 // --- Regression cases ----------------------------------------------------------------------
 //
 // Sequences the model test found or that pin a boundary it relies on; each runs on both
-// backends (listed in `store_suite.rs`).
+// backends (listed in `store_suite.rs`). A failure report's operations paste in verbatim below
+// these imports.
+#[allow(unused_imports)]
+use self::regression_names::*;
+
+/// The variant names a failure report prints, in scope for pasting.
+mod regression_names {
+    #![allow(unused_imports)]
+    pub(crate) use super::TriggerKind::*;
+    pub(crate) use store::DeliveryPoint::*;
+    pub(crate) use store::ScriptLanguage::*;
+    pub(crate) use store::Severity::*;
+    pub(crate) use store::Step::*;
+}
 
 /// A message whose expiry equals the clock is expired: never read, delivered or acknowledged,
 /// and pruned; a schedule due exactly now fires now.
@@ -1067,19 +1080,19 @@ pub(crate) fn model_boundaries_at_the_instant_of_expiry(b: &dyn Backend) {
             Op::Publish {
                 channel: 0,
                 body: 0,
-                severity: Severity::Critical,
+                severity: Critical,
                 ttl_ms: 500,
             },
             Op::Publish {
                 channel: 1,
                 body: 2,
-                severity: Severity::Info,
+                severity: Info,
                 ttl_ms: 0,
             },
             Op::CreateSchedule {
-                kind: TriggerKind::Every(1),
+                kind: Every(1),
                 channel: 2,
-                severity: Severity::Alert,
+                severity: Alert,
                 ttl_seconds: 1,
                 first_in_ms: 500,
                 named: true,
@@ -1088,7 +1101,7 @@ pub(crate) fn model_boundaries_at_the_instant_of_expiry(b: &dyn Backend) {
             Op::Deliver {
                 session: 0,
                 channels: None,
-                point: DeliveryPoint::ToolCall,
+                point: ToolCall,
             },
             Op::Acknowledge { id: 1, session: 0 },
             Op::FireDue,
