@@ -1,30 +1,144 @@
-//! A throwaway PostgreSQL server a test owns, so that it can stop and start it. Shared by the
-//! store suite (`crates/store/tests/suite/pg_only.rs`) and the daemon fleet test
-//! (`crates/server-full/tests/daemon/fleet.rs`), which include this file with `#[path]`.
+//! Throwaway PostgreSQL servers for tests. Shared by the store suite
+//! (`crates/store/tests/suite/`), the daemon fleet test
+//! (`crates/server-full/tests/daemon/fleet.rs`) and the hook forwarding test
+//! (`tests/hooks/forward.rs`), which include this file with `#[path]`.
+//!
+//! [`PrivateServer`] is a server a test owns, so that it can stop and start it.
+//! [`test_database_url`] is the server a test binary's PostgreSQL tests share: the one
+//! `HOOKS_MCP_TEST_DATABASE_URL` names, else one private server started on first use and
+//! stopped when the test process ends, however it ends (see [`Watchdog`]).
 // Each including test uses part of it.
 #![allow(dead_code)]
 
-use std::path::PathBuf;
-use std::process::Command;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::OnceLock;
+
+/// Environment variable naming the PostgreSQL server of the PostgreSQL tests.
+pub(crate) const TEST_DATABASE_URL_ENV: &str = "HOOKS_MCP_TEST_DATABASE_URL";
+
+/// Environment variable naming the directory of PostgreSQL's server programs (`initdb`,
+/// `pg_ctl`); without it the newest `/usr/lib/postgresql/<version>/bin` is used.
+pub(crate) const BINDIR_ENV: &str = "PG_CI_BINDIR";
 
 /// A throwaway PostgreSQL server of this test's own, so that it can be stopped and started.
 pub(crate) struct PrivateServer {
     pub(crate) bindir: PathBuf,
     pub(crate) dir: tempfile::TempDir,
     pub(crate) port: u16,
+    /// Stops the server and removes its directory when this value or the process goes.
+    watchdog: Option<Watchdog>,
 }
 
+/// Whether `dir` holds the server programs a [`PrivateServer`] runs.
+fn has_server_programs(dir: &Path) -> bool {
+    ["initdb", "pg_ctl", "postgres"]
+        .iter()
+        .all(|p| dir.join(p).is_file())
+}
+
+/// Where PostgreSQL's server programs are: `PG_CI_BINDIR` when set (`None` when it lacks
+/// them), else the newest `/usr/lib/postgresql/<version>/bin`.
 pub(crate) fn server_bindir() -> Option<PathBuf> {
-    if let Some(dir) = std::env::var_os("PG_CI_BINDIR") {
-        return Some(dir.into());
+    if let Some(dir) = std::env::var_os(BINDIR_ENV) {
+        let dir = PathBuf::from(dir);
+        return has_server_programs(&dir).then_some(dir);
     }
-    let mut found: Vec<PathBuf> = std::fs::read_dir("/usr/lib/postgresql")
+    let mut found: Vec<(u32, PathBuf)> = std::fs::read_dir("/usr/lib/postgresql")
         .ok()?
-        .filter_map(|e| e.ok().map(|e| e.path().join("bin")))
-        .filter(|p| p.join("pg_ctl").exists())
+        .filter_map(|e| e.ok())
+        .filter_map(|e| {
+            let version = e.file_name().to_str()?.parse::<u32>().ok()?;
+            Some((version, e.path().join("bin")))
+        })
+        .filter(|(_, p)| has_server_programs(p))
         .collect();
     found.sort();
-    found.pop()
+    found.pop().map(|(_, p)| p)
+}
+
+/// What a test says on stderr when it skips for want of a PostgreSQL server.
+pub(crate) fn no_server_note(what: &str) -> String {
+    format!(
+        "note: {TEST_DATABASE_URL_ENV} is unset and no PostgreSQL server programs were found \
+         ({BINDIR_ENV}, or /usr/lib/postgresql/<version>/bin): {what} not run; install \
+         PostgreSQL's server package, or locally `source .ci/postgres`\n"
+    )
+}
+
+/// The server this test binary's PostgreSQL tests share: `HOOKS_MCP_TEST_DATABASE_URL` when
+/// set; else a private throwaway server, started on the first call (once per process, the
+/// calls in between wait) and stopped when the process ends; `None` when neither exists.
+///
+/// # Panics
+/// When the server programs exist but the server cannot be started (every caller panics with
+/// the same reason).
+pub(crate) fn test_database_url() -> Option<String> {
+    if let Some(url) = std::env::var(TEST_DATABASE_URL_ENV)
+        .ok()
+        .filter(|v| !v.trim().is_empty())
+    {
+        return Some(url);
+    }
+    static SHARED: OnceLock<Option<Result<PrivateServer, String>>> = OnceLock::new();
+    let shared = SHARED.get_or_init(|| server_bindir().map(PrivateServer::try_start));
+    match shared.as_ref()? {
+        Ok(server) => Some(server.url()),
+        Err(reason) => panic!("cannot start a private PostgreSQL server: {reason}"),
+    }
+}
+
+/// Whether [`test_database_url`] starts a private server (the variable is unset).
+pub(crate) fn uses_private_server() -> bool {
+    !std::env::var(TEST_DATABASE_URL_ENV).is_ok_and(|v| !v.trim().is_empty())
+        && server_bindir().is_some()
+}
+
+/// A process that outlives nothing: it waits for end-of-file on its standard input (a pipe
+/// whose only writer is this process, close-on-exec), then stops the server immediately and
+/// removes its directory. The pipe closes when the [`PrivateServer`] is dropped or when the
+/// process ends in any way (a static is never dropped; `kill -9` runs no destructor), so no
+/// server outlives its test process. It ignores the terminal's signals so that a Ctrl-C still
+/// lets it clean up.
+struct Watchdog {
+    child: Child,
+    stdin: Option<ChildStdin>,
+}
+
+impl Watchdog {
+    fn spawn(server: &PrivateServer) -> Result<Watchdog, String> {
+        let stop = server.command_line("pg_ctl");
+        let mut command = Command::new("sh");
+        command
+            .arg("-c")
+            .arg(
+                "trap '' INT TERM HUP QUIT; read -r _; \
+                 \"$@\" -D \"$PG_WATCHDOG_DIR/data\" -m immediate -w stop >/dev/null 2>&1; \
+                 rm -rf \"$PG_WATCHDOG_DIR\"",
+            )
+            .arg("pg-watchdog")
+            .args(stop)
+            .env("PG_WATCHDOG_DIR", server.dir.path())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        let mut child = command
+            .spawn()
+            .map_err(|e| format!("cannot start the server's watchdog (sh): {e}"))?;
+        let stdin = child.stdin.take();
+        Ok(Watchdog { child, stdin })
+    }
+}
+
+impl Drop for Watchdog {
+    fn drop(&mut self) {
+        // End of file: the watchdog stops the server and removes its directory; wait for it.
+        if let Some(mut stdin) = self.stdin.take() {
+            let _ = stdin.flush();
+        }
+        let _ = self.child.wait();
+    }
 }
 
 pub(crate) fn is_root() -> bool {
@@ -34,50 +148,98 @@ pub(crate) fn is_root() -> bool {
 }
 
 impl PrivateServer {
-    /// `program` of the server's installation, run as a user the server accepts.
-    pub(crate) fn command(&self, program: &str) -> Command {
-        let program = self.bindir.join(program);
+    /// The words that run `program` of the server's installation as a user the server
+    /// accepts.
+    fn command_line(&self, program: &str) -> Vec<std::ffi::OsString> {
+        let program = self.bindir.join(program).into_os_string();
         if is_root() {
             // The server refuses to run as root.
-            let mut c = Command::new("runuser");
-            c.args(["-u", "postgres", "--"]).arg(program);
-            c
+            vec![
+                "runuser".into(),
+                "-u".into(),
+                "postgres".into(),
+                "--".into(),
+                program,
+            ]
         } else {
-            Command::new(program)
+            vec![program]
         }
     }
 
+    /// `program` of the server's installation, run as a user the server accepts.
+    pub(crate) fn command(&self, program: &str) -> Command {
+        let words = self.command_line(program);
+        let mut c = Command::new(&words[0]);
+        c.args(&words[1..]);
+        c
+    }
+
     pub(crate) fn run(&self, program: &str, args: &[&str]) {
-        let out = self.command(program).args(args).output().unwrap();
-        assert!(
-            out.status.success(),
-            "{program} {args:?}: {}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
+        if let Err(e) = self.try_run(program, args) {
+            panic!("{e}");
+        }
+    }
+
+    fn try_run(&self, program: &str, args: &[&str]) -> Result<(), String> {
+        let out = self
+            .command(program)
+            .args(args)
+            .output()
+            .map_err(|e| format!("{program}: {e}"))?;
+        if out.status.success() {
+            Ok(())
+        } else {
+            Err(format!(
+                "{program} {args:?}: {}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            ))
+        }
     }
 
     pub(crate) fn data(&self) -> String {
         self.dir.path().join("data").display().to_string()
     }
 
+    /// Creates and starts a server (see [`PrivateServer::try_start`]).
+    ///
+    /// # Panics
+    /// When it cannot.
     pub(crate) fn start(bindir: PathBuf) -> Self {
-        let dir = tempfile::tempdir().unwrap();
+        Self::try_start(bindir).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// Creates a cluster in a temporary directory (user `hooks`, trust authentication) and
+    /// starts it on 127.0.0.1 and an ephemeral port, with a watchdog that stops it when this
+    /// value is dropped or the test process ends.
+    pub(crate) fn try_start(bindir: PathBuf) -> Result<Self, String> {
+        let dir = tempfile::tempdir().map_err(|e| format!("temporary directory: {e}"))?;
         if is_root() {
             let status = Command::new("chown")
                 .args(["postgres:", &dir.path().display().to_string()])
                 .status()
-                .unwrap();
-            assert!(status.success());
+                .map_err(|e| format!("chown: {e}"))?;
+            if !status.success() {
+                return Err(format!(
+                    "chown postgres: {}: {status}",
+                    dir.path().display()
+                ));
+            }
         }
         let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
+            .and_then(|l| l.local_addr())
+            .map_err(|e| format!("no free port on 127.0.0.1: {e}"))?
             .port();
-        let server = PrivateServer { bindir, dir, port };
+        let mut server = PrivateServer {
+            bindir,
+            dir,
+            port,
+            watchdog: None,
+        };
+        // Before anything is started: whatever happens next, the watchdog cleans up.
+        server.watchdog = Some(Watchdog::spawn(&server)?);
         let data = server.data();
-        server.run(
+        server.try_run(
             "initdb",
             &[
                 "-D",
@@ -89,19 +251,25 @@ impl PrivateServer {
                 "--no-sync",
                 "--no-instructions",
             ],
-        );
-        server.up();
-        server
+        )?;
+        server.try_up()?;
+        Ok(server)
     }
 
     pub(crate) fn up(&self) {
+        if let Err(e) = self.try_up() {
+            panic!("{e}");
+        }
+    }
+
+    fn try_up(&self) -> Result<(), String> {
         let options = format!(
-            "-c listen_addresses=127.0.0.1 -p {} -k {} -c fsync=off",
+            "-c listen_addresses=127.0.0.1 -p {} -k {} -c fsync=off -c max_connections=200",
             self.port,
             self.dir.path().display()
         );
         let log = self.dir.path().join("log").display().to_string();
-        self.run(
+        self.try_run(
             "pg_ctl",
             &[
                 "-D",
@@ -113,7 +281,7 @@ impl PrivateServer {
                 &options,
                 "start",
             ],
-        );
+        )
     }
 
     pub(crate) fn down(&self) {
@@ -127,10 +295,16 @@ impl PrivateServer {
 
 impl Drop for PrivateServer {
     fn drop(&mut self) {
-        let data = self.data();
-        let _ = self
-            .command("pg_ctl")
-            .args(["-D", &data, "-m", "immediate", "-w", "stop"])
-            .output();
+        // The watchdog stops the server and removes the directory (before `dir` is dropped).
+        match self.watchdog.take() {
+            Some(watchdog) => drop(watchdog),
+            None => {
+                let data = self.data();
+                let _ = self
+                    .command("pg_ctl")
+                    .args(["-D", &data, "-m", "immediate", "-w", "stop"])
+                    .output();
+            }
+        }
     }
 }

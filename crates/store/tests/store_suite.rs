@@ -1,9 +1,12 @@
 //! One store test suite, run against every backend: each test of `suite/` once for SQLite and
 //! once for PostgreSQL.
 //!
-//! The PostgreSQL part runs when `HOOKS_MCP_TEST_DATABASE_URL` is set (CI's `.ci/run` starts a
-//! throwaway server and sets it); when set and unreachable its tests fail; when unset
-//! `postgres_part_status` says on stderr that it was not run. Child processes of the
+//! The PostgreSQL part runs on the server `HOOKS_MCP_TEST_DATABASE_URL` names (CI's `.ci/run`
+//! starts a throwaway server and sets it; when set and unreachable its tests fail). When it is
+//! unset and PostgreSQL's server programs are installed, the first PostgreSQL test starts a
+//! private throwaway server that the tests of this process share and that stops when the
+//! process ends; with no server programs either, `postgres_part_status` says on stderr that the
+//! part was not run. Child processes of the
 //! multi-process tests enter through `child_writer` and `child_fire_due`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -77,6 +80,10 @@ backend_suite! {
     multiprocess: [
         concurrent_processes_lose_no_writes,
     ],
+    model: [
+        operations_agree_with_the_model,
+        model_boundaries_at_the_instant_of_expiry,
+    ],
 }
 
 /// What only PostgreSQL has (run when the suite's server is set, like the rest of that part).
@@ -102,22 +109,26 @@ mod postgres_only {
     );
 }
 
-/// Says whether the PostgreSQL part ran. Written straight to stderr (not captured by the test
-/// harness) so that a run without a server says so.
+/// Says how the PostgreSQL part ran, or that it did not. Written straight to stderr (not
+/// captured by the test harness) so that a run without a server says so.
 #[test]
 fn postgres_part_status() {
     use std::io::Write;
-    let set = std::env::var(suite::TEST_DATABASE_URL_ENV).is_ok_and(|v| !v.trim().is_empty());
+    use suite::pg_server::{
+        TEST_DATABASE_URL_ENV, no_server_note, server_bindir, uses_private_server,
+    };
+    let set = std::env::var(TEST_DATABASE_URL_ENV).is_ok_and(|v| !v.trim().is_empty());
     let note = match (set, cfg!(feature = "postgres")) {
         (true, true) => return,
         (true, false) => panic!(
-            "{} is set but the store was built without its `postgres` feature",
-            suite::TEST_DATABASE_URL_ENV
+            "{TEST_DATABASE_URL_ENV} is set but the store was built without its `postgres` feature"
         ),
-        (false, true) => format!(
-            "note: {} is unset: the PostgreSQL part of the store suite was not run\n",
-            suite::TEST_DATABASE_URL_ENV
+        (false, true) if uses_private_server() => format!(
+            "note: {TEST_DATABASE_URL_ENV} is unset: the PostgreSQL part of the store suite ran \
+             on a private throwaway server ({})\n",
+            server_bindir().unwrap_or_default().display()
         ),
+        (false, true) => no_server_note("the PostgreSQL part of the store suite was"),
         (false, false) => {
             "note: the store was built without PostgreSQL: only SQLite was tested\n".to_string()
         }

@@ -3,10 +3,11 @@
 //! restart turns `/health?level=db` to 503 and back to 200 without restarting a daemon, losing
 //! nothing that was acknowledged.
 //!
-//! Runs when `HOOKS_MCP_TEST_DATABASE_URL` is set (CI sets it). With the server programs at hand
-//! (`pg_ctl`), the test runs a PostgreSQL server of its own, so that it can restart it;
-//! otherwise it uses the named server and leaves the restart out. Either way the store lives in
-//! a fresh schema.
+//! With PostgreSQL's server programs at hand (`initdb`, `pg_ctl`), the test runs a server of
+//! its own, so that it can restart it (whether `HOOKS_MCP_TEST_DATABASE_URL` is set or not);
+//! otherwise it uses the server `HOOKS_MCP_TEST_DATABASE_URL` names (CI sets it) and leaves the
+//! restart out; with neither it is skipped with a note. Either way the store lives in a fresh
+//! schema.
 
 use std::io::Write;
 use std::time::{Duration, Instant};
@@ -50,18 +51,15 @@ fn three_daemons_share_one_postgres_database() {
     let test = "fleet::three_daemons_share_one_postgres_database";
     // In a daemon child this runs the daemon; nothing below may run there.
     support::child_entry();
-    let Some(base) = std::env::var(TEST_DATABASE_URL_ENV)
-        .ok()
-        .filter(|v| !v.trim().is_empty())
-    else {
-        note(&format!(
-            "{TEST_DATABASE_URL_ENV} is not set: the PostgreSQL fleet test \
-             (fleet::three_daemons_share_one_postgres_database) was skipped; CI sets it, \
-             locally `source .ci/postgres`"
-        ));
+    let Some(db) = Database::new() else {
+        let _ = std::io::stderr().write_all(
+            pg_server::no_server_note(
+                "the PostgreSQL fleet test (fleet::three_daemons_share_one_postgres_database) was",
+            )
+            .as_bytes(),
+        );
         return;
     };
-    let db = Database::new(&base);
     let url = db.url();
     let options = PgOptions {
         create: true,
@@ -276,11 +274,16 @@ struct Database {
 }
 
 impl Database {
-    fn new(base: &str) -> Database {
+    /// On a server of the test's own when PostgreSQL's server programs are installed (also
+    /// when `HOOKS_MCP_TEST_DATABASE_URL` is unset), else on the server that variable names;
+    /// `None` with neither.
+    fn new() -> Option<Database> {
         let server = server_bindir().map(PrivateServer::start);
         let admin_url = match &server {
             Some(s) => s.url(),
-            None => base.to_owned(),
+            None => std::env::var(TEST_DATABASE_URL_ENV)
+                .ok()
+                .filter(|v| !v.trim().is_empty())?,
         };
         let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -295,7 +298,7 @@ impl Database {
         db.client()
             .batch_execute(&format!("CREATE SCHEMA {}", db.schema))
             .unwrap();
-        db
+        Some(db)
     }
 
     /// The store's URL: the server, with the schema first on the `search_path`.
@@ -312,9 +315,8 @@ impl Database {
     }
 
     fn client(&self) -> postgres::Client {
-        postgres::Client::connect(&self.admin_url, postgres::NoTls).unwrap_or_else(|e| {
-            panic!("{TEST_DATABASE_URL_ENV} is set but the server cannot be reached: {e}")
-        })
+        postgres::Client::connect(&self.admin_url, postgres::NoTls)
+            .unwrap_or_else(|e| panic!("the fleet's PostgreSQL server cannot be reached: {e}"))
     }
 
     /// The integers of the one row `sql` returns, in the store's schema.

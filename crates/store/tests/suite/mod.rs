@@ -1,24 +1,32 @@
 //! The backend-independent store suite: each test is a function of a [`Backend`], run once for
 //! SQLite and once for PostgreSQL (see `store_suite.rs`).
 //!
-//! The PostgreSQL part runs when `HOOKS_MCP_TEST_DATABASE_URL` names a server (CI always sets
-//! it); each test gets a fresh schema of its own, dropped afterwards.
+//! The PostgreSQL part runs on the server `HOOKS_MCP_TEST_DATABASE_URL` names (CI sets it);
+//! when it is unset, on a private throwaway server that the first PostgreSQL test of this
+//! process starts and that stops when the process ends (`pg_server::test_database_url`), if
+//! PostgreSQL's server programs are installed; with neither, that part is skipped with a note.
+//! Each test gets a fresh schema of its own, dropped afterwards.
+//!
+//! `model` is the store model test (random operation sequences against both backends and an
+//! in-memory model, shrunk on disagreement); its module documentation says how to run more
+//! cases.
 
 pub(crate) mod admin;
 pub(crate) mod channels;
 pub(crate) mod enforcement_conditions;
+pub(crate) mod model;
 pub(crate) mod multiprocess;
 #[cfg(feature = "postgres")]
 pub(crate) mod pg_only;
 pub(crate) mod scheduler;
 
+#[path = "../../../../tests/support/pg_server.rs"]
+pub(crate) mod pg_server;
+
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use store::{Opened, Store, StoreError};
-
-/// Environment variable naming the PostgreSQL server the suite's PostgreSQL part uses.
-pub(crate) const TEST_DATABASE_URL_ENV: &str = "HOOKS_MCP_TEST_DATABASE_URL";
 
 /// A kind of store the suite runs against.
 pub(crate) trait Backend: Sync {
@@ -94,7 +102,7 @@ pub(crate) fn open_spec(spec: &str) -> Arc<dyn Store> {
             .0,
         ),
         #[cfg(feature = "postgres")]
-        Some(("postgres", schema)) => postgres::open_schema(schema, false).unwrap().0,
+        Some(("postgres", rest)) => postgres::open_spec(rest).unwrap().0,
         _ => panic!("unknown store spec `{spec}`"),
     }
 }
@@ -180,21 +188,24 @@ mod postgres {
 
     use store::{Opened, PgOptions, PostgresStore, Store, StoreError};
 
-    use super::{Backend, Location, TEST_DATABASE_URL_ENV};
+    use super::{Backend, Location};
 
-    /// The server named by `HOOKS_MCP_TEST_DATABASE_URL`, a fresh schema per test.
+    /// The suite's PostgreSQL server (see [`super::pg_server::test_database_url`]), a fresh
+    /// schema per test.
     pub(crate) struct Postgres {
         url: String,
     }
 
     impl Postgres {
-        /// The server, or `None` when the variable is unset (the PostgreSQL part is skipped).
-        /// A set but unreachable server fails the test.
+        /// The server, or `None` when there is none (the PostgreSQL part is skipped; see
+        /// `postgres_part_status`). A named but unreachable server fails the test.
         pub(crate) fn from_env() -> Option<Self> {
-            let url = std::env::var(TEST_DATABASE_URL_ENV)
-                .ok()
-                .filter(|v| !v.trim().is_empty())?;
-            Some(Postgres { url })
+            super::pg_server::test_database_url().map(|url| Postgres { url })
+        }
+
+        /// The server's URL (with its credentials).
+        pub(crate) fn url(&self) -> &str {
+            &self.url
         }
 
         fn admin(&self) -> postgres::Client {
@@ -203,14 +214,8 @@ mod postgres {
     }
 
     fn admin(url: &str) -> postgres::Client {
-        postgres::Client::connect(url, postgres::NoTls).unwrap_or_else(|e| {
-            panic!("{TEST_DATABASE_URL_ENV} is set but the server cannot be reached: {e}")
-        })
-    }
-
-    fn base_url() -> String {
-        std::env::var(TEST_DATABASE_URL_ENV)
-            .unwrap_or_else(|_| panic!("{TEST_DATABASE_URL_ENV} is not set"))
+        postgres::Client::connect(url, postgres::NoTls)
+            .unwrap_or_else(|e| panic!("the suite's PostgreSQL server cannot be reached: {e}"))
     }
 
     /// `url` with `search_path` set to `schema` (in the start-up options).
@@ -219,17 +224,18 @@ mod postgres {
         format!("{url}{sep}options=-c%20search_path%3D{schema}")
     }
 
-    /// Opens the store in `schema` of the test server.
-    pub(crate) fn open_schema(
-        schema: &str,
-        create: bool,
-    ) -> Result<(Arc<dyn Store>, Opened), StoreError> {
+    /// Opens the store a [`Location::spec`] names after `postgres:` (`<schema> <url>`), in a
+    /// child process: the child reaches the parent's server, whichever it is.
+    pub(crate) fn open_spec(spec: &str) -> Result<(Arc<dyn Store>, Opened), StoreError> {
+        let (schema, url) = spec
+            .split_once(' ')
+            .unwrap_or_else(|| panic!("bad PostgreSQL store spec `{spec}`"));
         let options = PgOptions {
-            create,
+            create: false,
             pool_size: 4,
             ..PgOptions::default()
         };
-        PostgresStore::open(&url_for(&base_url(), schema), &options)
+        PostgresStore::open(&url_for(url, schema), &options)
             .map(|(s, o)| (Arc::new(s) as Arc<dyn Store>, o))
     }
 
@@ -327,7 +333,7 @@ mod postgres {
         }
 
         fn spec(&self) -> String {
-            format!("postgres:{}", self.schema)
+            format!("postgres:{} {}", self.schema, self.url)
         }
     }
 }

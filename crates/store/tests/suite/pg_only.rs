@@ -55,7 +55,7 @@ pub(crate) fn an_open_store_describes_itself_without_the_password(b: &Postgres) 
     let store = fresh(b);
     let described = store.describe();
     assert!(described.starts_with("postgres://"), "{described}");
-    let url = std::env::var(super::TEST_DATABASE_URL_ENV).unwrap();
+    let url = b.url();
     // `postgres://user:password@host...`: whatever the password is, it is not shown.
     if let Some(password) = url
         .split_once("://")
@@ -114,9 +114,7 @@ pub(crate) fn the_change_feed_reports_publications_and_schedule_changes(b: &Post
     assert_eq!(feed.wait(Duration::from_millis(200)).unwrap(), None);
 }
 
-#[path = "../../../../tests/support/pg_server.rs"]
-mod pg_server;
-use pg_server::{PrivateServer, server_bindir};
+use super::pg_server::{PrivateServer, server_bindir};
 
 /// A restart of the database server: calls fail with [`StoreError::Unavailable`] while it is
 /// gone, the same store works again when it is back (no reopening), and nothing acknowledged is
@@ -184,8 +182,11 @@ pub(crate) fn the_pool_is_bounded(b: &Postgres) {
     let url = format!(
         "{}&application_name={name}",
         super::url_for(
-            &std::env::var(super::TEST_DATABASE_URL_ENV).unwrap(),
-            &store.location.spec()["postgres:".len()..]
+            b.url(),
+            store.location.spec()["postgres:".len()..]
+                .split_once(' ')
+                .unwrap()
+                .0
         )
     );
     let connections = || {
