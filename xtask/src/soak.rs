@@ -32,7 +32,7 @@ use anyhow::Context;
 use serde_json::{Value, json};
 
 use crate::bench_http::{ClosedBeforeReply, Conn, Reply, private_dirty_kib, tool_call};
-use crate::conformance::{Daemon, build_daemon, health_probe};
+use crate::conformance::{Daemon, build_daemon};
 
 /// Options of `cargo xtask soak`.
 #[derive(Debug, clap::Args)]
@@ -269,7 +269,11 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
         ));
     }
 
-    let expected = expected_firings(&schedules.lock().map_err(|_| anyhow::anyhow!("poisoned"))?, started, ended);
+    let expected = expected_firings(
+        &schedules.lock().map_err(|_| anyhow::anyhow!("poisoned"))?,
+        started,
+        ended,
+    );
     let fired = last.fired.saturating_sub(before.fired);
     println!(
         "Schedules: {fired} firings during the load, {expected} expected; {} sessions opened, {} \
@@ -296,7 +300,10 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
     daemon.stop()?;
     if args.keep {
         let kept = home.keep();
-        eprintln!("soak: the daemon's home (store, daemon.log) is kept in {}", kept.display());
+        eprintln!(
+            "soak: the daemon's home (store, daemon.log) is kept in {}",
+            kept.display()
+        );
     }
     if failures.is_empty() {
         println!("\nsoak: passed");
@@ -473,7 +480,12 @@ const INITIALIZED: &str = r#"{"jsonrpc":"2.0","method":"notifications/initialize
 
 /// A request of the mix: its body and what it is (for error kinds).
 fn pick_request(rng: &mut fastrand::Rng, id: u64, worker: usize) -> (String, String) {
-    let call = |tool: &str, args: Value| (tool_call(id as usize, tool, args), format!("tools/call {tool}"));
+    let call = |tool: &str, args: Value| {
+        (
+            tool_call(id as usize, tool, args),
+            format!("tools/call {tool}"),
+        )
+    };
     match rng.u32(0..100) {
         0..30 => call(
             "channel_publish",
@@ -718,7 +730,10 @@ impl SseStream {
                 return check(&message, what);
             }
         }
-        Err(Failure::new(format!("no response ({what})"), "100 other events"))
+        Err(Failure::new(
+            format!("no response ({what})"),
+            "100 other events",
+        ))
     }
 }
 
@@ -787,8 +802,8 @@ fn hook_events(dir: &Path) -> anyhow::Result<Vec<HookEvent>> {
             continue;
         }
         let text = std::fs::read_to_string(&path)?;
-        let payload: Value = serde_json::from_str(&text)
-            .with_context(|| format!("parsing {}", path.display()))?;
+        let payload: Value =
+            serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))?;
         let event = payload["hook_event_name"]
             .as_str()
             .with_context(|| format!("no hook_event_name in {}", path.display()))?
@@ -826,7 +841,13 @@ fn hook_client(
                 None => conn.insert(Conn::connect(addr).map_err(|e| Failure::io("connect", e))?),
             };
             let what = format!("hook {}", event.event);
-            let reply = send(conn, stats, &format!("/hook/{}", event.event), &event.body, &what)?;
+            let reply = send(
+                conn,
+                stats,
+                &format!("/hook/{}", event.event),
+                &event.body,
+                &what,
+            )?;
             match reply.status {
                 200 => Ok(()),
                 422 if reply.body.contains(SQLITE_REFUSAL) => Ok(()),
@@ -879,7 +900,13 @@ fn schedule_client(
                 "name": format!("soak{i}"),
             }),
         );
-        match mcp_request(&mut conn, stats, &body, i as u64 + 1, "tools/call schedule_create") {
+        match mcp_request(
+            &mut conn,
+            stats,
+            &body,
+            i as u64 + 1,
+            "tools/call schedule_create",
+        ) {
             Ok(()) => {
                 if let Ok(mut created) = created.lock() {
                     created.push(Instant::now());
@@ -1002,7 +1029,11 @@ fn growth(samples: &[&Sample]) -> Option<Growth> {
     }
     let n = samples.len() as f64;
     let mean_x = samples.iter().map(|s| s.calls as f64).sum::<f64>() / n;
-    let mean_y = samples.iter().map(|s| s.private_dirty_kib as f64).sum::<f64>() / n;
+    let mean_y = samples
+        .iter()
+        .map(|s| s.private_dirty_kib as f64)
+        .sum::<f64>()
+        / n;
     let (mut sxy, mut sxx) = (0.0, 0.0);
     for s in samples {
         let dx = s.calls as f64 - mean_x;
@@ -1015,7 +1046,11 @@ fn growth(samples: &[&Sample]) -> Option<Growth> {
         first_calls: first.calls,
         last_kib: last.private_dirty_kib,
         last_calls: last.calls,
-        slope_kib: if sxx > 0.0 { sxy / sxx * PER_CALLS } else { 0.0 },
+        slope_kib: if sxx > 0.0 {
+            sxy / sxx * PER_CALLS
+        } else {
+            0.0
+        },
         endpoints_kib: (last.private_dirty_kib as f64 - first.private_dirty_kib as f64) / span
             * PER_CALLS,
     })
@@ -1076,7 +1111,11 @@ mod tests {
 
     #[test]
     fn growth_is_the_slope_per_hundred_thousand_calls() {
-        let samples = [sample(0, 1000), sample(100_000, 1500), sample(200_000, 2000)];
+        let samples = [
+            sample(0, 1000),
+            sample(100_000, 1500),
+            sample(200_000, 2000),
+        ];
         let refs: Vec<&Sample> = samples.iter().collect();
         let g = growth(&refs).unwrap();
         assert!((g.slope_kib - 500.0).abs() < 1e-6, "{g:?}");
@@ -1100,7 +1139,10 @@ mod tests {
         let ok = json!({"jsonrpc": "2.0", "id": 1, "result": {"content": []}});
         assert!(check(&ok, "x").is_ok());
         let rpc = json!({"jsonrpc": "2.0", "id": 1, "error": {"code": -32602, "message": "m"}});
-        assert_eq!(check(&rpc, "x").unwrap_err().kind, "JSON-RPC error -32602 (x)");
+        assert_eq!(
+            check(&rpc, "x").unwrap_err().kind,
+            "JSON-RPC error -32602 (x)"
+        );
         let tool = json!({"jsonrpc": "2.0", "id": 1, "result": {"isError": true, "content": []}});
         assert_eq!(check(&tool, "x").unwrap_err().kind, "tool error (x)");
     }
@@ -1109,7 +1151,13 @@ mod tests {
     fn firings_expected_count_whole_minutes() {
         let started = Instant::now();
         let created = [started, started + Duration::from_secs(30)];
-        assert_eq!(expected_firings(&created, started, Duration::from_secs(150)), 2 + 2);
-        assert_eq!(expected_firings(&created, started, Duration::from_secs(59)), 0);
+        assert_eq!(
+            expected_firings(&created, started, Duration::from_secs(150)),
+            2 + 2
+        );
+        assert_eq!(
+            expected_firings(&created, started, Duration::from_secs(59)),
+            0
+        );
     }
 }
