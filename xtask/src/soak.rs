@@ -6,7 +6,9 @@
 //! with a standalone GET stream open, sometimes dropping a call mid-flight (and going on in the
 //! same session on a new connection, or not), and then abandon the session without a DELETE, so
 //! the daemon's idle expiry must reclaim it; legacy SSE clients that do the same over `/sse`;
-//! hook events posted to `POST /hook/{event}`; interval schedules, created during the warm-up
+//! hook events posted to `POST /hook/{event}` (on SQLite the daemon refuses them with 422 by
+//! design, since hooks open that store themselves; with `HOOKS_MCP_DATABASE_URL` set the daemon
+//! runs on PostgreSQL and answers them); interval schedules, created during the warm-up
 //! so that one fires every few seconds afterwards.
 //!
 //! Every `--interval` seconds it samples the daemon's private dirty memory
@@ -133,9 +135,14 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
     let before = Sample::take(pid, addr, Duration::ZERO, &stats)?;
 
     println!("## Soak: {:.1} minutes\n", args.minutes);
+    let backend = if hook_events.first().is_some_and(|e| e.sqlite) {
+        "SQLite store (hook events refused by design)"
+    } else {
+        "PostgreSQL store"
+    };
     println!(
-        "{} build; {} Streamable HTTP clients, {} legacy SSE clients, {} hook client(s), {} \
-         interval schedules; abandoned sessions expire after {} s; warm-up {} s.\n",
+        "{} build, {backend}; {} Streamable HTTP clients, {} legacy SSE clients, {} hook \
+         client(s), {} interval schedules; abandoned sessions expire after {} s; warm-up {} s.\n",
         if args.debug { "debug" } else { "release" },
         args.sessions,
         args.sse,
@@ -791,10 +798,18 @@ fn sse_session(
 struct HookEvent {
     event: String,
     body: String,
+    /// The daemon serves SQLite: it refuses the event (422) by design.
+    sqlite: bool,
 }
 
 /// The recorded hook payloads, wrapped as a hook posts them to the daemon.
 fn hook_events(dir: &Path) -> anyhow::Result<Vec<HookEvent>> {
+    // On PostgreSQL the daemon answers for the store it serves (the daemon inherits
+    // HOOKS_MCP_DATABASE_URL); on SQLite it refuses every event, as hooks open that store
+    // themselves.
+    let store = store::identity_from_env()
+        .context("HOOKS_MCP_DATABASE_URL")?
+        .unwrap_or_else(|| "sqlite".into());
     let mut events = Vec::new();
     for entry in std::fs::read_dir(dir).with_context(|| format!("reading {}", dir.display()))? {
         let path = entry?.path();
@@ -809,10 +824,14 @@ fn hook_events(dir: &Path) -> anyhow::Result<Vec<HookEvent>> {
             .with_context(|| format!("no hook_event_name in {}", path.display()))?
             .to_owned();
         let body = json!({
-            "v": 1, "store": "sqlite", "channels": null, "gate": true, "payload": payload
+            "v": 1, "store": store, "channels": null, "gate": true, "payload": payload
         })
         .to_string();
-        events.push(HookEvent { event, body });
+        events.push(HookEvent {
+            event,
+            body,
+            sqlite: store == "sqlite",
+        });
     }
     anyhow::ensure!(!events.is_empty(), "no hook fixtures in {}", dir.display());
     events.sort_by(|a, b| a.event.cmp(&b.event));
@@ -830,6 +849,7 @@ fn hook_client(
     deadline: Instant,
     limit: u64,
 ) {
+    let sqlite = events.first().is_some_and(|e| e.sqlite);
     let mut conn = None;
     let mut n = 0u64;
     while Instant::now() < deadline && n < limit {
@@ -850,7 +870,7 @@ fn hook_client(
             )?;
             match reply.status {
                 200 => Ok(()),
-                422 if reply.body.contains(SQLITE_REFUSAL) => Ok(()),
+                422 if sqlite && reply.body.contains(SQLITE_REFUSAL) => Ok(()),
                 status => Err(Failure::new(format!("HTTP {status} ({what})"), reply.body)),
             }
         })();
