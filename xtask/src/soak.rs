@@ -67,6 +67,9 @@ pub(crate) struct Args {
     /// Soak a debug build of the daemon (quick to build; memory figures not representative).
     #[arg(long)]
     debug: bool,
+    /// Use the daemon already built in target/ (release, or debug with --debug).
+    #[arg(long)]
+    skip_build: bool,
     /// Keep the daemon's home directory (store and log) and print where it is.
     #[arg(long)]
     keep: bool,
@@ -95,8 +98,19 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
         .parent()
         .context("no workspace root")?
         .to_path_buf();
-    eprintln!("soak: building hooks-mcp-full...");
-    let bin = build_daemon(&root, !args.debug)?;
+    let bin = if args.skip_build {
+        let target = std::env::var_os("CARGO_TARGET_DIR")
+            .map(std::path::PathBuf::from)
+            .unwrap_or_else(|| root.join("target"));
+        let bin = target
+            .join(if args.debug { "debug" } else { "release" })
+            .join("hooks-mcp-full");
+        anyhow::ensure!(bin.is_file(), "--skip-build: no {}", bin.display());
+        bin
+    } else {
+        eprintln!("soak: building hooks-mcp-full...");
+        build_daemon(&root, !args.debug)?
+    };
     let hook_events = hook_events(&root.join("tests/fixtures/hooks"))?;
     // Freshly linked binaries sit in dirty page cache; written back, they are not counted.
     let _ = Command::new("sync").status();
