@@ -115,8 +115,17 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
     // Freshly linked binaries sit in dirty page cache; written back, they are not counted.
     let _ = Command::new("sync").status();
 
-    let home = tempfile::tempdir()?;
+    let home = tempfile::Builder::new()
+        .prefix("hooks-mcp-soak")
+        .disable_cleanup(args.keep)
+        .tempdir()?;
     let log = home.path().join("daemon.log");
+    if args.keep {
+        eprintln!(
+            "soak: the daemon's home (store, daemon.log) is kept in {}",
+            home.path().display()
+        );
+    }
     let idle = args.session_idle.to_string();
     let mut daemon = Daemon::start_with(
         &bin,
@@ -319,13 +328,6 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
     }
 
     daemon.stop()?;
-    if args.keep {
-        let kept = home.keep();
-        eprintln!(
-            "soak: the daemon's home (store, daemon.log) is kept in {}",
-            kept.display()
-        );
-    }
     if failures.is_empty() {
         println!("\nsoak: passed");
         Ok(())
