@@ -155,7 +155,7 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
         anyhow::bail!("priming the daemon failed:\n{errors}");
     }
     std::thread::sleep(Duration::from_secs(12));
-    let before = Sample::take(pid, addr, Duration::ZERO, &stats)?;
+    let before = Sample::take(pid, addr, &log, Duration::ZERO, &stats)?;
 
     println!("## Soak: {:.1} minutes\n", args.minutes);
     let backend = if hook_events.first().is_some_and(|e| e.sqlite) {
@@ -220,21 +220,21 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
                 break;
             }
             std::thread::sleep(next.saturating_duration_since(now));
-            let sample = Sample::take(pid, addr, started.elapsed(), stats)?;
+            let sample = Sample::take(pid, addr, &log, started.elapsed(), stats)?;
             sample.print();
             samples.push(sample);
         }
         Ok(())
     })?;
     let ended = started.elapsed();
-    let last = Sample::take(pid, addr, ended, &stats)?;
+    let last = Sample::take(pid, addr, &log, ended, &stats)?;
     last.print();
     samples.push(last.clone());
 
     // With every client gone, fds and threads must come back to their level before the load.
     let settle_until = Instant::now() + Duration::from_secs(45);
     let settled = loop {
-        let s = Sample::take(pid, addr, started.elapsed(), &stats)?;
+        let s = Sample::take(pid, addr, &log, started.elapsed(), &stats)?;
         if (s.fds <= before.fds && s.threads <= before.threads) || Instant::now() > settle_until {
             break s;
         }
@@ -978,7 +978,23 @@ struct Sample {
 }
 
 impl Sample {
-    fn take(pid: u32, addr: SocketAddr, at: Duration, stats: &Stats) -> anyhow::Result<Sample> {
+    fn take(
+        pid: u32,
+        addr: SocketAddr,
+        log: &Path,
+        at: Duration,
+        stats: &Stats,
+    ) -> anyhow::Result<Sample> {
+        if !Path::new(&format!("/proc/{pid}")).exists() {
+            let text = std::fs::read_to_string(log).unwrap_or_default();
+            let tail: Vec<&str> = text.lines().rev().take(20).collect();
+            let tail: Vec<&str> = tail.into_iter().rev().collect();
+            anyhow::bail!(
+                "the daemon (pid {pid}) exited; the end of its log ({}):\n{}",
+                log.display(),
+                tail.join("\n")
+            );
+        }
         let private_dirty_kib = private_dirty_kib(pid)?;
         let fds = std::fs::read_dir(format!("/proc/{pid}/fd"))
             .context("listing the daemon's /proc/PID/fd")?
