@@ -12,6 +12,7 @@ mod catalogue_cmd;
 mod conformance;
 mod docs_cmd;
 mod markdown;
+mod soak;
 mod tokens;
 
 #[cfg(test)]
@@ -44,6 +45,9 @@ enum Command {
     /// Run the official MCP conformance suite against the daemon's /mcp, with the
     /// expected-failures baseline.
     Conformance(conformance::Args),
+    /// One daemon under mixed load for N minutes (sessions, legacy SSE, hook events,
+    /// schedules): memory, fds, threads and errors sampled; fails on errors or growth.
+    Soak(soak::Args),
 }
 
 fn main() -> ExitCode {
@@ -54,6 +58,7 @@ fn main() -> ExitCode {
         Command::Docs(args) => docs_cmd::run(&args),
         Command::BenchHttp(args) => bench_http::run(&args),
         Command::Conformance(args) => conformance::run(&args),
+        Command::Soak(args) => soak::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
