@@ -11,6 +11,7 @@ mod bench_http;
 mod catalogue_cmd;
 mod conformance;
 mod docs_cmd;
+mod fuzz;
 mod markdown;
 mod tokens;
 
@@ -44,6 +45,8 @@ enum Command {
     /// Run the official MCP conformance suite against the daemon's /mcp, with the
     /// expected-failures baseline.
     Conformance(conformance::Args),
+    /// Build and run the coverage-guided fuzz targets (nightly, cargo-fuzz) from their seeds.
+    Fuzz(fuzz::Args),
 }
 
 fn main() -> ExitCode {
@@ -54,6 +57,7 @@ fn main() -> ExitCode {
         Command::Docs(args) => docs_cmd::run(&args),
         Command::BenchHttp(args) => bench_http::run(&args),
         Command::Conformance(args) => conformance::run(&args),
+        Command::Fuzz(args) => fuzz::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,0 +1,62 @@
+//! Replays every kept fuzz input (`fuzz/regressions/<target>/`) and every generated seed
+//! through its target's check, on stable Rust: a fixed crash stays fixed.
+
+use std::path::PathBuf;
+
+use fuzz_checks::seeds::{repository_root, seeds};
+
+/// The kept inputs of `target`, sorted by file name.
+fn regressions(target: &str) -> Vec<(PathBuf, Vec<u8>)> {
+    let dir = repository_root().join("fuzz/regressions").join(target);
+    let Ok(entries) = std::fs::read_dir(&dir) else {
+        return Vec::new();
+    };
+    let mut paths: Vec<PathBuf> = entries
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.is_file() && p.extension().is_none_or(|e| e != "md"))
+        .collect();
+    paths.sort();
+    paths
+        .into_iter()
+        .map(|p| {
+            let data = std::fs::read(&p).unwrap();
+            (p, data)
+        })
+        .collect()
+}
+
+fn replay(name: &str) {
+    let target = fuzz_checks::target(name).unwrap();
+    let seeds = seeds(name, &repository_root());
+    assert!(!seeds.is_empty(), "{name} has no seeds: are examples/ and tests/fixtures/ there?");
+    for seed in &seeds {
+        (target.check)(seed);
+    }
+    for (path, data) in regressions(name) {
+        println!("replaying {}", path.display());
+        (target.check)(&data);
+    }
+}
+
+macro_rules! targets {
+    ($($name:ident),* $(,)?) => {
+        $(#[test] fn $name() { replay(stringify!($name)); })*
+
+        #[test]
+        fn every_target_is_replayed() {
+            let here = [$(stringify!($name)),*];
+            let all: Vec<&str> = fuzz_checks::TARGETS.iter().map(|t| t.name).collect();
+            assert_eq!(here.as_slice(), all.as_slice());
+        }
+    };
+}
+
+targets!(
+    jsonrpc_line,
+    light_session,
+    stdio_transport,
+    tool_args,
+    matcher,
+    channel_rules,
+    http_sessions,
+);
