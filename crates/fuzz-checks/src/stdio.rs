@@ -115,10 +115,10 @@ pub fn check(data: &[u8]) {
     let server = runtime::server(&store, SessionPolicy::Fallback(Some("fuzz-session".into())));
     let out = SharedBuf::default();
     let input = io::Cursor::new(data.to_vec());
-    let served = runtime::tokio().block_on(tokio::time::timeout(
-        LIMIT,
-        server_full::stdio::serve(server, input, out.clone(), None),
-    ));
+    let writer = out.clone();
+    let served = runtime::tokio().block_on(async move {
+        tokio::time::timeout(LIMIT, server_full::stdio::serve(server, input, writer, None)).await
+    });
     assert!(served.is_ok(), "the stdio session did not end within {LIMIT:?} of its input");
     let written = std::mem::take(&mut *out.0.lock().unwrap_or_else(|p| p.into_inner()));
     assert!(
