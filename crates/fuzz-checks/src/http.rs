@@ -163,18 +163,35 @@ fn content_type(response: &Response<Body>) -> String {
         .to_ascii_lowercase()
 }
 
+/// What one input's run saw (tests use it to show the checks are not vacuous).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Seen {
+    /// Responses received.
+    pub responses: usize,
+    /// POSTed requests whose reply carried their answer.
+    pub answered: usize,
+    /// Session ids handed out.
+    pub sessions: usize,
+}
+
 /// Sends the input's requests, in order, to a fresh router.
 pub fn check(data: &[u8]) {
+    run(data);
+}
+
+/// [`check`], returning what it saw.
+pub fn run(data: &[u8]) -> Seen {
+    let mut seen = Seen::default();
     let calls = parse(data);
     if calls.is_empty() {
-        return;
+        return seen;
     }
     let (server, _) = prototype();
     let options = McpRouterOptions {
         max_sessions: 64,
         idle: Duration::from_secs(60),
         max_body_bytes: 64 * 1024,
-        allowed_hosts: Vec::new(),
+        allowed_hosts: vec!["localhost".into(), "127.0.0.1".into()],
     };
     let cancel = CancellationToken::new();
     let router = mcp_router(server.clone(), &options, &cancel);
@@ -189,6 +206,7 @@ pub fn check(data: &[u8]) {
                 .await
                 .unwrap_or_else(|_| panic!("no response head within {LIMIT:?} for {call:?}"))
                 .unwrap_or_else(|never| match never {});
+            seen.responses += 1;
             let status = response.status();
             assert!(
                 !status.is_server_error(),
@@ -199,6 +217,9 @@ pub fn check(data: &[u8]) {
                 .get("mcp-session-id")
                 .and_then(|v| v.to_str().ok())
             {
+                if session.as_deref() != Some(id) {
+                    seen.sessions += 1;
+                }
                 session = Some(id.to_owned());
             }
             let kind = content_type(&response);
@@ -218,6 +239,7 @@ pub fn check(data: &[u8]) {
                         .collect::<Vec<_>>();
                     assert_eq!(answers.len(), 1, "request {id}: answers {answers:?}");
                     assert_eq!(answers[0]["id"], id, "request {id} got another's answer");
+                    seen.answered += 1;
                 }
             } else {
                 let (body, ended) = read_body(response.into_body(), LIMIT, LIMIT).await;
@@ -227,10 +249,12 @@ pub fn check(data: &[u8]) {
                     assert!(value.is_ok(), "a JSON body that is not JSON: {body:?}");
                     if let (Some(id), Ok(value)) = (reply_to, value) {
                         assert_eq!(value["id"], id, "request {id} got another's answer");
+                        seen.answered += 1;
                     }
                 }
             }
         }
         cancel.cancel();
     });
+    seen
 }

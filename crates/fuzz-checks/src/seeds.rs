@@ -91,7 +91,7 @@ fn example_of(schema: &Value) -> Value {
 
 /// An HTTP request in the `http_sessions` input format.
 fn http_call(method: &str, headers: &[&str], body: &str) -> String {
-    let mut text = format!("{method} /mcp\n");
+    let mut text = format!("{method} /mcp\nhost: 127.0.0.1:8080\n");
     for h in headers {
         text.push_str(h);
         text.push('\n');

@@ -60,3 +60,25 @@ targets!(
     channel_rules,
     http_sessions,
 );
+
+/// The example session through the HTTP target opens a session and gets every request
+/// answered: the target's checks run on real traffic, not only on refusals.
+#[test]
+fn http_seed_reaches_the_tools() {
+    let seed = &seeds("http_sessions", &repository_root())[0];
+    let seen = fuzz_checks::http::run(seed);
+    assert_eq!(seen.sessions, 1, "{seen:?}");
+    // initialize, tools/list and two tool calls (the notification gets 202).
+    assert_eq!(seen.answered, 4, "{seen:?}");
+}
+
+/// The example session over the stdio transport gets its four requests answered.
+#[test]
+fn stdio_seed_reaches_the_tools() {
+    let seed = &seeds("stdio_transport", &repository_root())[0];
+    let outputs = fuzz_checks::stdio::run(seed);
+    let mut ids: Vec<i64> = outputs.iter().filter_map(|v| v["id"].as_i64()).collect();
+    ids.sort_unstable();
+    assert_eq!(ids, [1, 2, 3, 4], "{outputs:?}");
+    assert!(outputs.iter().all(|v| v.get("result").is_some()), "{outputs:?}");
+}
