@@ -154,7 +154,14 @@ fn run_target(root: &Path, args: &Args, target: &str) -> anyhow::Result<Figures>
     );
     let mut child = Command::new("cargo")
         .current_dir(root)
-        .args(["+nightly", "fuzz", "run", "--sanitizer", &args.sanitizer, target])
+        .args([
+            "+nightly",
+            "fuzz",
+            "run",
+            "--sanitizer",
+            &args.sanitizer,
+            target,
+        ])
         .arg(&corpus)
         .arg("--")
         .arg(format!("-max_total_time={}", args.seconds))
@@ -212,12 +219,18 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
             Some(t) => vec![t.name],
             None => {
                 let known: Vec<&str> = fuzz_checks::TARGETS.iter().map(|t| t.name).collect();
-                bail!("no fuzz target is named `{name}`; the targets: {}", known.join(", "));
+                bail!(
+                    "no fuzz target is named `{name}`; the targets: {}",
+                    known.join(", ")
+                );
             }
         },
         None => fuzz_checks::TARGETS.iter().map(|t| t.name).collect(),
     };
-    println!("== building the fuzz targets (nightly, sanitizer {})", args.sanitizer);
+    println!(
+        "== building the fuzz targets (nightly, sanitizer {})",
+        args.sanitizer
+    );
     let mut build = Command::new("cargo");
     build
         .current_dir(&root)
@@ -225,7 +238,11 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
     if let [one] = targets.as_slice() {
         build.arg(one);
     }
-    if !build.status().context("running cargo fuzz build")?.success() {
+    if !build
+        .status()
+        .context("running cargo fuzz build")?
+        .success()
+    {
         bail!("cargo fuzz build failed");
     }
     let mut rows = Vec::new();
@@ -234,7 +251,9 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
         rows.push((*target, figures));
     }
     println!();
-    println!("| target | seconds | runs | exec/s | coverage (edges) | features | corpus | crashes | status |");
+    println!(
+        "| target | seconds | runs | exec/s | coverage (edges) | features | corpus | crashes | status |"
+    );
     println!("|---|---:|---:|---:|---:|---:|---:|---:|---|");
     for (target, f) in &rows {
         println!(

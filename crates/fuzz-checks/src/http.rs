@@ -208,10 +208,7 @@ pub fn run(data: &[u8]) -> Seen {
                 .unwrap_or_else(|never| match never {});
             seen.responses += 1;
             let status = response.status();
-            assert!(
-                !status.is_server_error(),
-                "{status} for {call:?}"
-            );
+            assert!(!status.is_server_error(), "{status} for {call:?}");
             if let Some(id) = response
                 .headers()
                 .get("mcp-session-id")
@@ -232,7 +229,10 @@ pub fn run(data: &[u8]) -> Seen {
                 let (body, ended) = read_body(response.into_body(), limit, limit).await;
                 let messages = sse_messages(&body);
                 if let Some(id) = reply_to {
-                    assert!(ended, "the reply stream to request {id} did not end: {messages:?}");
+                    assert!(
+                        ended,
+                        "the reply stream to request {id} did not end: {messages:?}"
+                    );
                     let answers = messages
                         .iter()
                         .filter(|m| m.get("result").is_some() || m.get("error").is_some())

@@ -36,8 +36,7 @@ fn expected(parsed: Option<&Value>) -> Expected {
     let Some(obj) = value.as_object() else {
         return Expected::Invalid;
     };
-    if obj.get("id").is_some_and(|id| !valid_id(id)) || obj.get("jsonrpc") != Some(&json!("2.0"))
-    {
+    if obj.get("id").is_some_and(|id| !valid_id(id)) || obj.get("jsonrpc") != Some(&json!("2.0")) {
         return Expected::Invalid;
     }
     match obj.get("method") {
@@ -54,7 +53,9 @@ fn expected(parsed: Option<&Value>) -> Expected {
                 return Expected::Notification;
             }
             let params = obj.get("params");
-            let good_call = params.and_then(|p| p.get("name")).is_some_and(Value::is_string)
+            let good_call = params
+                .and_then(|p| p.get("name"))
+                .is_some_and(Value::is_string)
                 && params
                     .and_then(|p| p.get("arguments"))
                     .is_none_or(|a| a.is_object() || a.is_null());
@@ -118,7 +119,11 @@ pub fn check(data: &[u8]) {
         }
     }
     // A result line for any id the line carries is one valid JSON line too.
-    if let Some(id) = oracle.as_ref().and_then(|v| v.get("id")).filter(|id| valid_id(id)) {
+    if let Some(id) = oracle
+        .as_ref()
+        .and_then(|v| v.get("id"))
+        .filter(|id| valid_id(id))
+    {
         let line = jsonrpc::result_line(id, &oracle);
         let back: Value = serde_json::from_slice(&line).expect("result_line writes JSON");
         assert_eq!(back["id"], *id);

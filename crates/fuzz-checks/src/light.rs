@@ -54,7 +54,11 @@ pub fn check(data: &[u8]) {
         }
         let incoming = match jsonrpc::parse_line(line) {
             Err(reply) => {
-                assert_eq!(step, Step::Reply(reply.to_line()), "a bad line gets its reply");
+                assert_eq!(
+                    step,
+                    Step::Reply(reply.to_line()),
+                    "a bad line gets its reply"
+                );
                 continue;
             }
             Ok((_, incoming)) => incoming,
@@ -79,7 +83,10 @@ pub fn check(data: &[u8]) {
             Step::Reply(bytes) => {
                 let value = reply_value(&bytes);
                 assert_eq!(value["id"], id, "the reply carries the request's id");
-                assert!(value.get("result").is_some(), "the light path answers with results");
+                assert!(
+                    value.get("result").is_some(),
+                    "the light path answers with results"
+                );
                 match method.as_str() {
                     "ping" => assert_eq!(value["result"], json!({})),
                     "initialize" => {
@@ -106,18 +113,26 @@ pub fn check(data: &[u8]) {
                     .expect("writing to memory");
                 let value = reply_value(&out);
                 assert_eq!(value["id"], id);
-                assert_eq!(value["result"], serde_json::from_str::<Value>(&tools_list()).unwrap());
+                assert_eq!(
+                    value["result"],
+                    serde_json::from_str::<Value>(&tools_list()).unwrap()
+                );
             }
             Step::Handoff(reason) => {
                 assert!(!reason.is_empty());
                 assert_ne!(method, "ping", "ping is always answered");
                 let answerable = match method.as_str() {
                     "initialize" => !initialized && complete_initialize(params.as_ref()),
-                    "tools/list" | "resources/list" | "resources/templates/list"
+                    "tools/list"
+                    | "resources/list"
+                    | "resources/templates/list"
                     | "prompts/list" => initialized,
                     _ => false,
                 };
-                assert!(!answerable, "`{method}` was handed off but the light path answers it");
+                assert!(
+                    !answerable,
+                    "`{method}` was handed off but the light path answers it"
+                );
                 assert_eq!(session.replay(), &replay[..], "replay at the handoff");
                 // The full server takes the connection from here.
                 return;

@@ -25,7 +25,9 @@ pub fn check(data: &[u8]) {
     assert!(!matcher.terms().is_empty(), "a matcher has an alternative");
     let canonical = matcher.to_string();
     assert!(
-        !canonical.chars().any(|c| c.is_whitespace() || c.is_ascii_uppercase()),
+        !canonical
+            .chars()
+            .any(|c| c.is_whitespace() || c.is_ascii_uppercase()),
         "canonical text `{canonical}` has spaces or capitals"
     );
     let again = Matcher::parse(&canonical)
@@ -35,7 +37,11 @@ pub fn check(data: &[u8]) {
 
     for term in matcher.terms() {
         let single = single_matcher(term);
-        assert_eq!(single.terms(), std::slice::from_ref(term), "an alternative alone");
+        assert_eq!(
+            single.terms(),
+            std::slice::from_ref(term),
+            "an alternative alone"
+        );
         let (name, input) = match term {
             MatchTerm::Any => (tool_name.to_owned(), json!({})),
             MatchTerm::Mcp => ("mcp__server__tool".to_owned(), json!({})),
@@ -49,8 +55,14 @@ pub fn check(data: &[u8]) {
             ),
             MatchTerm::Tool(tool) => (tool.to_ascii_uppercase(), json!({})),
         };
-        assert!(single.matches(&name, &input), "{term:?} does not match its own call {name} {input}");
-        assert!(matcher.matches(&name, &input), "the matcher misses what {term:?} matches");
+        assert!(
+            single.matches(&name, &input),
+            "{term:?} does not match its own call {name} {input}"
+        );
+        assert!(
+            matcher.matches(&name, &input),
+            "the matcher misses what {term:?} matches"
+        );
     }
 
     let input = json!({"command": command});
@@ -64,7 +76,10 @@ pub fn check(data: &[u8]) {
         "a matcher matches exactly when one of its alternatives does"
     );
     if matcher.terms().contains(&MatchTerm::Any) {
-        assert!(matcher.matches(tool_name, &input), "`any` matches every call");
+        assert!(
+            matcher.matches(tool_name, &input),
+            "`any` matches every call"
+        );
     }
 }
 

@@ -40,7 +40,8 @@ fn broken_variants(line: &str) -> Vec<String> {
         line[..line.len() / 2].to_owned(),
         format!("[{line}]"),
         line.replace("\"2.0\"", "\"1.0\""),
-        line.replace("\"params\":{", "\"params\":[{").replace("}}", "}]}"),
+        line.replace("\"params\":{", "\"params\":[{")
+            .replace("}}", "}]}"),
     ];
     if let Ok(Value::Object(mut obj)) = serde_json::from_str::<Value>(line) {
         obj.insert("id".into(), json!(1.5));
@@ -178,7 +179,11 @@ pub fn seeds(target: &str, root: &Path) -> Vec<Vec<u8>> {
             out.push("2026-12-01T09:00:00Z".to_owned());
             out.push("2026-12-01T09:00:00.123+02:00".to_owned());
             out.push("all".to_owned());
-            out.extend(payloads.iter().filter_map(|p| p["prompt"].as_str().map(str::to_owned)));
+            out.extend(
+                payloads
+                    .iter()
+                    .filter_map(|p| p["prompt"].as_str().map(str::to_owned)),
+            );
             out
         }
         "http_sessions" => {
@@ -191,12 +196,19 @@ pub fn seeds(target: &str, root: &Path) -> Vec<Vec<u8>> {
                 if i == 0 {
                     calls.push(http_call("POST", &[accept, json_type], line));
                 } else {
-                    calls.push(http_call("POST", &[accept, json_type, session, version], line));
+                    calls.push(http_call(
+                        "POST",
+                        &[accept, json_type, session, version],
+                        line,
+                    ));
                 }
             }
             let mut out = vec![calls.join("\n~~~\n")];
             let mut with_get = calls.clone();
-            with_get.insert(2, http_call("GET", &["accept: text/event-stream", session], ""));
+            with_get.insert(
+                2,
+                http_call("GET", &["accept: text/event-stream", session], ""),
+            );
             with_get.push(http_call("DELETE", &[session], ""));
             with_get.push(calls.last().cloned().unwrap_or_default());
             out.push(with_get.join("\n~~~\n"));

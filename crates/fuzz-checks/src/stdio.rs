@@ -31,7 +31,11 @@ pub const LIMIT: Duration = Duration::from_secs(20);
 struct SharedBuf(Arc<Mutex<Vec<u8>>>);
 
 impl AsyncWrite for SharedBuf {
-    fn poll_write(self: Pin<&mut Self>, _: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        _: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
         self.0
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -106,7 +110,8 @@ fn line_id(line: &[u8]) -> Option<Value> {
 fn same_reply(expected: &Value, written: &Value) -> bool {
     expected["id"] == written["id"]
         && expected["error"]["code"] == written["error"]["code"]
-        && (expected["error"]["message"] == "" || expected["error"]["message"] == written["error"]["message"])
+        && (expected["error"]["message"] == ""
+            || expected["error"]["message"] == written["error"]["message"])
 }
 
 /// Serves one session over `data` and checks what was written.
@@ -122,9 +127,16 @@ pub fn run(data: &[u8]) -> Vec<Value> {
     let input = io::Cursor::new(data.to_vec());
     let writer = out.clone();
     let served = runtime::tokio().block_on(async move {
-        tokio::time::timeout(LIMIT, server_full::stdio::serve(server, input, writer, None)).await
+        tokio::time::timeout(
+            LIMIT,
+            server_full::stdio::serve(server, input, writer, None),
+        )
+        .await
     });
-    assert!(served.is_ok(), "the stdio session did not end within {LIMIT:?} of its input");
+    assert!(
+        served.is_ok(),
+        "the stdio session did not end within {LIMIT:?} of its input"
+    );
     let written = std::mem::take(&mut *out.0.lock().unwrap_or_else(|p| p.into_inner()));
     assert!(
         written.is_empty() || written.ends_with(b"\n"),
@@ -134,10 +146,16 @@ pub fn run(data: &[u8]) -> Vec<Value> {
         .into_iter()
         .map(|l| {
             let v: Value = serde_json::from_slice(l).unwrap_or_else(|e| {
-                panic!("wrote a line that is not JSON ({e}): {}", String::from_utf8_lossy(l))
+                panic!(
+                    "wrote a line that is not JSON ({e}): {}",
+                    String::from_utf8_lossy(l)
+                )
             });
             assert!(v.is_object(), "wrote a non-object: {v}");
-            assert_eq!(v["jsonrpc"], "2.0", "wrote a line that is not JSON-RPC 2.0: {v}");
+            assert_eq!(
+                v["jsonrpc"], "2.0",
+                "wrote a line that is not JSON-RPC 2.0: {v}"
+            );
             v
         })
         .collect();
@@ -156,7 +174,10 @@ pub fn run(data: &[u8]) -> Vec<Value> {
             LineFate::Answered(reply) => {
                 let reply: Value = serde_json::from_slice(&reply).expect("replies are JSON");
                 let all_read = first_delivered.as_ref().is_none_or(|(init, id)| {
-                    *init && id.as_ref().is_some_and(|id| answered_with_result(&outputs, id))
+                    *init
+                        && id
+                            .as_ref()
+                            .is_some_and(|id| answered_with_result(&outputs, id))
                 });
                 if all_read {
                     must.push(reply);

@@ -51,14 +51,26 @@ pub fn check(data: &[u8]) {
     let not_an_object = !(args.is_object() || args.is_null());
     match catalogue::call(tool.name, &ctx, args.clone()) {
         Ok(result) => {
-            assert!(!not_an_object, "`{}` accepted non-object arguments {args}", tool.name);
-            assert!(result.is_object(), "`{}` returned a non-object: {result}", tool.name);
+            assert!(
+                !not_an_object,
+                "`{}` accepted non-object arguments {args}",
+                tool.name
+            );
+            assert!(
+                result.is_object(),
+                "`{}` returned a non-object: {result}",
+                tool.name
+            );
         }
         Err(e) => {
             let message = match &e {
                 ToolError::InvalidArguments(m) => m,
                 ToolError::NotFound(m) | ToolError::Refused(m) => {
-                    assert!(!not_an_object, "`{}`: {e} for non-object arguments", tool.name);
+                    assert!(
+                        !not_an_object,
+                        "`{}`: {e} for non-object arguments",
+                        tool.name
+                    );
                     m
                 }
                 ToolError::Internal(m) => {
@@ -66,7 +78,11 @@ pub fn check(data: &[u8]) {
                 }
                 other => panic!("`{}`: an unknown kind of error: {other}", tool.name),
             };
-            assert!(!message.trim().is_empty(), "`{}`: an empty error message", tool.name);
+            assert!(
+                !message.trim().is_empty(),
+                "`{}`: an empty error message",
+                tool.name
+            );
         }
     }
 }

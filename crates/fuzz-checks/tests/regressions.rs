@@ -28,7 +28,10 @@ fn regressions(target: &str) -> Vec<(PathBuf, Vec<u8>)> {
 fn replay(name: &str) {
     let target = fuzz_checks::target(name).unwrap();
     let seeds = seeds(name, &repository_root());
-    assert!(!seeds.is_empty(), "{name} has no seeds: are examples/ and tests/fixtures/ there?");
+    assert!(
+        !seeds.is_empty(),
+        "{name} has no seeds: are examples/ and tests/fixtures/ there?"
+    );
     for seed in &seeds {
         (target.check)(seed);
     }
@@ -80,5 +83,8 @@ fn stdio_seed_reaches_the_tools() {
     let mut ids: Vec<i64> = outputs.iter().filter_map(|v| v["id"].as_i64()).collect();
     ids.sort_unstable();
     assert_eq!(ids, [1, 2, 3, 4], "{outputs:?}");
-    assert!(outputs.iter().all(|v| v.get("result").is_some()), "{outputs:?}");
+    assert!(
+        outputs.iter().all(|v| v.get("result").is_some()),
+        "{outputs:?}"
+    );
 }
