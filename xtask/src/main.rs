@@ -11,6 +11,7 @@ mod bench_http;
 mod catalogue_cmd;
 mod conformance;
 mod docs_cmd;
+mod fuzz;
 mod markdown;
 mod soak;
 mod tokens;
@@ -48,6 +49,8 @@ enum Command {
     /// One daemon under mixed load for N minutes (sessions, legacy SSE, hook events,
     /// schedules): memory, fds, threads and errors sampled; fails on errors or growth.
     Soak(soak::Args),
+    /// Build and run the coverage-guided fuzz targets (nightly, cargo-fuzz) from their seeds.
+    Fuzz(fuzz::Args),
 }
 
 fn main() -> ExitCode {
@@ -59,6 +62,7 @@ fn main() -> ExitCode {
         Command::BenchHttp(args) => bench_http::run(&args),
         Command::Conformance(args) => conformance::run(&args),
         Command::Soak(args) => soak::run(&args),
+        Command::Fuzz(args) => fuzz::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

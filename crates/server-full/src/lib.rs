@@ -28,6 +28,9 @@ mod auth;
 mod changes;
 pub mod daemon;
 mod discovery;
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzzing;
 mod health;
 mod hook_route;
 mod http;
