@@ -22,33 +22,33 @@ use std::time::{Duration, Instant};
 use serde_json::{Map, Value};
 use store::{Condition, ScriptLanguage};
 
-use super::output::{Decision, Response};
-use super::payload::{Event, Payload};
+use crate::output::{Decision, Response};
+use crate::payload::{Event, Payload};
 
 /// The time limit of one condition script, in milliseconds.
-pub(crate) use tools_conditions::SCRIPT_TIMEOUT_ENV as TIMEOUT_ENV;
+pub use tools_conditions::SCRIPT_TIMEOUT_ENV as TIMEOUT_ENV;
 /// The default time limit: 10 s.
-const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
 /// The most of a script's stdout or stderr kept (the rest is read and dropped).
 const OUTPUT_CAP: usize = 1024 * 1024;
 /// The longest reason or context line taken from one script's stderr.
 const STDERR_SHOWN: usize = 2000;
 
-/// The time limit from [`TIMEOUT_ENV`]; a value that is not a positive number of milliseconds
-/// is reported on stderr and the default applies.
-pub(crate) fn timeout_from_env() -> Duration {
+/// The time limit from [`TIMEOUT_ENV`], with a line for the operator when its value is not a
+/// positive number of milliseconds (the default applies then).
+pub fn timeout_from_env() -> (Duration, Option<String>) {
     match std::env::var(TIMEOUT_ENV) {
-        Err(_) => DEFAULT_TIMEOUT,
+        Err(_) => (DEFAULT_TIMEOUT, None),
         Ok(text) => match text.trim().parse::<u64>() {
-            Ok(ms) if ms > 0 => Duration::from_millis(ms),
-            _ => {
-                protocol_lite::diag!(
+            Ok(ms) if ms > 0 => (Duration::from_millis(ms), None),
+            _ => (
+                DEFAULT_TIMEOUT,
+                Some(format!(
                     "hooks-mcp hook: {TIMEOUT_ENV}=`{text}` is not a positive number of \
                      milliseconds; using {} ms",
                     DEFAULT_TIMEOUT.as_millis()
-                );
-                DEFAULT_TIMEOUT
-            }
+                )),
+            ),
         },
     }
 }
@@ -69,7 +69,7 @@ enum Ended {
 }
 
 /// Runs the `pre` conditions of one tool call, in order, into `response`.
-pub(crate) fn run_pre(
+pub fn run_pre(
     conditions: &[Condition],
     payload: &Payload,
     timeout: Duration,
@@ -113,7 +113,7 @@ pub(crate) fn run_pre(
 }
 
 /// Runs the `post` conditions of one tool call, in order, into `response`.
-pub(crate) fn run_post(
+pub fn run_post(
     conditions: &[Condition],
     payload: &Payload,
     timeout: Duration,
@@ -176,7 +176,7 @@ fn failed(condition: &Condition, ended: &Ended, timeout: Duration, response: &mu
         "[condition {}] {what}; the call was not blocked",
         condition.name
     );
-    protocol_lite::diag!("hooks-mcp hook: {line}");
+    response.note(format!("hooks-mcp hook: {line}"));
     response.add_context(line);
 }
 
@@ -298,7 +298,7 @@ fn report_problems(condition: &Condition, problems: &[String], response: &mut Re
         condition.name,
         problems.join("; ")
     );
-    protocol_lite::diag!("hooks-mcp hook: {line}");
+    response.note(format!("hooks-mcp hook: {line}"));
     response.add_context(line);
 }
 
@@ -359,9 +359,15 @@ fn spawn_detached(
 ) {
     let started = command(condition, event, payload, stdin)
         .and_then(|mut c| c.stdout(Stdio::null()).stderr(Stdio::null()).spawn());
-    // The child outlives this process, which exits soon: init reaps it.
-    if let Err(e) = started {
-        failed(condition, &Ended::NotStarted(e), Duration::ZERO, response);
+    match started {
+        // A hook process exits soon and init reaps the child; a daemon lives on, so a thread
+        // waits for it (no zombie either way).
+        Ok(mut child) => {
+            let _ = std::thread::Builder::new()
+                .name("hooks-mcp-async-condition".into())
+                .spawn(move || child.wait());
+        }
+        Err(e) => failed(condition, &Ended::NotStarted(e), Duration::ZERO, response),
     }
 }
 
