@@ -54,9 +54,7 @@ pub(crate) fn run() -> ExitCode {
         let listing = match Listing::from_json(&dump) {
             Ok(listing) => listing,
             Err(e) => {
-                protocol_lite::diag!(
-                    "hooks-mcp: cannot start: the catalogue child's output is unusable: {e}"
-                );
+                protocol_lite::diag!("hooks-mcp: cannot start: the catalogue child's output is unusable: {e}");
                 return ExitCode::FAILURE;
             }
         };
