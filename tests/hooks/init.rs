@@ -239,7 +239,10 @@ fn http_hooks_register_idempotently_and_remove_cleanly() {
     init(&env, &[]);
     let with_commands = read(&files.settings);
 
-    let report = init(&env, &["--hooks", "http", "--url", "http://127.0.0.1:9200/"]);
+    let report = init(
+        &env,
+        &["--hooks", "http", "--url", "http://127.0.0.1:9200/"],
+    );
     assert!(report.contains("add hooks.PreToolUse"), "{report}");
     let settings = read(&files.settings);
     for event in [
@@ -264,9 +267,13 @@ fn http_hooks_register_idempotently_and_remove_cleanly() {
             }]),
             "{event}"
         );
-        let all: Vec<&Value> = groups.iter().flat_map(|g| g["hooks"].as_array().unwrap()).collect();
+        let all: Vec<&Value> = groups
+            .iter()
+            .flat_map(|g| g["hooks"].as_array().unwrap())
+            .collect();
         assert!(
-            all.iter().all(|h| h["type"] != "command" || h["command"] == "python3 ~/hooks/audit.py"),
+            all.iter()
+                .all(|h| h["type"] != "command" || h["command"] == "python3 ~/hooks/audit.py"),
             "the command hooks were replaced, not kept beside: {groups:?}"
         );
     }
@@ -298,9 +305,17 @@ fn http_hooks_register_idempotently_and_remove_cleanly() {
     init(&env, &["--hooks", "http"]);
     init(&env, &["--remove"]);
     assert_eq!(read(&files.servers), servers_doc());
-    assert_eq!(read(&files.settings), settings_doc(), "--remove restores the file");
+    assert_eq!(
+        read(&files.settings),
+        settings_doc(),
+        "--remove restores the file"
+    );
 
-    let bad = env.run(&["init", "--hooks", "http", "--url", "localhost:8642"], "", &[]);
+    let bad = env.run(
+        &["init", "--hooks", "http", "--url", "localhost:8642"],
+        "",
+        &[],
+    );
     assert_eq!(bad.status.code(), Some(1));
     assert_eq!(read(&files.settings), settings_doc(), "nothing written");
 }

@@ -163,8 +163,14 @@ fn status_checks_http_hooks_against_the_daemon() {
 
     // Registered for this port, daemon gone: stopped.
     let settings = env.home().join(".claude/settings.json");
-    let mut doc: Value = serde_json::from_str(&std::fs::read_to_string(&settings).unwrap()).unwrap();
-    for event in ["SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse"] {
+    let mut doc: Value =
+        serde_json::from_str(&std::fs::read_to_string(&settings).unwrap()).unwrap();
+    for event in [
+        "SessionStart",
+        "UserPromptSubmit",
+        "PreToolUse",
+        "PostToolUse",
+    ] {
         let hook = &mut doc["hooks"][event][0]["hooks"][0];
         hook["url"] = format!("http://localhost:{stopped}/hooks/{event}").into();
     }
@@ -173,7 +179,10 @@ fn status_checks_http_hooks_against_the_daemon() {
     let (code, report) = status(&env, &[("MCP_HOST", "127.0.0.1"), ("MCP_PORT", &stopped)]);
     assert_eq!(code, 2, "{report}");
     let text = divergences(&report);
-    assert!(text.contains("PostToolUse hook does not send the daemon's token"), "{text}");
+    assert!(
+        text.contains("PostToolUse hook does not send the daemon's token"),
+        "{text}"
+    );
     assert!(!text.contains("configured at"), "{text}");
     assert_eq!(report["daemon"]["up"], false, "{report}");
 }
