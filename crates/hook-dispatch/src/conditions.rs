@@ -514,3 +514,94 @@ fn payload_file(text: &str) -> io::Result<File> {
     file.seek(SeekFrom::Start(0))?;
     Ok(file)
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    fn condition(name: &str, script: &str) -> Condition {
+        Condition {
+            name: name.into(),
+            step: store::Step::Pre,
+            matcher: "Bash".into(),
+            script: script.into(),
+            language: ScriptLanguage::Bash,
+            run_async: false,
+            session_id: "s".into(),
+            created_at: 0,
+            updated_at: 0,
+        }
+    }
+
+    fn payload(cwd: &Path) -> Payload {
+        let text = serde_json::json!({
+            "session_id": "s", "tool_name": "Bash", "cwd": cwd,
+            "tool_input": {"command": "ls"},
+        })
+        .to_string();
+        Payload::parse(Event::PreToolUse, &text).unwrap()
+    }
+
+    #[test]
+    fn a_late_script_is_killed_with_its_process_group() {
+        let dir = tempfile::tempdir().unwrap();
+        let marker = dir.path().join("survived");
+        // The script leaves a background child that would write the marker after 1 s.
+        let script = format!("(sleep 1; touch '{}') & sleep 5", marker.display());
+        let mut response = Response::default();
+        let started = Instant::now();
+        run_pre(
+            &[condition("slow", &script)],
+            &payload(dir.path()),
+            Duration::from_millis(200),
+            &mut response,
+        );
+        assert!(
+            started.elapsed() < Duration::from_secs(3),
+            "{:?}",
+            started.elapsed()
+        );
+        assert!(
+            response
+                .context
+                .iter()
+                .any(|c| c.contains("did not finish within 200 ms")),
+            "{:?}",
+            response.context
+        );
+        assert!(!response.denied(), "a time-out blocks nothing");
+        assert_eq!(response.notes.len(), 1, "{:?}", response.notes);
+        std::thread::sleep(Duration::from_millis(1500));
+        assert!(!marker.exists(), "the background child outlived the kill");
+    }
+
+    #[test]
+    fn scripts_run_in_the_payloads_cwd_and_exit_2_denies() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut response = Response::default();
+        run_pre(
+            &[
+                condition(
+                    "a_where",
+                    "printf '{\"additionalContext\":\"%s\"}' \"$PWD\"",
+                ),
+                condition("b_deny", "echo no >&2; exit 2"),
+                condition("c_never", "echo ran"),
+            ],
+            &payload(dir.path()),
+            Duration::from_secs(10),
+            &mut response,
+        );
+        let cwd = dir.path().canonicalize().unwrap();
+        assert_eq!(
+            response.context,
+            vec![format!("[condition a_where] {}", cwd.display())]
+        );
+        assert_eq!(
+            response.decision,
+            Some((Decision::Deny, vec!["condition `b_deny`: no".to_owned()]))
+        );
+    }
+}
