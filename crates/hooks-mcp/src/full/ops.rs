@@ -12,7 +12,7 @@ use serde_json::{Map, Value};
 
 use catalogue::{CallContext, SessionPolicy};
 
-use crate::open;
+use hook_dispatch::open;
 
 /// Environment variables naming the acting session when `--session-id` is not given.
 const SESSION_ENV: [&str; 2] = ["HOOKS_MCP_SESSION_ID", "CLAUDE_CODE_SESSION_ID"];
@@ -385,10 +385,9 @@ fn execute(tool: &str, args: ToolArgs, common: &Common) -> ExitCode {
 }
 
 /// Writes the answer on stdout (the operator's terminal: no MCP stream here).
-fn print_out(text: &str) {
+pub(crate) fn print_out(text: &str) {
     use std::io::Write;
-    let mut out = std::io::stdout().lock();
-    let _ = writeln!(out, "{text}");
+    let _ = writeln!(std::io::stdout().lock(), "{text}");
 }
 
 /// A string field, or "" when absent.
