@@ -158,7 +158,11 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
         (
             "hooks-mcp-full hook UserPromptSubmit".into(),
             &ups,
-            vec![full.clone().into(), "hook".into(), "UserPromptSubmit".into()],
+            vec![
+                full.clone().into(),
+                "hook".into(),
+                "UserPromptSubmit".into(),
+            ],
         ),
         (
             "hooks-mcp hook UserPromptSubmit (exec)".into(),

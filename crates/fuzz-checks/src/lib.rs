@@ -13,6 +13,7 @@
 #![allow(clippy::panic, clippy::unwrap_used, clippy::expect_used)]
 
 pub mod channels;
+pub mod hook;
 pub mod http;
 pub mod jsonrpc;
 pub mod light;
@@ -34,8 +35,7 @@ pub struct Target {
     pub check: fn(&[u8]),
 }
 
-/// Every target, in the order `cargo xtask fuzz` runs them. (A `hook_payload` target joins
-/// once the hook payload parser lives in a library crate.)
+/// Every target, in the order `cargo xtask fuzz` runs them.
 pub const TARGETS: &[Target] = &[
     Target {
         name: "jsonrpc_line",
@@ -71,6 +71,11 @@ pub const TARGETS: &[Target] = &[
         name: "http_sessions",
         about: "Streamable HTTP requests routed through the daemon's session layer",
         check: http::check,
+    },
+    Target {
+        name: "hook_payload",
+        about: "hook payloads through the dispatcher HTTP and command hooks share",
+        check: hook::check,
     },
 ];
 

@@ -186,6 +186,17 @@ pub fn seeds(target: &str, root: &Path) -> Vec<Vec<u8>> {
             );
             out
         }
+        "hook_payload" => {
+            let mut out = Vec::new();
+            for p in &payloads {
+                let event = p["hook_event_name"].as_str().unwrap_or("PreToolUse");
+                let body = p.to_string();
+                out.push(crate::hook::encode(event, None, &body));
+                out.push(crate::hook::encode(event, Some("ops,deploys"), &body));
+                out.push(crate::hook::encode(event, None, &body[..body.len() / 2]));
+            }
+            return out;
+        }
         "http_sessions" => {
             let accept = "accept: application/json, text/event-stream";
             let json_type = "content-type: application/json";

@@ -63,6 +63,7 @@ targets!(
     matcher,
     channel_rules,
     http_sessions,
+    hook_payload,
 );
 
 /// The example session through the HTTP target opens a session and gets every request
