@@ -493,6 +493,8 @@ fn print_report_postgres(results: &[Measured], runs: usize, version: &str) {
     for m in results {
         if m.label.starts_with("floor-hook") {
             floor = m.median_ms;
+            // A new payload: its command hook row comes after its floor.
+            command = f64::NAN;
         } else if m.label.ends_with("itself") {
             direct = m.median_ms;
         }
@@ -683,6 +685,8 @@ fn print_report(results: &[Measured], runs: usize) {
     for m in results {
         if m.label.starts_with("floor-hook") {
             floor = m.median_ms;
+            // A new payload: its command hook row comes after its floor.
+            command = f64::NAN;
         }
         if m.label.starts_with("hooks-mcp-hook ") {
             command = m.median_ms;
@@ -694,14 +698,25 @@ fn print_report(results: &[Measured], runs: usize) {
         } else {
             format!("{:.1}", m.peak_rss_mib)
         };
+        let ratio = |to: f64| {
+            if to.is_nan() {
+                "–".to_owned()
+            } else {
+                format!("{:.2}×", m.median_ms / to)
+            }
+        };
+        let versus_command = if m.label.starts_with("floor-hook") {
+            "–".to_owned()
+        } else {
+            ratio(command)
+        };
         println!(
-            "| {} | {:.2} | {:.2} | {:.2} | {:.2}× | {:.2}× | {rss} |",
+            "| {} | {:.2} | {:.2} | {:.2} | {} | {versus_command} | {rss} |",
             m.label,
             m.median_ms,
             m.p90_ms,
             m.p99_ms,
-            m.median_ms / floor,
-            m.median_ms / command,
+            ratio(floor),
         );
     }
     println!(
