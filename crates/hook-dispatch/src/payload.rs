@@ -37,6 +37,22 @@ pub enum PayloadError {
     NoToolName(Event),
 }
 
+/// Text from the payload as a refusal shows it: control characters escaped and at most 64
+/// characters, so that the refusal stays one short line (it goes to stderr, a log or an HTTP
+/// answer's one-line reason).
+fn shown(text: &str) -> String {
+    const MOST: usize = 64;
+    let mut out: String = text
+        .chars()
+        .take(MOST)
+        .flat_map(char::escape_debug)
+        .collect();
+    if text.chars().nth(MOST).is_some() {
+        out.push('…');
+    }
+    out
+}
+
 /// A lifecycle event the hook command handles.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Event {
@@ -126,7 +142,7 @@ impl Payload {
             && !named.eq_ignore_ascii_case(event.name())
         {
             return Err(PayloadError::OtherEvent {
-                named: named.to_owned(),
+                named: shown(named),
                 event,
             });
         }
@@ -205,5 +221,17 @@ mod tests {
             Payload::parse(Event::SessionStart, "{"),
             Err(PayloadError::NotJson(_))
         ));
+    }
+
+    #[test]
+    fn a_refusal_quoting_the_payload_stays_one_short_line() {
+        let long = format!("Stop\nforged log line{}", "x".repeat(500));
+        let text = serde_json::json!({ "session_id": "s", "hook_event_name": long }).to_string();
+        let refusal = Payload::parse(Event::SessionStart, &text)
+            .unwrap_err()
+            .to_string();
+        assert!(!refusal.contains('\n'), "{refusal}");
+        assert!(refusal.contains("Stop\\nforged"), "{refusal}");
+        assert!(refusal.len() < 400, "{} bytes: {refusal}", refusal.len());
     }
 }
