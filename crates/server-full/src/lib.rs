@@ -26,12 +26,14 @@
 
 mod auth;
 mod changes;
+mod client_link;
 pub mod daemon;
 mod discovery;
 mod health;
 mod hook_route;
 mod http;
 mod http_sessions;
+mod offer;
 mod registry;
 mod server;
 mod settings;
