@@ -180,3 +180,24 @@ pub(crate) fn complete(
         "completion": { "values": values, "total": total, "hasMore": total > MAX_COMPLETIONS }
     }))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_light_path_lists_the_same_templates_and_capabilities() {
+        crate::link_tools();
+        assert_eq!(list_templates(), protocol_lite::light::resource_templates());
+        assert_eq!(features(), Features::HOOKS_MCP);
+    }
+
+    #[test]
+    fn unknown_uris_say_what_a_valid_one_looks_like() {
+        crate::link_tools();
+        let error = resource_for("hooks://channels/").unwrap_err();
+        assert_eq!(error.code, rmcp::model::ErrorCode::INVALID_PARAMS);
+        assert!(error.message.contains("hooks://channels/{channel}"), "{}", error.message);
+        assert!(resource_for("hooks://channels/deploys").is_ok());
+    }
+}
