@@ -38,6 +38,7 @@ mod registry;
 mod server;
 mod settings;
 mod sse;
+mod watch;
 pub mod stdio;
 
 pub use auth::{Access, Refusal, Token};

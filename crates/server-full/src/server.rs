@@ -28,6 +28,7 @@ use tokio::sync::Notify;
 use crate::client_link::CallClient;
 use crate::discovery;
 use crate::offer::{self, CompletionTarget};
+use crate::watch::{self, Subscriptions, Watch};
 use crate::registry::{self, Registry, ToolEntry};
 use crate::settings::{Settings, SettingsError, now_ms};
 
@@ -45,7 +46,7 @@ pub struct HooksServer {
 struct SessionTools {
     loaded: Mutex<Vec<bool>>,
     log_level: Mutex<LogLevel>,
-    subscriptions: Mutex<Vec<String>>,
+    subscriptions: Arc<Subscriptions>,
 }
 
 #[derive(Debug)]
@@ -57,6 +58,7 @@ struct Inner {
     session: SessionPolicy,
     extensions: Arc<Extensions>,
     initialized: Arc<Notify>,
+    watch: Arc<Watch>,
     /// The store answers reads at once ([`store::no_wait`]): read-only tools then run on the
     /// async thread, without the round trip through the blocking pool.
     inline_reads: bool,
@@ -95,6 +97,7 @@ impl HooksServer {
             session: settings.session,
             extensions: settings.extensions,
             initialized: Arc::new(Notify::new()),
+            watch: Arc::new(Watch::default()),
         };
         let inner = Arc::new(inner);
         let session = SessionTools::new(&inner);
@@ -184,7 +187,7 @@ impl HooksServer {
 
     /// The resources this session subscribed to, in the order it subscribed.
     pub fn subscriptions(&self) -> Vec<String> {
-        lock(&self.session.subscriptions).clone()
+        self.session.subscriptions.uris()
     }
 
     /// Runs `f` with a call context on a blocking thread (store work may wait there).
@@ -294,7 +297,7 @@ impl SessionTools {
         Arc::new(SessionTools {
             loaded: Mutex::new(loaded),
             log_level: Mutex::new(LogLevel::Info),
-            subscriptions: Mutex::new(Vec::new()),
+            subscriptions: Arc::new(Subscriptions::default()),
         })
     }
 }
@@ -428,13 +431,21 @@ impl ServerHandler for HooksServer {
     async fn subscribe(
         &self,
         request: SubscribeRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
         offer::resource_for(&request.uri)?;
-        let mut subscriptions = lock(&self.session.subscriptions);
-        if !subscriptions.contains(&request.uri) {
-            subscriptions.push(request.uri);
-        }
+        let uri = request.uri.clone();
+        let extensions = self.inner.extensions.clone();
+        let seed = tokio::task::spawn_blocking(move || watch::digest_of(&extensions, &uri))
+            .await
+            .ok()
+            .flatten()
+            .map(|d| (request.uri.clone(), d));
+        let subscriptions = &self.session.subscriptions;
+        subscriptions.add(request.uri, context.peer.clone());
+        self.inner
+            .watch
+            .register(subscriptions, seed, self.inner.extensions.clone());
         Ok(())
     }
 
@@ -443,7 +454,7 @@ impl ServerHandler for HooksServer {
         request: UnsubscribeRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        lock(&self.session.subscriptions).retain(|uri| *uri != request.uri);
+        self.session.subscriptions.remove(&request.uri);
         Ok(())
     }
 
