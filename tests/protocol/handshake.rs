@@ -54,8 +54,8 @@ fn channel_template_empty_resource_and_prompt_lists() {
     let mut s = Server::start();
     s.handshake();
     assert_eq!(
-        s.ask(&request(3, "resources/templates/list", json!({})))["result"]["resourceTemplates"]
-            [0]["uriTemplate"],
+        s.ask(&request(3, "resources/templates/list", json!({})))["result"]["resourceTemplates"][0]
+            ["uriTemplate"],
         "hooks://channels/{channel}"
     );
     // Listing needs the store: the full server answers it (no channel has messages yet).

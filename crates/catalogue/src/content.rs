@@ -262,7 +262,9 @@ impl PromptRegistration {
         let arguments: Vec<Value> = self
             .arguments
             .iter()
-            .map(|a| json!({ "name": a.name, "description": a.description, "required": a.required }))
+            .map(
+                |a| json!({ "name": a.name, "description": a.description, "required": a.required }),
+            )
             .collect();
         json!({
             "name": self.name,
@@ -299,7 +301,10 @@ mod tests {
     #[test]
     fn templates_match_one_segment_per_variable() {
         let vars = match_template("hooks://channels/{channel}", "hooks://channels/ops%20team");
-        assert_eq!(vars.as_ref().and_then(|v| v.get("channel")), Some("ops team"));
+        assert_eq!(
+            vars.as_ref().and_then(|v| v.get("channel")),
+            Some("ops team")
+        );
         assert!(match_template("hooks://channels/{channel}", "hooks://channels/").is_none());
         assert!(match_template("hooks://channels/{channel}", "hooks://channels/a/b").is_none());
         assert!(match_template("hooks://channels/{channel}", "other://channels/a").is_none());

@@ -100,8 +100,12 @@ pub trait ClientLink: fmt::Debug + Send + Sync {
     ///
     /// # Errors
     /// [`ToolError::Internal`] when the session has ended.
-    fn progress(&self, progress: f64, total: Option<f64>, message: Option<&str>)
-    -> Result<(), ToolError>;
+    fn progress(
+        &self,
+        progress: f64,
+        total: Option<f64>,
+        message: Option<&str>,
+    ) -> Result<(), ToolError>;
 
     /// Sends a log message (a no-op below the level the client set with `logging/setLevel`).
     ///
@@ -166,7 +170,10 @@ impl<'a> CallContext<'a> {
 
     /// The content a handler set with [`CallContext::reply_with`], taken out.
     pub fn take_content(&self) -> Option<Vec<Content>> {
-        self.content.lock().unwrap_or_else(|p| p.into_inner()).take()
+        self.content
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take()
     }
 
     /// The time of the call, in Unix milliseconds. Handlers use it instead of the clock so that

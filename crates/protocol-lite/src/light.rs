@@ -122,8 +122,7 @@ impl LightSession {
                     );
                 }
             },
-            "tools/list" | "resources/templates/list" | "prompts/list" if !initialized =>
-            {
+            "tools/list" | "resources/templates/list" | "prompts/list" if !initialized => {
                 return Step::Handoff(format!("`{method}` before `initialize`"));
             }
             "tools/list" => return Step::ListTools(id),

@@ -7,8 +7,8 @@
 
 use catalogue::{
     Annotations, CallContext, Category, Content, LogLevel, PromptArgument, PromptMessage,
-    PromptRegistration, ResourceBody, ResourceContents, ResourceRegistration, Role,
-    ToolError, ToolRegistration, UriVariables, parse_args,
+    PromptRegistration, ResourceBody, ResourceContents, ResourceRegistration, Role, ToolError,
+    ToolRegistration, UriVariables, parse_args,
 };
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
@@ -59,68 +59,135 @@ fn embedded() -> Content {
     ))
 }
 
-fixture_tool!("test_simple_text", "Returns a fixed text.", no_args, Annotations::READ_ONLY,
+fixture_tool!(
+    "test_simple_text",
+    "Returns a fixed text.",
+    no_args,
+    Annotations::READ_ONLY,
     |ctx, _| {
-        ctx.reply_with(vec![Content::Text("This is a simple text response for testing.".into())]);
+        ctx.reply_with(vec![Content::Text(
+            "This is a simple text response for testing.".into(),
+        )]);
         Ok(Value::Null)
-    });
-fixture_tool!("test_image_content", "Returns an image.", no_args, Annotations::READ_ONLY,
+    }
+);
+fixture_tool!(
+    "test_image_content",
+    "Returns an image.",
+    no_args,
+    Annotations::READ_ONLY,
     |ctx, _| {
         ctx.reply_with(vec![image()]);
         Ok(Value::Null)
-    });
-fixture_tool!("test_audio_content", "Returns audio.", no_args, Annotations::READ_ONLY,
+    }
+);
+fixture_tool!(
+    "test_audio_content",
+    "Returns audio.",
+    no_args,
+    Annotations::READ_ONLY,
     |ctx, _| {
-        ctx.reply_with(vec![Content::Audio { data: WAV.into(), mime_type: "audio/wav".into() }]);
+        ctx.reply_with(vec![Content::Audio {
+            data: WAV.into(),
+            mime_type: "audio/wav".into(),
+        }]);
         Ok(Value::Null)
-    });
-fixture_tool!("test_embedded_resource", "Returns an embedded resource.", no_args,
-    Annotations::READ_ONLY, |ctx, _| {
+    }
+);
+fixture_tool!(
+    "test_embedded_resource",
+    "Returns an embedded resource.",
+    no_args,
+    Annotations::READ_ONLY,
+    |ctx, _| {
         ctx.reply_with(vec![embedded()]);
         Ok(Value::Null)
-    });
-fixture_tool!("test_multiple_content_types", "Returns text, an image and a resource.", no_args,
-    Annotations::READ_ONLY, |ctx, _| {
-        ctx.reply_with(vec![Content::Text("Multiple content types test:".into()), image(), embedded()]);
+    }
+);
+fixture_tool!(
+    "test_multiple_content_types",
+    "Returns text, an image and a resource.",
+    no_args,
+    Annotations::READ_ONLY,
+    |ctx, _| {
+        ctx.reply_with(vec![
+            Content::Text("Multiple content types test:".into()),
+            image(),
+            embedded(),
+        ]);
         Ok(Value::Null)
-    });
-fixture_tool!("test_error_handling", "Always fails.", no_args, Annotations::READ_ONLY,
-    |_, _| Err(ToolError::Refused("This tool intentionally returns an error for testing".into())));
+    }
+);
+fixture_tool!(
+    "test_error_handling",
+    "Always fails.",
+    no_args,
+    Annotations::READ_ONLY,
+    |_, _| Err(ToolError::Refused(
+        "This tool intentionally returns an error for testing".into()
+    ))
+);
 
-fixture_tool!("test_tool_with_logging", "Logs three messages while it runs.", no_args,
-    Annotations::ADDITIVE, |ctx, _| {
+fixture_tool!(
+    "test_tool_with_logging",
+    "Logs three messages while it runs.",
+    no_args,
+    Annotations::ADDITIVE,
+    |ctx, _| {
         let client = ctx.client()?;
-        for (i, text) in ["Tool execution started", "Tool processing data", "Tool execution completed"]
-            .into_iter()
-            .enumerate()
+        for (i, text) in [
+            "Tool execution started",
+            "Tool processing data",
+            "Tool execution completed",
+        ]
+        .into_iter()
+        .enumerate()
         {
             client.log(LogLevel::Info, json!(text))?;
             if i < 2 {
                 std::thread::sleep(std::time::Duration::from_millis(50));
             }
         }
-        ctx.reply_with(vec![Content::Text("Tool with logging executed successfully".into())]);
+        ctx.reply_with(vec![Content::Text(
+            "Tool with logging executed successfully".into(),
+        )]);
         Ok(Value::Null)
-    });
+    }
+);
 
-fixture_tool!("test_tool_with_progress", "Reports progress 0, 50, 100 of 100.", no_args,
-    Annotations::ADDITIVE, |ctx, _| {
+fixture_tool!(
+    "test_tool_with_progress",
+    "Reports progress 0, 50, 100 of 100.",
+    no_args,
+    Annotations::ADDITIVE,
+    |ctx, _| {
         let client = ctx.client()?;
         for step in [0.0, 50.0, 100.0] {
-            client.progress(step, Some(100.0), Some(&format!("Completed step {step} of 100")))?;
+            client.progress(
+                step,
+                Some(100.0),
+                Some(&format!("Completed step {step} of 100")),
+            )?;
             std::thread::sleep(std::time::Duration::from_millis(50));
         }
-        ctx.reply_with(vec![Content::Text("Tool with progress executed successfully".into())]);
+        ctx.reply_with(vec![Content::Text(
+            "Tool with progress executed successfully".into(),
+        )]);
         Ok(Value::Null)
-    });
+    }
+);
 
 #[derive(Deserialize)]
 struct PromptArgs {
     prompt: String,
 }
 
-fixture_tool!("test_sampling", "Asks the client's model to answer a prompt.",
-    || text_arg("prompt"), Annotations::ADDITIVE, |ctx, args| {
+fixture_tool!(
+    "test_sampling",
+    "Asks the client's model to answer a prompt.",
+    || text_arg("prompt"),
+    Annotations::ADDITIVE,
+    |ctx, args| {
         let args: PromptArgs = parse_args(args)?;
         let answer = ctx.client()?.request("sampling/createMessage", json!({
             "messages": [{ "role": "user", "content": { "type": "text", "text": args.prompt } }],
@@ -129,7 +196,8 @@ fixture_tool!("test_sampling", "Asks the client's model to answer a prompt.",
         let text = answer["content"]["text"].as_str().unwrap_or("").to_owned();
         ctx.reply_with(vec![Content::Text(format!("LLM response: {text}"))]);
         Ok(Value::Null)
-    });
+    }
+);
 
 #[derive(Deserialize)]
 struct MessageArgs {
@@ -137,9 +205,12 @@ struct MessageArgs {
 }
 
 fn elicit(ctx: &CallContext<'_>, message: &str, schema: Value) -> Result<Value, ToolError> {
-    let answer = ctx.client()?.request("elicitation/create", json!({
-        "mode": "form", "message": message, "requestedSchema": schema,
-    }))?;
+    let answer = ctx.client()?.request(
+        "elicitation/create",
+        json!({
+            "mode": "form", "message": message, "requestedSchema": schema,
+        }),
+    )?;
     ctx.reply_with(vec![Content::Text(format!(
         "User response: action={}, content={}",
         answer["action"].as_str().unwrap_or("unknown"),
@@ -148,73 +219,100 @@ fn elicit(ctx: &CallContext<'_>, message: &str, schema: Value) -> Result<Value, 
     Ok(Value::Null)
 }
 
-fixture_tool!("test_elicitation", "Asks the user for a username and an email address.",
-    || text_arg("message"), Annotations::ADDITIVE, |ctx, args| {
+fixture_tool!(
+    "test_elicitation",
+    "Asks the user for a username and an email address.",
+    || text_arg("message"),
+    Annotations::ADDITIVE,
+    |ctx, args| {
         let args: MessageArgs = parse_args(args)?;
-        elicit(ctx, &args.message, json!({
-            "type": "object",
-            "properties": {
-                "username": { "type": "string", "description": "User's response" },
-                "email": { "type": "string", "description": "User's email address" },
-            },
-            "required": ["username", "email"],
-        }))
-    });
+        elicit(
+            ctx,
+            &args.message,
+            json!({
+                "type": "object",
+                "properties": {
+                    "username": { "type": "string", "description": "User's response" },
+                    "email": { "type": "string", "description": "User's email address" },
+                },
+                "required": ["username", "email"],
+            }),
+        )
+    }
+);
 
-fixture_tool!("test_elicitation_sep1034_defaults", "Elicits fields that have default values.",
-    no_args, Annotations::ADDITIVE, |ctx, _| {
-        elicit(ctx, "Please review and update the form fields with defaults", json!({
-            "type": "object",
-            "properties": {
-                "name": { "type": "string", "description": "User name", "default": "John Doe" },
-                "age": { "type": "integer", "description": "User age", "default": 30 },
-                "score": { "type": "number", "description": "User score", "default": 95.5 },
-                "status": {
-                    "type": "string", "description": "User status",
-                    "enum": ["active", "inactive", "pending"], "default": "active",
+fixture_tool!(
+    "test_elicitation_sep1034_defaults",
+    "Elicits fields that have default values.",
+    no_args,
+    Annotations::ADDITIVE,
+    |ctx, _| {
+        elicit(
+            ctx,
+            "Please review and update the form fields with defaults",
+            json!({
+                "type": "object",
+                "properties": {
+                    "name": { "type": "string", "description": "User name", "default": "John Doe" },
+                    "age": { "type": "integer", "description": "User age", "default": 30 },
+                    "score": { "type": "number", "description": "User score", "default": 95.5 },
+                    "status": {
+                        "type": "string", "description": "User status",
+                        "enum": ["active", "inactive", "pending"], "default": "active",
+                    },
+                    "verified": { "type": "boolean", "description": "Verification status", "default": true },
                 },
-                "verified": { "type": "boolean", "description": "Verification status", "default": true },
-            },
-        }))
-    });
+            }),
+        )
+    }
+);
 
-fixture_tool!("test_elicitation_sep1330_enums", "Elicits every kind of enum field.", no_args,
-    Annotations::ADDITIVE, |ctx, _| {
-        elicit(ctx, "Please select options from the enum fields", json!({
-            "type": "object",
-            "properties": {
-                "untitledSingle": {
-                    "type": "string", "description": "Select one option",
-                    "enum": ["option1", "option2", "option3"],
+fixture_tool!(
+    "test_elicitation_sep1330_enums",
+    "Elicits every kind of enum field.",
+    no_args,
+    Annotations::ADDITIVE,
+    |ctx, _| {
+        elicit(
+            ctx,
+            "Please select options from the enum fields",
+            json!({
+                "type": "object",
+                "properties": {
+                    "untitledSingle": {
+                        "type": "string", "description": "Select one option",
+                        "enum": ["option1", "option2", "option3"],
+                    },
+                    "titledSingle": {
+                        "type": "string", "description": "Select one option with titles",
+                        "oneOf": [
+                            { "const": "value1", "title": "First Option" },
+                            { "const": "value2", "title": "Second Option" },
+                            { "const": "value3", "title": "Third Option" },
+                        ],
+                    },
+                    "legacyEnum": {
+                        "type": "string", "description": "Select one option (legacy)",
+                        "enum": ["opt1", "opt2", "opt3"],
+                        "enumNames": ["Option One", "Option Two", "Option Three"],
+                    },
+                    "untitledMulti": {
+                        "type": "array", "description": "Select multiple options",
+                        "items": { "type": "string", "enum": ["option1", "option2", "option3"] },
+                    },
+                    "titledMulti": {
+                        "type": "array", "description": "Select multiple options with titles",
+                        "items": { "anyOf": [
+                            { "const": "value1", "title": "First Choice" },
+                            { "const": "value2", "title": "Second Choice" },
+                            { "const": "value3", "title": "Third Choice" },
+                        ] },
+                    },
                 },
-                "titledSingle": {
-                    "type": "string", "description": "Select one option with titles",
-                    "oneOf": [
-                        { "const": "value1", "title": "First Option" },
-                        { "const": "value2", "title": "Second Option" },
-                        { "const": "value3", "title": "Third Option" },
-                    ],
-                },
-                "legacyEnum": {
-                    "type": "string", "description": "Select one option (legacy)",
-                    "enum": ["opt1", "opt2", "opt3"],
-                    "enumNames": ["Option One", "Option Two", "Option Three"],
-                },
-                "untitledMulti": {
-                    "type": "array", "description": "Select multiple options",
-                    "items": { "type": "string", "enum": ["option1", "option2", "option3"] },
-                },
-                "titledMulti": {
-                    "type": "array", "description": "Select multiple options with titles",
-                    "items": { "anyOf": [
-                        { "const": "value1", "title": "First Choice" },
-                        { "const": "value2", "title": "Second Choice" },
-                        { "const": "value3", "title": "Third Choice" },
-                    ] },
-                },
-            },
-        }))
-    });
+            }),
+        )
+    }
+);
 
 // Resources.
 
@@ -269,7 +367,11 @@ fn read_template(
 ) -> Result<Vec<ResourceContents>, ToolError> {
     let id = vars.get("id").unwrap_or_default();
     let data = json!({ "id": id, "templateTest": true, "data": format!("Data for ID: {id}") });
-    Ok(vec![ResourceContents::text(uri, "application/json", data.to_string())])
+    Ok(vec![ResourceContents::text(
+        uri,
+        "application/json",
+        data.to_string(),
+    )])
 }
 
 catalogue::submit! {
@@ -288,7 +390,10 @@ catalogue::submit! {
 // Prompts.
 
 fn text_message(text: String) -> PromptMessage {
-    PromptMessage { role: Role::User, content: Content::Text(text) }
+    PromptMessage {
+        role: Role::User,
+        content: Content::Text(text),
+    }
 }
 
 fn arg<'a>(args: &'a Map<String, Value>, name: &str) -> &'a str {

@@ -3,9 +3,7 @@
 //! the call so a Streamable HTTP session delivers it on the call's own reply stream.
 
 use catalogue::{ClientLink, LogLevel, ToolError};
-use rmcp::model::{
-    GetExtensions, ProgressToken, RequestId, ServerNotification, ServerRequest,
-};
+use rmcp::model::{GetExtensions, ProgressToken, RequestId, ServerNotification, ServerRequest};
 use rmcp::service::OriginatingRequestId;
 use rmcp::{Peer, RoleServer};
 use serde_json::{Value, json};

@@ -38,8 +38,8 @@ mod registry;
 mod server;
 mod settings;
 mod sse;
-mod watch;
 pub mod stdio;
+mod watch;
 
 pub use auth::{Access, Refusal, Token};
 pub use daemon::{DaemonConfig, DaemonError, InstanceLock};

@@ -197,7 +197,11 @@ mod tests {
         crate::link_tools();
         let error = resource_for("hooks://channels/").unwrap_err();
         assert_eq!(error.code, rmcp::model::ErrorCode::INVALID_PARAMS);
-        assert!(error.message.contains("hooks://channels/{channel}"), "{}", error.message);
+        assert!(
+            error.message.contains("hooks://channels/{channel}"),
+            "{}",
+            error.message
+        );
         assert!(resource_for("hooks://channels/deploys").is_ok());
     }
 }

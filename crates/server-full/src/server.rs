@@ -12,13 +12,12 @@ use catalogue::{
 };
 use protocol_lite::handshake::{LATEST_WITH_INITIALIZE, ServerIdentity};
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestParams,
-    CompleteResult, ContentBlock, CustomRequest, CustomResult, ErrorCode, ErrorData,
-    GetPromptRequestParams, GetPromptResponse, GetPromptResult, InitializeResult,
-    ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
-    PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult,
-    Reference, ServerConfig, SetLevelRequestParams, SubscribeRequestParams, Tool,
-    UnsubscribeRequestParams,
+    CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestParams, CompleteResult,
+    ContentBlock, CustomRequest, CustomResult, ErrorCode, ErrorData, GetPromptRequestParams,
+    GetPromptResponse, GetPromptResult, InitializeResult, ListPromptsResult,
+    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
+    ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Reference, ServerConfig,
+    SetLevelRequestParams, SubscribeRequestParams, Tool, UnsubscribeRequestParams,
 };
 use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{RoleServer, ServerHandler};
@@ -28,9 +27,9 @@ use tokio::sync::Notify;
 use crate::client_link::CallClient;
 use crate::discovery;
 use crate::offer::{self, CompletionTarget};
-use crate::watch::{self, Subscriptions, Watch};
 use crate::registry::{self, Registry, ToolEntry};
 use crate::settings::{Settings, SettingsError, now_ms};
+use crate::watch::{self, Subscriptions, Watch};
 
 /// The hooks-mcp MCP server. Clones share everything; [`HooksServer::fork_session`] makes a
 /// server for another session that shares the registry but loads tools on its own.
@@ -263,8 +262,7 @@ impl HooksServer {
         }
         let inner = self.inner.clone();
         let outcome = tokio::task::spawn_blocking(move || {
-            let ctx =
-                CallContext::new(now, &inner.session, &inner.extensions).with_client(&client);
+            let ctx = CallContext::new(now, &inner.session, &inner.extensions).with_client(&client);
             let result = handler(&ctx, args);
             (result, ctx.take_content())
         })

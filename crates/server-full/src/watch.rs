@@ -181,7 +181,10 @@ impl Watch {
 }
 
 /// Digests of each URI's contents (read with no session: nothing hidden) and of the list.
-fn digest_all(extensions: &Extensions, uris: &BTreeSet<String>) -> (BTreeMap<String, u64>, Option<u64>) {
+fn digest_all(
+    extensions: &Extensions,
+    uris: &BTreeSet<String>,
+) -> (BTreeMap<String, u64>, Option<u64>) {
     let policy = SessionPolicy::ExplicitOnly;
     let ctx = CallContext::new(now_ms(), &policy, extensions);
     let mut digests = BTreeMap::new();
@@ -193,15 +196,13 @@ fn digest_all(extensions: &Extensions, uris: &BTreeSet<String>) -> (BTreeMap<Str
             digests.insert(uri.clone(), digest(&contents.to_string()));
         }
     }
-    let listed = offer::list_resources(&ctx)
-        .ok()
-        .map(|list| {
-            let uris: Vec<&str> = list["resources"]
-                .as_array()
-                .map(|a| a.iter().filter_map(|r| r["uri"].as_str()).collect())
-                .unwrap_or_default();
-            digest(&uris.join("\n"))
-        });
+    let listed = offer::list_resources(&ctx).ok().map(|list| {
+        let uris: Vec<&str> = list["resources"]
+            .as_array()
+            .map(|a| a.iter().filter_map(|r| r["uri"].as_str()).collect())
+            .unwrap_or_default();
+        digest(&uris.join("\n"))
+    });
     (digests, listed)
 }
 

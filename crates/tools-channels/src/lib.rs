@@ -385,10 +385,7 @@ fn read_channel_resource(
              {CHANNEL_URI_PREFIX}deploys"
         ))
     })?;
-    let value = read(
-        ctx,
-        json!({ "channel": channel, "limit": READ_LIMIT_MAX }),
-    )?;
+    let value = read(ctx, json!({ "channel": channel, "limit": READ_LIMIT_MAX }))?;
     Ok(vec![catalogue::ResourceContents::text(
         uri,
         "application/json",
@@ -409,7 +406,11 @@ fn complete_channel(
     let store = ctx.service::<StoreHandle>()?;
     let mut channels = store.channels(ctx.now_ms())?;
     channels.retain(|c| c.channel.starts_with(prefix));
-    channels.sort_by(|a, b| b.latest_at.cmp(&a.latest_at).then(a.channel.cmp(&b.channel)));
+    channels.sort_by(|a, b| {
+        b.latest_at
+            .cmp(&a.latest_at)
+            .then(a.channel.cmp(&b.channel))
+    });
     Ok(channels.into_iter().map(|c| c.channel).collect())
 }
 

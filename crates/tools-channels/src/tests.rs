@@ -562,8 +562,12 @@ fn channel_resources_list_read_and_complete() {
     assert!((resource.list.unwrap())(&ctx).unwrap().is_empty());
 
     let first = env.publish("deploys", "alert");
-    env.call_at(NOW + 5, "channel_publish", json!({"channel": "dev", "message": "m"}))
-        .unwrap();
+    env.call_at(
+        NOW + 5,
+        "channel_publish",
+        json!({"channel": "dev", "message": "m"}),
+    )
+    .unwrap();
     let ctx = CallContext::new(NOW + 10, &policy, &env.ext);
     let listed: Vec<String> = (resource.list.unwrap())(&ctx)
         .unwrap()
@@ -589,7 +593,11 @@ fn channel_resources_list_read_and_complete() {
     assert!(ids(&read(&ctx)).is_empty(), "s1 acknowledged it");
     let anonymous = SessionPolicy::ExplicitOnly;
     let ctx_anonymous = CallContext::new(NOW + 10, &anonymous, &env.ext);
-    assert_eq!(ids(&read(&ctx_anonymous)), [first], "no session: nothing hidden");
+    assert_eq!(
+        ids(&read(&ctx_anonymous)),
+        [first],
+        "no session: nothing hidden"
+    );
 
     // Unknown channel: an empty read. A malformed name: invalid arguments naming a valid URI.
     let vars = resource.matches("hooks://channels/nobody").unwrap();
@@ -597,7 +605,10 @@ fn channel_resources_list_read_and_complete() {
     let catalogue::ResourceBody::Text(text) = &contents[0].body else {
         panic!("text");
     };
-    assert_eq!(serde_json::from_str::<Value>(text).unwrap(), json!({"messages": []}));
+    assert_eq!(
+        serde_json::from_str::<Value>(text).unwrap(),
+        json!({"messages": []})
+    );
     let bad = "hooks://channels/no%20spaces";
     let vars = resource.matches(bad).unwrap();
     let error = (resource.read)(&ctx, bad, &vars).unwrap_err();

@@ -85,7 +85,10 @@ async fn a_subscriber_hears_of_another_process_publishing_within_a_second() {
     let info = client.peer_info().unwrap();
     assert!(info.capabilities.completions.is_some());
     assert_eq!(
-        info.capabilities.resources.as_ref().and_then(|r| r.subscribe),
+        info.capabilities
+            .resources
+            .as_ref()
+            .and_then(|r| r.subscribe),
         Some(true)
     );
 
@@ -139,7 +142,10 @@ async fn a_subscriber_hears_of_another_process_publishing_within_a_second() {
         .read_resource(ReadResourceRequestParams::new("hooks://channels/"))
         .await
         .unwrap_err();
-    assert!(bad.to_string().contains("hooks://channels/{channel}"), "{bad}");
+    assert!(
+        bad.to_string().contains("hooks://channels/{channel}"),
+        "{bad}"
+    );
 
     // After unsubscribing, a publication is not reported.
     client

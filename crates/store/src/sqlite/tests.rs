@@ -258,7 +258,11 @@ fn the_change_version_moves_on_every_commit_and_only_then() {
     let store = SqliteStore::create(&path).unwrap();
     let other = SqliteStore::create(&path).unwrap();
     let first = store.change_version().unwrap().unwrap();
-    assert_eq!(store.change_version().unwrap(), Some(first), "no commit, no change");
+    assert_eq!(
+        store.change_version().unwrap(),
+        Some(first),
+        "no commit, no change"
+    );
     let message = crate::NewMessage {
         channel: "c".into(),
         body: "b".into(),
@@ -270,5 +274,9 @@ fn the_change_version_moves_on_every_commit_and_only_then() {
     let second = store.change_version().unwrap().unwrap();
     assert_ne!(second, first, "this process's own commit");
     crate::ChannelStore::publish(&other, &message).unwrap();
-    assert_ne!(store.change_version().unwrap().unwrap(), second, "another connection's commit");
+    assert_ne!(
+        store.change_version().unwrap().unwrap(),
+        second,
+        "another connection's commit"
+    );
 }
