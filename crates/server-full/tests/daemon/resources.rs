@@ -1,5 +1,8 @@
 //! Channel resources over Streamable HTTP with rmcp's client: listing, reading, completion,
 //! and subscriptions notified when another process publishes.
+// `resources/subscribe` is legacy-only in rmcp (2026-07-28 replaces it); the revisions this
+// server negotiates define it.
+#![allow(deprecated)]
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -129,10 +132,7 @@ async fn a_subscriber_hears_of_another_process_publishing_within_a_second() {
     let completed = client
         .complete(CompleteRequestParams::new(
             Reference::for_resource("hooks://channels/{channel}"),
-            ArgumentInfo {
-                name: "channel".into(),
-                value: "pr".into(),
-            },
+            ArgumentInfo::new("channel", "pr"),
         ))
         .await
         .unwrap();
