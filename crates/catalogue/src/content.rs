@@ -95,6 +95,17 @@ impl ResourceContents {
 /// 100).
 pub type CompleteFn = fn(&CallContext<'_>, &str, &str) -> Result<Vec<String>, ToolError>;
 
+/// Lists the concrete resources a template has now.
+pub type ListFn = fn(&CallContext<'_>) -> Result<Vec<ResourceEntry>, ToolError>;
+
+/// Reads one resource: its URI and the template's variables.
+pub type ReadFn =
+    fn(&CallContext<'_>, &str, &UriVariables) -> Result<Vec<ResourceContents>, ToolError>;
+
+/// Builds a prompt's messages from its arguments.
+pub type GetPromptFn =
+    fn(&CallContext<'_>, &Map<String, Value>) -> Result<Vec<PromptMessage>, ToolError>;
+
 /// One concrete resource a registration offers now (what `resources/list` shows).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ResourceEntry {
@@ -135,9 +146,9 @@ pub struct ResourceRegistration {
     /// The MIME type of its contents.
     pub mime_type: &'static str,
     /// For a template: the concrete resources it has now (listed by `resources/list`).
-    pub list: Option<fn(&CallContext<'_>) -> Result<Vec<ResourceEntry>, ToolError>>,
+    pub list: Option<ListFn>,
     /// Reads one resource: the URI and the template's variables.
-    pub read: fn(&CallContext<'_>, &str, &UriVariables) -> Result<Vec<ResourceContents>, ToolError>,
+    pub read: ReadFn,
     /// Completes a template variable.
     pub complete: Option<CompleteFn>,
 }
@@ -251,7 +262,7 @@ pub struct PromptRegistration {
     /// The arguments it takes.
     pub arguments: &'static [PromptArgument],
     /// Builds the messages from the arguments (string values).
-    pub get: fn(&CallContext<'_>, &Map<String, Value>) -> Result<Vec<PromptMessage>, ToolError>,
+    pub get: GetPromptFn,
     /// Completes an argument.
     pub complete: Option<CompleteFn>,
 }

@@ -71,9 +71,9 @@ mod spec;
 mod tests;
 
 pub use content::{
-    CompleteFn, Content, PromptArgument, PromptMessage, PromptRegistration, ResourceBody,
-    ResourceContents, ResourceEntry, ResourceRegistration, Role, UriVariables, match_template,
-    prompts, resources,
+    CompleteFn, Content, GetPromptFn, ListFn, PromptArgument, PromptMessage, PromptRegistration,
+    ReadFn, ResourceBody, ResourceContents, ResourceEntry, ResourceRegistration, Role,
+    UriVariables, match_template, prompts, resources,
 };
 pub use context::{
     CallContext, ClientLink, Extensions, LogLevel, SessionPolicy, ToolError, json_kind, parse_args,
