@@ -82,8 +82,8 @@ pub use filter::{ALLOWED_TOOLS_ENV, CATEGORIES_ENV, FILTER_SETTINGS, Filter, Fil
 pub use listing::Listing;
 pub use mode::{
     BYTES_PER_TOKEN, FIND_TOOLS, FindToolsArgs, LOAD_MODULES, LoadModulesArgs, MODE_ENV,
-    MODE_SETTINGS, MODULES_ENV, ModeError, StartMode, advertised_tools, discovery_tools,
-    estimate_tokens, instructions,
+    MODE_SETTINGS, MODULES_ENV, ModeError, RESOURCES_LINE, StartMode, advertised_tools,
+    discovery_tools, estimate_tokens, instructions,
 };
 pub use protocol_lite::setting::Setting;
 pub use registration::{Handler, ToolRegistration, call, find, registrations};
