@@ -104,6 +104,7 @@ fn summary_row(label: &str, counts: &[usize]) -> Vec<String> {
 }
 
 /// The o200k_base tokens of `text`.
+#[cfg(test)]
 pub(crate) fn count_text(text: &str) -> anyhow::Result<usize> {
     Ok(tokenizer()?.encode_ordinary(text).len())
 }
