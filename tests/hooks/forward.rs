@@ -21,7 +21,7 @@ mod pg_server;
 use pg_server::{PrivateServer, server_bindir};
 
 const TEST_DATABASE_URL_ENV: &str = "HOOKS_MCP_TEST_DATABASE_URL";
-const TOKEN: &str = "hook-forward-token-0123456789";
+pub(crate) const TOKEN: &str = "hook-forward-token-0123456789";
 const PATIENCE: Duration = Duration::from_secs(60);
 
 fn note(text: &str) {
@@ -30,15 +30,15 @@ fn note(text: &str) {
 
 /// A PostgreSQL database for one test: a server of its own, or a fresh schema on the server
 /// `HOOKS_MCP_TEST_DATABASE_URL` names. `None` (after a note) when neither is available.
-struct Database {
-    url: String,
+pub(crate) struct Database {
+    pub(crate) url: String,
     admin: Option<(String, String)>,
     // Declared last: stopped after the schema is dropped.
     _server: Option<PrivateServer>,
 }
 
 impl Database {
-    fn new(test: &str) -> Option<Database> {
+    pub(crate) fn new(test: &str) -> Option<Database> {
         if let Some(bindir) = server_bindir() {
             let server = PrivateServer::start(bindir);
             return Some(Database {
@@ -86,21 +86,25 @@ impl Drop for Database {
 }
 
 /// A `hooks-mcp-full serve` daemon (streamable HTTP on 127.0.0.1, ephemeral port).
-struct Daemon {
+pub(crate) struct Daemon {
     child: Child,
-    port: u16,
+    pub(crate) port: u16,
     log: Arc<(Mutex<Vec<String>>, Condvar)>,
 }
 
 impl Daemon {
-    fn start(env: &Env, url: &str) -> Daemon {
-        let mut child = Command::new(full_bin())
+    /// Starts a daemon on `env`'s store: PostgreSQL at `url`, or SQLite without one.
+    pub(crate) fn start(env: &Env, url: Option<&str>) -> Daemon {
+        let mut command = Command::new(full_bin());
+        command.env_clear();
+        if let Some(url) = url {
+            command.env("HOOKS_MCP_DATABASE_URL", url);
+        }
+        let mut child = command
             .arg("serve")
-            .env_clear()
             .env("PATH", std::env::var_os("PATH").unwrap_or_default())
             .env("HOME", env.home())
             .env("HOOKS_MCP_HOME", env.store_dir())
-            .env("HOOKS_MCP_DATABASE_URL", url)
             .env("HOOKS_MCP_TOKEN", TOKEN)
             .env("MCP_TRANSPORT", "streamable-http")
             .env("MCP_HOST", "127.0.0.1")
@@ -143,7 +147,7 @@ impl Daemon {
         daemon
     }
 
-    fn text(&self) -> String {
+    pub(crate) fn text(&self) -> String {
         self.log.0.lock().unwrap().join("\n")
     }
 
@@ -164,7 +168,7 @@ impl Daemon {
     }
 
     /// `/health?level=full` through `hooks-mcp-full health`, once the daemon serves.
-    fn health(&self) -> Option<Value> {
+    pub(crate) fn health(&self) -> Option<Value> {
         let out = Command::new(full_bin())
             .args(["health", "--level", "full"])
             .env("MCP_HOST", "127.0.0.1")
@@ -242,7 +246,7 @@ fn answers_through_the_daemon_equal_direct_answers() {
         "matcher": "any",
         "script": "echo flagged >&2; exit 2",
     }));
-    let daemon = Daemon::start(&env, &db.url);
+    let daemon = Daemon::start(&env, Some(&db.url));
     let cwd = env.home();
     let hook_env = [
         ("HOOKS_MCP_CHANNELS", "deploys,ci"),
@@ -328,7 +332,7 @@ fn without_a_usable_daemon_the_hook_opens_the_store_itself() {
         "--severity",
         "critical",
     ]);
-    let mut daemon = Daemon::start(&env, &db.url);
+    let mut daemon = Daemon::start(&env, Some(&db.url));
     let port = daemon.port.to_string();
     let pre = |vars: &[(&str, &str)]| {
         let mut all = vec![("MCP_HOST", "127.0.0.1"), ("MCP_PORT", port.as_str())];

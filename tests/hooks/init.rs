@@ -231,3 +231,91 @@ fn init_creates_missing_files_and_refuses_broken_ones() {
         "nothing half-written"
     );
 }
+
+#[test]
+fn http_hooks_register_idempotently_and_remove_cleanly() {
+    let env = Env::new();
+    let files = write_files(&env);
+    init(&env, &[]);
+    let with_commands = read(&files.settings);
+
+    let report = init(
+        &env,
+        &["--hooks", "http", "--url", "http://127.0.0.1:9200/"],
+    );
+    assert!(report.contains("add hooks.PreToolUse"), "{report}");
+    let settings = read(&files.settings);
+    for event in [
+        "SessionStart",
+        "UserPromptSubmit",
+        "PreToolUse",
+        "PostToolUse",
+    ] {
+        let groups = settings["hooks"][event].as_array().unwrap();
+        let ours = groups.last().unwrap();
+        assert_eq!(
+            ours["hooks"],
+            json!([{
+                "type": "http",
+                "url": format!("http://127.0.0.1:9200/hooks/{event}"),
+                "headers": {
+                    "Authorization": "Bearer $HOOKS_MCP_TOKEN",
+                    "X-Hooks-Mcp-Channels": "$HOOKS_MCP_CHANNELS",
+                },
+                "allowedEnvVars": ["HOOKS_MCP_TOKEN", "HOOKS_MCP_CHANNELS"],
+                "timeout": 60,
+            }]),
+            "{event}"
+        );
+        let all: Vec<&Value> = groups
+            .iter()
+            .flat_map(|g| g["hooks"].as_array().unwrap())
+            .collect();
+        assert!(
+            all.iter()
+                .all(|h| h["type"] != "command" || h["command"] == "python3 ~/hooks/audit.py"),
+            "the command hooks were replaced, not kept beside: {groups:?}"
+        );
+    }
+    assert_eq!(settings["hooks"]["Stop"], settings_doc()["hooks"]["Stop"]);
+    assert_eq!(
+        settings["hooks"]["PreToolUse"][0],
+        settings_doc()["hooks"]["PreToolUse"][0]
+    );
+    assert_eq!(settings["permissions"], settings_doc()["permissions"]);
+
+    // Twice changes nothing and writes nothing.
+    let before = std::fs::read(&files.settings).unwrap();
+    let made = backups(&env);
+    let again = init(&env, &["--hooks", "http", "--url", "http://127.0.0.1:9200"]);
+    assert_eq!(again.matches("unchanged").count(), 2, "{again}");
+    assert_eq!(std::fs::read(&files.settings).unwrap(), before);
+    assert_eq!(backups(&env), made);
+
+    // The default URL comes from MCP_HOST and MCP_PORT; back to command hooks is symmetric.
+    let out = env.run(&["init", "--hooks", "http"], "", &[("MCP_PORT", "9300")]);
+    assert!(out.status.success());
+    assert_eq!(
+        read(&files.settings)["hooks"]["SessionStart"][0]["hooks"][0]["url"],
+        "http://localhost:9300/hooks/SessionStart"
+    );
+    init(&env, &[]);
+    assert_eq!(read(&files.settings), with_commands);
+
+    init(&env, &["--hooks", "http"]);
+    init(&env, &["--remove"]);
+    assert_eq!(read(&files.servers), servers_doc());
+    assert_eq!(
+        read(&files.settings),
+        settings_doc(),
+        "--remove restores the file"
+    );
+
+    let bad = env.run(
+        &["init", "--hooks", "http", "--url", "localhost:8642"],
+        "",
+        &[],
+    );
+    assert_eq!(bad.status.code(), Some(1));
+    assert_eq!(read(&files.settings), settings_doc(), "nothing written");
+}

@@ -139,3 +139,50 @@ fn status_reports_each_state_and_every_divergence() {
     );
     assert!(text.contains("divergences:\n  - "), "{text}");
 }
+
+#[test]
+fn status_checks_http_hooks_against_the_daemon() {
+    let env = Env::new();
+    let port = fake_daemon().to_string();
+    let here = [("MCP_HOST", "127.0.0.1"), ("MCP_PORT", port.as_str())];
+    let out = env.run(&["init", "--hooks", "http"], "", &here);
+    assert!(out.status.success());
+    let (code, report) = status(&env, &here);
+    assert_eq!(code, 0, "{report}");
+    assert_eq!(
+        report["client"]["hooks"]["PreToolUse"][0],
+        format!("POST http://localhost:{port}/hooks/PreToolUse")
+    );
+
+    // The daemon stopped: HTTP hooks need it even with a stdio server.
+    let stopped = free_port().to_string();
+    let (code, report) = status(&env, &[("MCP_HOST", "127.0.0.1"), ("MCP_PORT", &stopped)]);
+    assert_eq!(code, 2, "{report}");
+    let text = divergences(&report);
+    assert!(text.contains("the daemon is configured at"), "{text}");
+
+    // Registered for this port, daemon gone: stopped.
+    let settings = env.home().join(".claude/settings.json");
+    let mut doc: Value =
+        serde_json::from_str(&std::fs::read_to_string(&settings).unwrap()).unwrap();
+    for event in [
+        "SessionStart",
+        "UserPromptSubmit",
+        "PreToolUse",
+        "PostToolUse",
+    ] {
+        let hook = &mut doc["hooks"][event][0]["hooks"][0];
+        hook["url"] = format!("http://localhost:{stopped}/hooks/{event}").into();
+    }
+    doc["hooks"]["PostToolUse"][0]["hooks"][0]["headers"] = serde_json::json!({});
+    std::fs::write(&settings, doc.to_string()).unwrap();
+    let (code, report) = status(&env, &[("MCP_HOST", "127.0.0.1"), ("MCP_PORT", &stopped)]);
+    assert_eq!(code, 2, "{report}");
+    let text = divergences(&report);
+    assert!(
+        text.contains("PostToolUse hook does not send the daemon's token"),
+        "{text}"
+    );
+    assert!(!text.contains("configured at"), "{text}");
+    assert_eq!(report["daemon"]["up"], false, "{report}");
+}

@@ -9,6 +9,11 @@
 //! `getrusage(RUSAGE_CHILDREN)` maximum resident size is the command's peak. Nothing here
 //! asserts a timing: it prints a markdown table and the ratio to the floor (target ≤ 2×).
 //!
+//! The same run measures Claude Code's HTTP hooks: a daemon (`hooks-mcp-full serve`, streamable
+//! HTTP on 127.0.0.1) on the same store, and one keep-alive connection posting each payload to
+//! `/hooks/<Event>` as the client does (bearer token, JSON body), timed from the first byte
+//! written to the last byte of the answer read (median, p90, p99).
+//!
 //! `--postgres` seeds the same store in a fresh schema of the database `HOOKS_MCP_DATABASE_URL`
 //! names and measures `hooks-mcp-hook` opening it itself (`HOOKS_MCP_HOOK_FORWARD=off`) beside
 //! the same command forwarding each event to a local daemon it starts (`hooks-mcp-full serve`
@@ -61,6 +66,7 @@ struct Measured {
     label: String,
     median_ms: f64,
     p90_ms: f64,
+    p99_ms: f64,
     peak_rss_mib: f64,
     /// The peak is not above the measuring worker's own: only an upper bound.
     masked: bool,
@@ -152,7 +158,11 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
         (
             "hooks-mcp-full hook UserPromptSubmit".into(),
             &ups,
-            vec![full.into(), "hook".into(), "UserPromptSubmit".into()],
+            vec![
+                full.clone().into(),
+                "hook".into(),
+                "UserPromptSubmit".into(),
+            ],
         ),
         (
             "hooks-mcp hook UserPromptSubmit (exec)".into(),
@@ -164,9 +174,158 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
         .into_iter()
         .map(|(label, payload, command)| (label, payload, command, Vec::new()))
         .collect();
-    let results = measure_cases(args, &exe, home.path(), cases)?;
+    let mut results = measure_cases(args, &exe, home.path(), cases)?;
+    let http = measure_http_hooks(args, &full, home.path())?;
+    // Each HTTP row follows its event's command rows (4 per event).
+    for (i, m) in http.into_iter().enumerate() {
+        results.insert(4 * (i + 1) + i, m);
+    }
     print_report(&results, args.runs);
     Ok(())
+}
+
+/// The bearer token of the HTTP-hook daemon.
+const BENCH_TOKEN: &str = "bench-hook-token-0123456789abcdef";
+
+/// Starts a daemon on the store in `home` and times HTTP hooks over one keep-alive connection:
+/// `POST /hooks/PreToolUse`, then `POST /hooks/UserPromptSubmit`.
+fn measure_http_hooks(args: &Args, full: &Path, home: &Path) -> anyhow::Result<Vec<Measured>> {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .context("finding a free port")?
+        .port();
+    let mut daemon = Command::new(full)
+        .arg("serve")
+        .env("HOOKS_MCP_HOME", home)
+        .env("HOME", home)
+        .env_remove(store::DATABASE_URL_ENV)
+        .env_remove("HOOKS_MCP_CHANNELS")
+        .env_remove("HOOKS_MCP_TOKEN_FILE")
+        .env("HOOKS_MCP_TOKEN", BENCH_TOKEN)
+        .env("MCP_TRANSPORT", "streamable-http")
+        .env("MCP_HOST", "127.0.0.1")
+        .env("MCP_PORT", port.to_string())
+        .env("HOOKS_MCP_LOG", "warn")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .spawn()
+        .context("starting the daemon")?;
+    let outcome = (|| {
+        let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !matches!(
+            server_full::probe_health(addr, None, Duration::from_secs(2)),
+            Ok((200, _))
+        ) {
+            if Instant::now() > deadline {
+                bail!("the daemon on {addr} did not become ready within 30 s");
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let mut results = Vec::new();
+        for (event, payload) in [
+            ("PreToolUse", PRE_TOOL_USE),
+            ("UserPromptSubmit", USER_PROMPT_SUBMIT),
+        ] {
+            let label = format!("HTTP hook POST /hooks/{event} (daemon, keep-alive)");
+            eprintln!("bench hook: {label}");
+            let mut client = KeepAlive::connect(addr)?;
+            let mut samples = Vec::with_capacity(args.runs);
+            for i in 0..args.warmup + args.runs {
+                let started = Instant::now();
+                let (status, body) = client.post(&format!("/hooks/{event}"), payload)?;
+                let elapsed = started.elapsed();
+                if status != 200 && status != 204 {
+                    bail!("{label}: HTTP {status}: {}", String::from_utf8_lossy(&body));
+                }
+                if i >= args.warmup {
+                    samples.push(elapsed.as_secs_f64() * 1000.0);
+                }
+            }
+            let (median, p90, p99) = percentiles(samples);
+            results.push(Measured {
+                label,
+                median_ms: median,
+                p90_ms: p90,
+                p99_ms: p99,
+                peak_rss_mib: f64::NAN,
+                masked: false,
+            });
+        }
+        Ok(results)
+    })();
+    let _ = daemon.kill();
+    let _ = daemon.wait();
+    outcome
+}
+
+/// One HTTP/1.1 connection kept open across requests, as the client keeps its own.
+struct KeepAlive {
+    reader: std::io::BufReader<std::net::TcpStream>,
+    writer: std::net::TcpStream,
+    host: String,
+}
+
+impl KeepAlive {
+    fn connect(addr: std::net::SocketAddr) -> anyhow::Result<KeepAlive> {
+        let stream = std::net::TcpStream::connect(addr).context("connecting to the daemon")?;
+        stream.set_nodelay(true)?;
+        stream.set_read_timeout(Some(Duration::from_secs(30)))?;
+        Ok(KeepAlive {
+            reader: std::io::BufReader::new(stream.try_clone()?),
+            writer: stream,
+            host: addr.to_string(),
+        })
+    }
+
+    /// POSTs `body` to `path` and reads the whole answer: its status and body.
+    fn post(&mut self, path: &str, body: &str) -> anyhow::Result<(u16, Vec<u8>)> {
+        use std::io::{BufRead, Read};
+        let request = format!(
+            "POST {path} HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer {BENCH_TOKEN}\r\n\
+             Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+            self.host,
+            body.len()
+        );
+        self.writer.write_all(request.as_bytes())?;
+        let mut status = 0;
+        let mut length = 0usize;
+        let mut line = String::new();
+        loop {
+            line.clear();
+            if self.reader.read_line(&mut line)? == 0 {
+                bail!("the daemon closed the connection");
+            }
+            let text = line.trim_end();
+            if text.is_empty() {
+                break;
+            }
+            if status == 0 {
+                status = text
+                    .split_whitespace()
+                    .nth(1)
+                    .and_then(|c| c.parse().ok())
+                    .context("a malformed status line")?;
+            } else if let Some((name, value)) = text.split_once(':')
+                && name.eq_ignore_ascii_case("content-length")
+            {
+                length = value.trim().parse().context("a malformed Content-Length")?;
+            }
+        }
+        let mut answer = vec![0; length];
+        self.reader.read_exact(&mut answer)?;
+        Ok((status, answer))
+    }
+}
+
+/// The median, p90 and p99 of `samples`.
+fn percentiles(mut samples: Vec<f64>) -> (f64, f64, f64) {
+    samples.sort_by(f64::total_cmp);
+    let at = |p: f64| {
+        let rank = ((p * samples.len() as f64).ceil() as usize).clamp(1, samples.len());
+        samples[rank - 1]
+    };
+    (at(0.5), at(0.9), at(0.99))
 }
 
 /// One case: its label, its payload file, the command, and variables for the command.
@@ -210,6 +369,7 @@ fn measure_cases(
             label,
             median_ms: num("median_ms"),
             p90_ms: num("p90_ms"),
+            p99_ms: num("p99_ms"),
             peak_rss_mib: num("peak_rss_kib") / 1024.0,
             masked: num("peak_rss_kib") <= num("own_peak_kib"),
         });
@@ -457,14 +617,11 @@ fn measure_worker(
             samples.push(elapsed.as_secs_f64() * 1000.0);
         }
     }
-    samples.sort_by(f64::total_cmp);
-    let at = |p: f64| {
-        let rank = ((p * samples.len() as f64).ceil() as usize).clamp(1, samples.len());
-        samples[rank - 1]
-    };
+    let (median, p90, p99) = percentiles(samples);
     let answer = json!({
-        "median_ms": at(0.5),
-        "p90_ms": at(0.9),
+        "median_ms": median,
+        "p90_ms": p90,
+        "p99_ms": p99,
         "peak_rss_kib": children_peak_rss_kib(),
         "own_peak_kib": own_peak_rss_kib(),
     });
@@ -515,31 +672,56 @@ fn print_report(results: &[Measured], runs: usize) {
     println!(
         "## hook command ({runs} runs each; store: 100 broadcasts, 20 reminders, no conditions)\n"
     );
-    println!("| command | median ms | p90 ms | median / floor | peak RSS MiB |");
-    println!("|---|---:|---:|---:|---:|");
-    // Each payload's rows follow its floor row: compare with the latest floor.
-    let mut floor = f64::NAN;
+    println!(
+        "| command | median ms | p90 ms | p99 ms | median / floor | median / command hook | peak \
+         RSS MiB |"
+    );
+    println!("|---|---:|---:|---:|---:|---:|---:|");
+    // Each payload's rows follow its floor row: compare with the latest floor, and with the
+    // latest `hooks-mcp-hook` row (the command hook init registers).
+    let (mut floor, mut command) = (f64::NAN, f64::NAN);
     for m in results {
         if m.label.starts_with("floor-hook") {
             floor = m.median_ms;
+            // A new payload: its command hook row comes after its floor.
+            command = f64::NAN;
         }
-        let rss = if m.masked {
+        if m.label.starts_with("hooks-mcp-hook ") {
+            command = m.median_ms;
+        }
+        let rss = if m.peak_rss_mib.is_nan() {
+            "(daemon)".to_owned()
+        } else if m.masked {
             format!("≤ {:.1}", m.peak_rss_mib)
         } else {
             format!("{:.1}", m.peak_rss_mib)
         };
+        let ratio = |to: f64| {
+            if to.is_nan() {
+                "–".to_owned()
+            } else {
+                format!("{:.2}×", m.median_ms / to)
+            }
+        };
+        let versus_command = if m.label.starts_with("floor-hook") {
+            "–".to_owned()
+        } else {
+            ratio(command)
+        };
         println!(
-            "| {} | {:.2} | {:.2} | {:.2}× | {rss} |",
+            "| {} | {:.2} | {:.2} | {:.2} | {} | {versus_command} | {rss} |",
             m.label,
             m.median_ms,
             m.p90_ms,
-            m.median_ms / floor,
+            m.p99_ms,
+            ratio(floor),
         );
     }
     println!(
         "\nTarget: median ≤ 2× the floor of the same payload. Peak RSS is the largest resident \
          set of the command's process (`getrusage` of the measuring worker's children); `≤` \
-         marks a peak below the worker's own size, which then bounds it from above."
+         marks a peak below the worker's own size, which then bounds it from above. HTTP hooks: \
+         expected median < 0.25× the command hook's."
     );
 }
 

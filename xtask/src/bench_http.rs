@@ -198,7 +198,7 @@ fn print_memory(name: &str, before: u64, after: u64, sessions: usize) {
 
 /// Builds the release xtask and runs this same command with it, so the load generator is not
 /// the bottleneck.
-fn rerun_optimised() -> anyhow::Result<()> {
+pub(crate) fn rerun_optimised() -> anyhow::Result<()> {
     eprintln!("bench-http: building the optimised xtask (cargo build --release -p xtask)...");
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let status = Command::new(cargo)
@@ -227,7 +227,7 @@ fn rerun_optimised() -> anyhow::Result<()> {
     Ok(())
 }
 
-fn private_dirty_kib(pid: u32) -> anyhow::Result<u64> {
+pub(crate) fn private_dirty_kib(pid: u32) -> anyhow::Result<u64> {
     let text = std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup"))
         .context("reading the daemon's smaps_rollup (Linux only)")?;
     text.lines()
@@ -332,7 +332,7 @@ fn load(
     })
 }
 
-fn tool_call(id: usize, tool: &str, arguments: serde_json::Value) -> String {
+pub(crate) fn tool_call(id: usize, tool: &str, arguments: serde_json::Value) -> String {
     json!({
         "jsonrpc": "2.0",
         "id": id,
@@ -343,22 +343,41 @@ fn tool_call(id: usize, tool: &str, arguments: serde_json::Value) -> String {
 }
 
 /// A keep-alive HTTP/1.1 connection to `/mcp`, in one session.
-struct Conn {
+pub(crate) struct Conn {
     reader: BufReader<TcpStream>,
     writer: TcpStream,
     addr: SocketAddr,
-    session: String,
+    /// The `Mcp-Session-Id` sent with each request (none while empty).
+    pub(crate) session: String,
 }
 
 /// A response: status, session header and body (de-chunked).
-struct Reply {
-    status: u16,
-    session: Option<String>,
-    body: String,
+pub(crate) struct Reply {
+    /// The HTTP status code.
+    pub(crate) status: u16,
+    /// The `Mcp-Session-Id` header, if any.
+    pub(crate) session: Option<String>,
+    /// The body, de-chunked.
+    pub(crate) body: String,
 }
 
+/// The server closed the connection before answering a request (an idle keep-alive
+/// connection it had already given up): the request was not read, so it can be sent again on a
+/// new connection.
+#[derive(Debug)]
+pub(crate) struct ClosedBeforeReply;
+
+impl std::fmt::Display for ClosedBeforeReply {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("the server closed the connection before answering")
+    }
+}
+
+impl std::error::Error for ClosedBeforeReply {}
+
 impl Conn {
-    fn connect(addr: SocketAddr) -> anyhow::Result<Conn> {
+    /// A new connection without a session.
+    pub(crate) fn connect(addr: SocketAddr) -> anyhow::Result<Conn> {
         let stream = TcpStream::connect(addr)?;
         stream.set_nodelay(true)?;
         stream.set_read_timeout(Some(Duration::from_secs(60)))?;
@@ -371,7 +390,7 @@ impl Conn {
     }
 
     /// Connects and opens a session (initialize, initialized).
-    fn session(addr: SocketAddr) -> anyhow::Result<Conn> {
+    pub(crate) fn session(addr: SocketAddr) -> anyhow::Result<Conn> {
         let mut conn = Conn::connect(addr)?;
         let init = json!({
             "jsonrpc": "2.0", "id": 0, "method": "initialize",
@@ -396,7 +415,7 @@ impl Conn {
     }
 
     /// Opens the session's standalone GET stream on this connection and keeps it.
-    fn open_get(mut self) -> anyhow::Result<TcpStream> {
+    pub(crate) fn open_get(mut self) -> anyhow::Result<TcpStream> {
         let head = format!(
             "GET /mcp HTTP/1.1\r\nHost: {}\r\nAccept: text/event-stream\r\nMcp-Session-Id: {}\r\n\r\n",
             self.addr, self.session
@@ -429,9 +448,38 @@ impl Conn {
         Ok(())
     }
 
-    fn request(&mut self, method: &str, body: &str) -> anyhow::Result<Reply> {
+    /// Replaces the connection with a new one to the same address, in the same session.
+    pub(crate) fn reconnect(&mut self) -> anyhow::Result<()> {
+        let session = std::mem::take(&mut self.session);
+        *self = Conn::connect(self.addr)?;
+        self.session = session;
+        Ok(())
+    }
+
+    /// Sends a request to `/mcp` and reads its reply.
+    pub(crate) fn request(&mut self, method: &str, body: &str) -> anyhow::Result<Reply> {
+        self.request_at(method, "/mcp", body)
+    }
+
+    /// Sends a request to `path` and reads its reply.
+    ///
+    /// # Errors
+    /// [`ClosedBeforeReply`] when the connection was closed (or reset) before any byte of the
+    /// reply; any other I/O or HTTP framing error.
+    pub(crate) fn request_at(
+        &mut self,
+        method: &str,
+        path: &str,
+        body: &str,
+    ) -> anyhow::Result<Reply> {
+        self.send_at(method, path, body)?;
+        self.read_reply()
+    }
+
+    /// Writes a request to `path` without reading its reply.
+    pub(crate) fn send_at(&mut self, method: &str, path: &str, body: &str) -> anyhow::Result<()> {
         let mut head = format!(
-            "{method} /mcp HTTP/1.1\r\nHost: {}\r\nAccept: application/json, text/event-stream\r\n",
+            "{method} {path} HTTP/1.1\r\nHost: {}\r\nAccept: application/json, text/event-stream\r\n",
             self.addr
         );
         if !self.session.is_empty() {
@@ -445,13 +493,20 @@ impl Conn {
         }
         head.push_str("\r\n");
         head.push_str(body);
-        self.writer.write_all(head.as_bytes())?;
-        self.read_reply()
+        match self.writer.write_all(head.as_bytes()) {
+            Err(e) if closed(&e) => Err(ClosedBeforeReply.into()),
+            other => Ok(other?),
+        }
     }
 
-    fn read_reply(&mut self) -> anyhow::Result<Reply> {
+    /// Reads one reply.
+    pub(crate) fn read_reply(&mut self) -> anyhow::Result<Reply> {
         let mut line = String::new();
-        self.reader.read_line(&mut line)?;
+        match self.reader.read_line(&mut line) {
+            Ok(0) => return Err(ClosedBeforeReply.into()),
+            Err(e) if closed(&e) => return Err(ClosedBeforeReply.into()),
+            other => other?,
+        };
         let status = line
             .split_whitespace()
             .nth(1)
@@ -503,6 +558,15 @@ impl Conn {
             body: String::from_utf8_lossy(&body).into_owned(),
         })
     }
+}
+
+/// Whether an I/O error means the peer closed or reset the connection.
+fn closed(e: &std::io::Error) -> bool {
+    use std::io::ErrorKind;
+    matches!(
+        e.kind(),
+        ErrorKind::BrokenPipe | ErrorKind::ConnectionReset | ErrorKind::ConnectionAborted
+    )
 }
 
 /// Opens a legacy SSE session and completes its handshake; the session lives as long as the

@@ -11,7 +11,9 @@ mod bench_http;
 mod catalogue_cmd;
 mod conformance;
 mod docs_cmd;
+mod fuzz;
 mod markdown;
+mod soak;
 mod tokens;
 
 #[cfg(test)]
@@ -44,6 +46,11 @@ enum Command {
     /// Run the official MCP conformance suite against the daemon's /mcp, with the
     /// expected-failures baseline.
     Conformance(conformance::Args),
+    /// One daemon under mixed load for N minutes (sessions, legacy SSE, hook events,
+    /// schedules): memory, fds, threads and errors sampled; fails on errors or growth.
+    Soak(soak::Args),
+    /// Build and run the coverage-guided fuzz targets (nightly, cargo-fuzz) from their seeds.
+    Fuzz(fuzz::Args),
 }
 
 fn main() -> ExitCode {
@@ -54,6 +61,8 @@ fn main() -> ExitCode {
         Command::Docs(args) => docs_cmd::run(&args),
         Command::BenchHttp(args) => bench_http::run(&args),
         Command::Conformance(args) => conformance::run(&args),
+        Command::Soak(args) => soak::run(&args),
+        Command::Fuzz(args) => fuzz::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,23 +1,13 @@
 //! `hooks-mcp-hook`: the agent client's hook command alone (`hooks-mcp-hook hook <Event>`).
 //!
-//! It runs twice around every tool call, so it is its own small executable: the same hook code
-//! as `hooks-mcp-full hook`, linked with the store and the tools crates only (no async runtime,
-//! no MCP SDK, no network server), which saves start-up time on every call. `hooks-mcp init`
-//! registers it.
-
-// The hook and store-opening modules are shared with `hooks-mcp-full`; this binary uses their
-// hook entry points only.
-#[allow(dead_code)]
-#[path = "full/hook/mod.rs"]
-mod hook;
-#[allow(dead_code)]
-#[path = "full/open.rs"]
-mod open;
+//! It runs twice around every tool call, so it is its own small executable: the hook dispatcher
+//! (`hook-dispatch`) with the store and the tools crates only (no async runtime, no MCP SDK, no
+//! network server), which saves start-up time on every call. `hooks-mcp init` registers it.
 
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    match hook::run_from_args() {
+    match hook_dispatch::run_from_args() {
         Some(code) => code,
         None => {
             protocol_lite::diag!(

@@ -23,7 +23,7 @@ use tokio_util::sync::CancellationToken;
 use crate::HooksServer;
 use crate::auth::{Access, LOOPBACK_HOSTS, Token, authority_host};
 use crate::health::{Phase, Status};
-use crate::hook_route::{HookRoute, HookService};
+use crate::hook_route::HookRoute;
 use crate::http::{self, BindError, InFlight, McpOptions, Sessions, Shared};
 use crate::settings::{Settings, SettingsError, now_ms};
 
@@ -282,10 +282,6 @@ pub struct DaemonConfig {
     pub phase_delay: Option<Duration>,
     /// Threads that run store calls at once (the runtime's blocking pool).
     pub store_threads: usize,
-    /// Answers hook events forwarded to `POST /hook/{event}`; without one the route answers
-    /// 404 and hooks open the store themselves. Not read from the environment: the binary
-    /// that starts the daemon supplies it.
-    pub hooks: Option<Arc<dyn HookService>>,
 }
 
 impl DaemonConfig {
@@ -411,7 +407,6 @@ impl DaemonConfig {
             max_lag: Duration::from_millis(lag_ms),
             phase_delay: (delay_ms > 0).then(|| Duration::from_millis(delay_ms)),
             store_threads,
-            hooks: None,
         })
     }
 }
@@ -606,18 +601,8 @@ impl InstanceLock {
 /// # Errors
 /// [`DaemonError`] when a start-up phase fails (the daemon then never served).
 pub fn serve_from_env() -> Result<(), DaemonError> {
-    serve_from_env_with(None)
-}
-
-/// [`serve_from_env`], with `hooks` answering the hook events hook processes forward to
-/// `POST /hook/{event}` (what `hooks-mcp-full serve` passes: its hook module).
-///
-/// # Errors
-/// [`DaemonError`] when a start-up phase fails (the daemon then never served).
-pub fn serve_from_env_with(hooks: Option<Arc<dyn HookService>>) -> Result<(), DaemonError> {
     let started = Instant::now();
-    let mut config = DaemonConfig::from_env()?;
-    config.hooks = hooks;
+    let config = DaemonConfig::from_env()?;
     let lock = InstanceLock::acquire(config.store.dir())?;
     // Store calls run on the blocking pool, capped: past the cap they queue, and the threads
     // take them one after another instead of waking (and contending) by the dozen.
@@ -681,7 +666,7 @@ async fn run(config: DaemonConfig, started: Instant) -> Result<(), DaemonError> 
         mcp: OnceLock::new(),
         sessions: Arc::new(Sessions::new(config.max_sessions)),
         inflight: Arc::new(InFlight::default()),
-        hooks: HookRoute::new(config.hooks.clone(), config.max_body_bytes),
+        hooks: HookRoute::new(config.max_body_bytes),
     });
     let stop_accepting = CancellationToken::new();
     let close_sessions = CancellationToken::new();

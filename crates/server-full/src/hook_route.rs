@@ -1,13 +1,17 @@
-//! `POST /hook/{event}`: hook events that short-lived hook processes hand to the daemon, so
-//! that they use its pooled store instead of opening a database connection each.
+//! Hook events answered by the daemon over its store, with `hook-dispatch`:
 //!
-//! The daemon does not know what a hook does: the binary that starts it supplies a
-//! [`HookService`] (`hooks-mcp-full` passes its hook module). The route sits behind the same
-//! bearer token, `Host`/`Origin` checks, readiness gate (503 until serving) and body limit as
-//! `/mcp`, and counts as in flight for the shutdown drain. Without a service it answers 404.
+//! - `POST /hook/{event}`: events that short-lived command hooks forward (on PostgreSQL), so
+//!   that they use the daemon's pooled store instead of opening a connection each; the daemon
+//!   returns the store's part and the hook completes the answer
+//!   (`hook_dispatch::forward`).
+//! - `POST /hooks/{Event}`: Claude Code's HTTP hooks. The body is the event's payload; the
+//!   answer is what the command hook would print (200 with the JSON, or 204 with nothing), the
+//!   conditions' scripts run here (`hook_dispatch::http`).
+//!
+//! Both sit behind the same bearer token, `Host`/`Origin` checks, readiness gate (503 until
+//! serving) and body limit as `/mcp`, count as in flight for the shutdown drain, and run on a
+//! blocking thread (store calls, scripts), never on the runtime's worker threads.
 
-use std::fmt;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
@@ -20,65 +24,59 @@ use store::StoreHandle;
 
 use crate::settings::now_ms;
 
-/// Answers hook events forwarded to the daemon, over the daemon's store.
-pub trait HookService: Send + Sync + fmt::Debug + 'static {
-    /// The answer (a JSON body) to `request`, what a hook posted for the event named `event`,
-    /// over `store` at `now` (Unix ms). Runs on a blocking thread.
-    ///
-    /// # Errors
-    /// A sentence saying why the request is refused (422 to the hook, which then does the work
-    /// itself): an unknown event, a malformed request, another store.
-    fn answer(
-        &self,
-        event: &str,
-        request: &[u8],
-        store: &StoreHandle,
-        now: i64,
-    ) -> Result<Vec<u8>, String>;
-}
-
-/// The route's service, limit and counters, shared by the handlers.
+/// The routes' limit and counters, shared by the handlers.
 #[derive(Debug)]
 pub(crate) struct HookRoute {
-    service: Option<Arc<dyn HookService>>,
     max_body_bytes: usize,
     answered: AtomicU64,
     refused: AtomicU64,
+    http_answered: AtomicU64,
+    http_refused: AtomicU64,
+}
+
+/// What the blocking part produced.
+enum Outcome {
+    /// 200 with this JSON body.
+    Json(Vec<u8>),
+    /// 204: nothing to say.
+    Empty,
+    /// Refused with this status and one-line reason.
+    Refused(StatusCode, String),
 }
 
 impl HookRoute {
-    pub(crate) fn new(service: Option<Arc<dyn HookService>>, max_body_bytes: usize) -> HookRoute {
+    pub(crate) fn new(max_body_bytes: usize) -> HookRoute {
         HookRoute {
-            service,
             max_body_bytes,
             answered: AtomicU64::new(0),
             refused: AtomicU64::new(0),
+            http_answered: AtomicU64::new(0),
+            http_refused: AtomicU64::new(0),
         }
     }
 
     /// What `/health?level=full` reports.
     pub(crate) fn report(&self) -> serde_json::Value {
         json!({
-            "enabled": self.service.is_some(),
+            "enabled": true,
             "answered": self.answered.load(Ordering::Relaxed),
             "refused": self.refused.load(Ordering::Relaxed),
+            "http": {
+                "answered": self.http_answered.load(Ordering::Relaxed),
+                "refused": self.http_refused.load(Ordering::Relaxed),
+            },
         })
     }
 
-    /// Answers one authorized request for `event`, once the daemon serves `store`.
+    /// Answers one authorized request for `event` (an HTTP hook when `http_hook`, else a
+    /// forwarded event), once the daemon serves `store`.
     pub(crate) async fn handle(
         &self,
         event: String,
+        http_hook: bool,
         store: StoreHandle,
         request: Request,
     ) -> Response {
-        let Some(service) = self.service.clone() else {
-            return (
-                StatusCode::NOT_FOUND,
-                "this daemon does not answer hook events; hooks open the store themselves\n",
-            )
-                .into_response();
-        };
         if request.method() != Method::POST {
             return (
                 StatusCode::METHOD_NOT_ALLOWED,
@@ -87,6 +85,10 @@ impl HookRoute {
             )
                 .into_response();
         }
+        let channels = request
+            .headers()
+            .get(hook_dispatch::http::CHANNELS_HEADER)
+            .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
         let body = match axum::body::to_bytes(request.into_body(), self.max_body_bytes).await {
             Ok(body) => body,
             Err(_) => {
@@ -102,14 +104,34 @@ impl HookRoute {
         };
         let started = Instant::now();
         let name = event.clone();
-        let outcome =
-            tokio::task::spawn_blocking(move || service.answer(&name, &body, &store, now_ms()))
-                .await;
+        let outcome = tokio::task::spawn_blocking(move || {
+            if http_hook {
+                http_answer(&name, &body, channels.as_deref(), &store)
+            } else {
+                match hook_dispatch::forward::answer_forwarded(&name, &body, &*store, now_ms()) {
+                    Ok(answer) => Outcome::Json(answer),
+                    Err(why) => Outcome::Refused(StatusCode::UNPROCESSABLE_ENTITY, why.0),
+                }
+            }
+        })
+        .await
+        .unwrap_or_else(|e| {
+            tracing::error!(event = %event, "answering a hook event failed: {e}");
+            Outcome::Refused(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "hooks-mcp: answering the hook event failed (see the daemon's log)".into(),
+            )
+        });
         let ms = started.elapsed().as_secs_f64() * 1000.0;
+        let (answered, refused) = if http_hook {
+            (&self.http_answered, &self.http_refused)
+        } else {
+            (&self.answered, &self.refused)
+        };
         match outcome {
-            Ok(Ok(answer)) => {
-                self.answered.fetch_add(1, Ordering::Relaxed);
-                tracing::debug!(event = %event, ms = %format!("{ms:.2}"), "hook event answered");
+            Outcome::Json(answer) => {
+                answered.fetch_add(1, Ordering::Relaxed);
+                tracing::debug!(event = %event, http_hook, ms = %format!("{ms:.2}"), "hook event answered");
                 (
                     StatusCode::OK,
                     [(header::CONTENT_TYPE, "application/json")],
@@ -117,20 +139,32 @@ impl HookRoute {
                 )
                     .into_response()
             }
-            Ok(Err(why)) => {
-                self.refused.fetch_add(1, Ordering::Relaxed);
-                tracing::debug!(event = %event, "hook event refused: {why}");
-                (StatusCode::UNPROCESSABLE_ENTITY, format!("{why}\n")).into_response()
+            Outcome::Empty => {
+                answered.fetch_add(1, Ordering::Relaxed);
+                tracing::debug!(event = %event, http_hook, ms = %format!("{ms:.2}"), "hook event answered (nothing to say)");
+                StatusCode::NO_CONTENT.into_response()
             }
-            Err(e) => {
-                self.refused.fetch_add(1, Ordering::Relaxed);
-                tracing::error!(event = %event, "answering a hook event failed: {e}");
-                (
-                    StatusCode::INTERNAL_SERVER_ERROR,
-                    "answering the hook event failed; the hook opens the store itself\n",
-                )
-                    .into_response()
+            Outcome::Refused(status, why) => {
+                refused.fetch_add(1, Ordering::Relaxed);
+                tracing::debug!(event = %event, http_hook, "hook event refused: {why}");
+                (status, format!("{why}\n")).into_response()
             }
         }
+    }
+}
+
+/// The HTTP hook's answer, its notes written to the log (a command hook's stderr).
+fn http_answer(event: &str, body: &[u8], channels: Option<&str>, store: &StoreHandle) -> Outcome {
+    match hook_dispatch::http::answer_http(event, body, channels, &**store, now_ms()) {
+        Ok(answer) => {
+            for line in &answer.notes {
+                tracing::info!("{line}");
+            }
+            match answer.body {
+                Some(body) => Outcome::Json(body),
+                None => Outcome::Empty,
+            }
+        }
+        Err(why) => Outcome::Refused(StatusCode::BAD_REQUEST, why.to_string()),
     }
 }

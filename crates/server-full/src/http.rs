@@ -1,5 +1,6 @@
 //! The daemon's HTTP side: the router (`/health`, Streamable HTTP at `/mcp`, legacy SSE at
-//! `/sse` + `/messages`, forwarded hook events at `/hook/{event}`), access checks, the session cap, in-flight accounting, and the
+//! `/sse` + `/messages`, forwarded hook events at `/hook/{event}`, HTTP hooks at
+//! `/hooks/{Event}`), access checks, the session cap, in-flight accounting, and the
 //! listeners.
 //!
 //! The listener is bound before the store is opened so that `/health` can answer 503 with the
@@ -44,7 +45,8 @@ pub(crate) struct Shared {
     pub(crate) sessions: Arc<Sessions>,
     /// MCP requests being answered (for the shutdown drain).
     pub(crate) inflight: Arc<InFlight>,
-    /// `POST /hook/{event}`: hook events answered over the daemon's store.
+    /// `POST /hook/{event}` and `POST /hooks/{Event}`: hook events answered over the daemon's
+    /// store.
     pub(crate) hooks: HookRoute,
 }
 
@@ -210,13 +212,16 @@ async fn gate(State(shared): State<Arc<Shared>>, mut request: Request) -> Respon
     let Some(router) = shared.mcp.get().filter(|_| shared.status.is_serving()) else {
         return shared.status.unavailable();
     };
-    if let Some(event) = request.uri().path().strip_prefix("/hook/") {
+    let path = request.uri().path();
+    let hook = (path.strip_prefix("/hook/").map(|e| (e, false)))
+        .or_else(|| path.strip_prefix("/hooks/").map(|e| (e, true)));
+    if let Some((event, http_hook)) = hook {
         let Some(store) = shared.status.store.get().cloned() else {
             return shared.status.unavailable();
         };
         let event = event.to_owned();
         let _in_flight = shared.inflight.enter();
-        return shared.hooks.handle(event, store, request).await;
+        return shared.hooks.handle(event, http_hook, store, request).await;
     }
     let opens_session = match (request.method(), request.uri().path()) {
         (&Method::POST, "/mcp") => !request.headers().contains_key("mcp-session-id"),

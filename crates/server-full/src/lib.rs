@@ -12,7 +12,8 @@
 //! - [`daemon`]: the long-lived network daemon (`MCP_TRANSPORT=streamable-http` or `sse`):
 //!   start-up phases, `/health`, Streamable HTTP at `/mcp` and the legacy SSE transport, bearer
 //!   token and `Host`/`Origin` checks, the session cap, hook events forwarded by hook
-//!   processes (`POST /hook/{event}`, answered by a [`HookService`] the binary supplies), the scheduler tick (woken by the
+//!   processes (`POST /hook/{event}`) and Claude Code's HTTP hooks (`POST /hooks/{Event}`),
+//!   both answered by `hook-dispatch` over the daemon's store, the scheduler tick (woken by the
 //!   store's change feed where it has one: `changes`), the instance lock and graceful
 //!   shutdown.
 //! - [`Settings`]: the environment the server runs in (filters, session policy, store).
@@ -29,6 +30,9 @@ mod changes;
 mod client_link;
 pub mod daemon;
 mod discovery;
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzzing;
 mod health;
 mod hook_route;
 mod http;
@@ -44,7 +48,6 @@ mod watch;
 pub use auth::{Access, Refusal, Token};
 pub use daemon::{DaemonConfig, DaemonError, InstanceLock};
 pub use health::{Phase, probe as probe_health};
-pub use hook_route::HookService;
 pub use http::BindError;
 pub use registry::{ToolEntry, link_tools};
 pub use server::HooksServer;

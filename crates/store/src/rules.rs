@@ -1,6 +1,6 @@
 //! Domain rules shared by every entry point (tools, hooks, operator CLI): names, limits, times.
 
-use chrono::{DateTime, SecondsFormat, Utc};
+use chrono::{DateTime, Datelike, SecondsFormat, Utc};
 
 use crate::Millis;
 
@@ -85,7 +85,15 @@ pub fn to_rfc3339(ms: Millis) -> String {
 /// # Errors
 /// A message with an example of the expected form.
 pub fn from_rfc3339(text: &str) -> Result<Millis, String> {
-    DateTime::parse_from_rfc3339(text.trim())
-        .map(|t| t.timestamp_millis())
-        .map_err(|e| format!("`{text}` is not an RFC 3339 time ({e}); e.g. 2026-12-01T09:00:00Z"))
+    let time = DateTime::parse_from_rfc3339(text.trim()).map_err(|e| {
+        format!("`{text}` is not an RFC 3339 time ({e}); e.g. 2026-12-01T09:00:00Z")
+    })?;
+    // An offset can move a time at either end of the years RFC 3339 writes out of them in
+    // UTC, where it could not be written back (found by fuzzing).
+    if !(0..=9999).contains(&time.with_timezone(&Utc).year()) {
+        return Err(format!(
+            "`{text}` is outside the years 0000 to 9999 in UTC; e.g. 2026-12-01T09:00:00Z"
+        ));
+    }
+    Ok(time.timestamp_millis())
 }

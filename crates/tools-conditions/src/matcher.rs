@@ -14,7 +14,8 @@
 //! command of `tool_input.command` (split on `;`, `&&`, `||`, `|`, `&`, new lines, parentheses
 //! and backticks, outside quotes), skips leading `VAR=value` assignments, the wrappers `sudo`,
 //! `env`, `time`, `command`, `exec`, `nice`, `nohup` (with their options) and shell keywords
-//! (`if`, `then`, `do`, `!`...), and compares the program's base name (`/usr/bin/git` is `git`).
+//! (`if`, `then`, `do`, `!`...), and compares the program's base name (`/usr/bin/git` is `git`);
+//! a wrapper counts as run too (`bash.sudo` matches `sudo git pull`).
 //! It is a heuristic over shell text, not a shell: `eval "git push"` or a script that runs git
 //! is not seen.
 
@@ -184,7 +185,7 @@ fn term_matches(term: &MatchTerm, tool_name: &str, tool_input: &Value) -> bool {
 pub(crate) fn command_runs(command: &str, cli: &str) -> bool {
     simple_commands(command)
         .iter()
-        .filter_map(|words| program_of(words))
+        .flat_map(|words| programs_of(words))
         .any(|program| {
             program
                 .rsplit('/')
@@ -293,22 +294,25 @@ fn is_redirection(word: &str) -> bool {
         .starts_with(['>', '<'])
 }
 
-/// The program a simple command runs, if any.
-fn program_of(words: &[String]) -> Option<&str> {
+/// The programs a simple command runs: the wrappers (`sudo git push` runs `sudo` too, so
+/// `bash.sudo` matches it) and the program they run, if any.
+fn programs_of(words: &[String]) -> Vec<&str> {
+    let mut programs = Vec::new();
     let mut i = 0;
     while let Some(word) = words.get(i).map(String::as_str) {
         if is_assignment(word) || is_redirection(word) || KEYWORDS.contains(&word) {
             i += 1;
             continue;
         }
+        programs.push(word);
         if !WRAPPERS.contains(&word) {
-            return Some(word);
+            return programs;
         }
         i += 1;
         // The wrapper's options (and `env`'s assignments) precede the command it runs.
         while let Some(option) = words.get(i).map(String::as_str) {
             if word == "command" && (option == "-v" || option == "-V") {
-                return None; // `command -v git` only looks git up.
+                return programs; // `command -v git` only looks git up.
             }
             if option == "--" {
                 i += 1;
@@ -322,5 +326,5 @@ fn program_of(words: &[String]) -> Option<&str> {
             i += if takes_value { 2 } else { 1 };
         }
     }
-    None
+    programs
 }

@@ -210,3 +210,17 @@ fn bash_cli_finds_the_program_of_each_simple_command() {
         "a redirection is no command"
     );
 }
+
+#[test]
+fn a_wrapper_counts_as_a_program_run() {
+    // Found by fuzzing: `bash.sudo` parsed but matched no command at all.
+    let sudo = Matcher::parse("bash.sudo").unwrap();
+    let call = |command: &str| json!({"command": command});
+    assert!(sudo.matches("Bash", &call("sudo git pull")));
+    assert!(sudo.matches("Bash", &call("sudo -u deploy make")));
+    assert!(!sudo.matches("Bash", &call("git pull")));
+    let git = Matcher::parse("bash.git").unwrap();
+    assert!(git.matches("Bash", &call("sudo git pull")));
+    let nohup = Matcher::parse("bash.nohup").unwrap();
+    assert!(nohup.matches("Bash", &call("FOO=1 nohup git fetch &")));
+}

@@ -3,12 +3,7 @@
 //! Agents start `hooks-mcp`, which `exec`s this binary on the first request it cannot answer
 //! itself; it can also be run directly.
 
-mod client;
-mod hook;
-mod init;
-mod open;
 mod ops;
-mod status;
 
 use std::process::ExitCode;
 
@@ -56,10 +51,14 @@ enum Cmd {
         event: String,
     },
     /// Register the MCP server and the hooks in the client's configuration (or --remove them).
-    Init(init::InitArgs),
+    Init(InitArgs),
     /// Compare the configuration, the client's registration and the daemon (exit 0 running and
     /// matching, 1 stopped, 2 diverged).
-    Status(status::StatusArgs),
+    Status {
+        /// Print the report as JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Publish, list, read, acknowledge and clear broadcasts.
     Channel(ops::ChannelArgs),
     /// Add, list and clear recurring reminders.
@@ -70,9 +69,35 @@ enum Cmd {
     Schedule(ops::ScheduleArgs),
 }
 
+/// `hooks-mcp init [--transport …] [--remove] [--dry-run]`
+#[derive(Debug, clap::Args)]
+struct InitArgs {
+    /// The transport to register (stdio, streamable-http or sse; default: MCP_TRANSPORT, else
+    /// stdio). Network transports register the daemon's URL from MCP_HOST and MCP_PORT.
+    #[arg(long, value_parser = parse_transport)]
+    transport: Option<client_config::client::Transport>,
+    /// How the client runs the hooks: `command` (default: hooks-mcp-hook, no daemon needed) or
+    /// `http` (POST to the daemon's /hooks/<Event>, with the token from HOOKS_MCP_TOKEN).
+    #[arg(long, value_parser = ["command", "http"], default_value = "command")]
+    hooks: String,
+    /// The daemon's base URL for `--hooks http` (default: from MCP_HOST and MCP_PORT).
+    #[arg(long, requires = "hooks")]
+    url: Option<String>,
+    /// Remove hooks-mcp's server entry and hooks (of either kind) instead.
+    #[arg(long, conflicts_with_all = ["transport", "url"])]
+    remove: bool,
+    /// Print the changes without writing anything.
+    #[arg(long)]
+    dry_run: bool,
+}
+
+fn parse_transport(text: &str) -> Result<client_config::client::Transport, String> {
+    text.parse().map_err(|e| format!("`{text}` {e}"))
+}
+
 fn main() -> ExitCode {
     // The hook runs around every tool call: it skips the logger and the argument parser.
-    if let Some(code) = hook::run_from_args() {
+    if let Some(code) = hook_dispatch::run_from_args() {
         return code;
     }
     init_logging();
@@ -80,9 +105,9 @@ fn main() -> ExitCode {
     let result = match cli.command.unwrap_or(Cmd::Serve) {
         Cmd::Serve | Cmd::ServeStdio => serve(),
         Cmd::Health { level } => health(level.as_deref()),
-        Cmd::Hook { event } => return hook::run(&event),
-        Cmd::Init(args) => return init::run(args),
-        Cmd::Status(args) => return status::run(args),
+        Cmd::Hook { event } => return hook_dispatch::run(&event),
+        Cmd::Init(args) => return init(args),
+        Cmd::Status { json } => return status(json),
         Cmd::Channel(args) => return ops::channel(args),
         Cmd::Enforcement(args) => return ops::enforcement(args),
         Cmd::Condition(args) => return ops::condition(args),
@@ -125,9 +150,9 @@ fn serve() -> anyhow::Result<()> {
     let transport = std::env::var(server_full::daemon::TRANSPORT_ENV).unwrap_or_default();
     match transport.trim() {
         "" | "stdio" => serve_stdio(),
-        network if server_full::daemon::is_network_transport(network) => Ok(
-            server_full::daemon::serve_from_env_with(Some(std::sync::Arc::new(DaemonHooks)))?,
-        ),
+        network if server_full::daemon::is_network_transport(network) => {
+            Ok(server_full::daemon::serve_from_env()?)
+        }
         other => anyhow::bail!(
             "MCP_TRANSPORT: unknown transport `{other}`; use stdio (default), streamable-http or \
              sse"
@@ -135,43 +160,58 @@ fn serve() -> anyhow::Result<()> {
     }
 }
 
-/// The daemon's answers to hook events that hook processes forward (`POST /hook/{event}`): the
-/// hook module's own store logic over the daemon's pooled store (see `hook/forward.rs`).
-#[derive(Debug)]
-struct DaemonHooks;
-
-impl server_full::HookService for DaemonHooks {
-    fn answer(
-        &self,
-        event: &str,
-        request: &[u8],
-        store: &store::StoreHandle,
-        now: i64,
-    ) -> Result<Vec<u8>, String> {
-        hook::forward::answer_forwarded(event, request, &**store, now)
+/// `hooks-mcp-full init`: prints the report; exit 1 (nothing written) on any problem.
+fn init(args: InitArgs) -> ExitCode {
+    let options = client_config::init::InitOptions {
+        transport: args.transport,
+        http_hooks: args.hooks == "http",
+        url: args.url,
+        remove: args.remove,
+        dry_run: args.dry_run,
+    };
+    match client_config::init::run(&options) {
+        Ok(report) => {
+            ops::print_out(&report);
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            protocol_lite::diag!("hooks-mcp init: {e}");
+            ExitCode::FAILURE
+        }
     }
+}
+
+/// `hooks-mcp-full status`: the report, with the daemon asked for `/health`.
+fn status(json: bool) -> ExitCode {
+    use client_config::status::Daemon;
+    let report = client_config::status::run(json, || match probe(None, 1500) {
+        Ok((code, _)) => Daemon::Answered(code),
+        Err(e) => Daemon::Down(format!("{e:#}")),
+    });
+    ops::print_out(&report.text);
+    ExitCode::from(report.code)
 }
 
 /// `hooks-mcp-full health`: a probe for supervisors (Docker HEALTHCHECK) that needs no curl.
 fn health(level: Option<&str>) -> anyhow::Result<()> {
-    use std::io::Write;
-    let addrs = server_full::daemon::probe_addresses()?;
-    let timeout = std::time::Duration::from_secs(5);
-    let mut last_error = None;
-    for addr in addrs {
+    let (status, body) = probe(level, 5000)?;
+    ops::print_out(&body);
+    anyhow::ensure!(status == 200, "the daemon answered {status}");
+    Ok(())
+}
+
+/// Asks `/health` (at `level`) of the daemon where `MCP_HOST` and `MCP_PORT` say it listens (a
+/// wildcard bind on loopback): its status and body.
+fn probe(level: Option<&str>, timeout_ms: u64) -> anyhow::Result<(u16, String)> {
+    let timeout = std::time::Duration::from_millis(timeout_ms);
+    let mut last = anyhow::anyhow!("MCP_HOST resolves to no address");
+    for addr in server_full::daemon::probe_addresses()? {
         match server_full::probe_health(addr, level, timeout) {
-            Ok((status, body)) => {
-                let mut out = std::io::stdout().lock();
-                out.write_all(body.as_bytes())?;
-                out.write_all(b"\n")?;
-                out.flush()?;
-                anyhow::ensure!(status == 200, "the daemon at {addr} answered {status}");
-                return Ok(());
-            }
-            Err(e) => last_error = Some(anyhow::anyhow!("cannot reach the daemon at {addr}: {e}")),
+            Ok(answer) => return Ok(answer),
+            Err(e) => last = anyhow::anyhow!("cannot reach the daemon at {addr}: {e}"),
         }
     }
-    Err(last_error.unwrap_or_else(|| anyhow::anyhow!("MCP_HOST resolves to no address")))
+    Err(last)
 }
 
 fn serve_stdio() -> anyhow::Result<()> {

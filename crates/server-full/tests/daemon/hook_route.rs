@@ -1,21 +1,21 @@
-//! `POST /hook/{event}`: behind the token, the `Host` check, the readiness gate and the body
-//! limit like `/mcp`; answered by the service the binary supplies, 404 without one; counted in
+//! `POST /hook/{event}` (forwarded events) and `POST /hooks/{Event}` (Claude Code's HTTP
+//! hooks): behind the token, the `Host` check, the readiness gate and the body limit like
+//! `/mcp`; answered by the hook dispatcher over the daemon's store; counted in
 //! `/health?level=full`.
 
-use crate::support::{Daemon, ECHO_HOOKS_ENV, TOKEN, http, wait_health};
+use crate::support::{Daemon, TOKEN, http, wait_health};
 
 const BEARER: &str = "Bearer test-token-0123456789abcdef";
 
 #[test]
-fn hook_events_are_gated_like_mcp_and_answered_by_the_service() {
-    let test = "hook_route::hook_events_are_gated_like_mcp_and_answered_by_the_service";
+fn hook_routes_are_gated_like_mcp_and_answered_by_the_dispatcher() {
+    let test = "hook_route::hook_routes_are_gated_like_mcp_and_answered_by_the_dispatcher";
     let home = tempfile::tempdir().unwrap();
     let daemon = Daemon::start(
         test,
         home.path(),
         &[
             ("HOOKS_MCP_TOKEN", TOKEN),
-            (ECHO_HOOKS_ENV, "1"),
             ("HOOKS_MCP_MAX_BODY_BYTES", "1024"),
             ("HOOKS_MCP_TEST_PHASE_DELAY_MS", "1500"),
         ],
@@ -24,56 +24,70 @@ fn hook_events_are_gated_like_mcp_and_answered_by_the_service() {
     let auth = [("Authorization", BEARER)];
     let post =
         |headers: &[(&str, &str)], path: &str, body: &str| http(addr, "POST", path, headers, body);
+    let start = r#"{"session_id":"s-1","hook_event_name":"SessionStart","source":"startup"}"#;
 
     // Start-up: 503, like the MCP endpoints (the delay holds the last phase).
-    let early = post(&auth, "/hook/PreToolUse", "{}");
-    assert_eq!(early.status, 503, "{}", early.body);
+    for path in ["/hook/PreToolUse", "/hooks/SessionStart"] {
+        let early = post(&auth, path, start);
+        assert_eq!(early.status, 503, "{path}: {}", early.body);
+    }
     daemon.wait_ready();
 
-    assert_eq!(post(&[], "/hook/PreToolUse", "{}").status, 401);
-    let wrong = [("Authorization", "Bearer test-token-0123456789abcdeX")];
-    assert_eq!(post(&wrong, "/hook/PreToolUse", "{}").status, 401);
-    let evil = [auth[0], ("Host", "evil.example.com")];
-    assert_eq!(post(&evil, "/hook/PreToolUse", "{}").status, 403);
-    assert_eq!(http(addr, "GET", "/hook/PreToolUse", &auth, "").status, 405);
-    let large = format!("{{\"x\":\"{}\"}}", "a".repeat(2000));
-    assert_eq!(post(&auth, "/hook/PreToolUse", &large).status, 413);
+    for path in ["/hook/PreToolUse", "/hooks/SessionStart"] {
+        assert_eq!(post(&[], path, start).status, 401, "{path}");
+        let wrong = [("Authorization", "Bearer test-token-0123456789abcdeX")];
+        assert_eq!(post(&wrong, path, start).status, 401, "{path}");
+        let evil = [auth[0], ("Host", "evil.example.com")];
+        assert_eq!(post(&evil, path, start).status, 403, "{path}");
+        assert_eq!(http(addr, "GET", path, &auth, "").status, 405, "{path}");
+        let large = format!("{{\"x\":\"{}\"}}", "a".repeat(2000));
+        assert_eq!(post(&auth, path, &large).status, 413, "{path}");
+    }
 
-    let answered = post(&auth, "/hook/PreToolUse", "{\"a\":1}");
+    // An HTTP hook gets the command hook's answer: the banner, with the subscriptions the
+    // header names.
+    let channels = [auth[0], ("X-Hooks-Mcp-Channels", "ci, deploys")];
+    let answered = post(&channels, "/hooks/SessionStart", start);
     assert_eq!(answered.status, 200, "{}", answered.body);
     assert_eq!(answered.header("content-type"), Some("application/json"));
     let body = answered.json();
-    assert_eq!(body["event"], "PreToolUse", "{body}");
-    assert_eq!(body["bytes"], 7, "{body}");
-    assert!(
-        body["store"].as_str().unwrap().contains("state.db"),
-        "{body}"
+    assert_eq!(body["hookSpecificOutput"]["hookEventName"], "SessionStart");
+    let context = body["hookSpecificOutput"]["additionalContext"]
+        .as_str()
+        .unwrap();
+    assert!(context.contains("`s-1`"), "{context}");
+    assert!(context.contains("global, ci, deploys"), "{context}");
+    // Nothing to say: an empty 2xx. A payload it cannot take: 400 with one line.
+    let nothing = post(
+        &auth,
+        "/hooks/PostToolUse",
+        r#"{"session_id":"s","tool_name":"Bash"}"#,
     );
-    assert!(body["now"].as_i64().unwrap() > 0, "{body}");
-    let refused = post(&auth, "/hook/Refuse", "{}");
-    assert_eq!(refused.status, 422, "{}", refused.body);
-    assert!(
-        refused.body.contains("refused on purpose"),
-        "{}",
-        refused.body
+    assert_eq!(nothing.status, 204, "{}", nothing.body);
+    assert_eq!(nothing.body, "");
+    let other = post(&auth, "/hooks/Stop", r#"{"session_id":"s"}"#);
+    assert_eq!(other.status, 204, "{}", other.body);
+    let bad = post(&auth, "/hooks/PreToolUse", r#"{"session_id":"s"}"#);
+    assert_eq!(bad.status, 400, "{}", bad.body);
+    assert!(bad.body.contains("tool_name"), "{}", bad.body);
+    assert_eq!(bad.body.trim_end().lines().count(), 1, "{}", bad.body);
+
+    // A forwarded event over SQLite is refused: hooks open an SQLite store themselves.
+    let forwarded = post(
+        &auth,
+        "/hook/PreToolUse",
+        r#"{"v":1,"store":"x","channels":null,"gate":true,"payload":{}}"#,
     );
+    assert_eq!(forwarded.status, 422, "{}", forwarded.body);
+    assert!(forwarded.body.contains("SQLite"), "{}", forwarded.body);
 
     let health = wait_health(addr, "hook counters", |h| h["hooks"].is_object());
-    assert_eq!(health["hooks"]["enabled"], true, "{health}");
-    assert_eq!(health["hooks"]["answered"], 1, "{health}");
+    assert_eq!(health["hooks"]["answered"], 0, "{health}");
     assert_eq!(health["hooks"]["refused"], 1, "{health}");
+    assert_eq!(health["hooks"]["http"]["answered"], 3, "{health}");
+    assert_eq!(health["hooks"]["http"]["refused"], 1, "{health}");
     assert!(
         !daemon.log.text().contains(TOKEN),
         "the token leaked into the log"
     );
-    drop(daemon);
-
-    // A daemon started without a service answers 404 (hooks then open the store themselves).
-    let home = tempfile::tempdir().unwrap();
-    let plain = Daemon::start(test, home.path(), &[]);
-    plain.wait_ready();
-    let missing = http(plain.addr, "POST", "/hook/PreToolUse", &[], "{}");
-    assert_eq!(missing.status, 404, "{}", missing.body);
-    let health = wait_health(plain.addr, "hook counters", |h| h["hooks"].is_object());
-    assert_eq!(health["hooks"]["enabled"], false, "{health}");
 }

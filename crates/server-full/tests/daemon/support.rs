@@ -41,10 +41,7 @@ pub(crate) fn child_entry() {
         .try_init();
     // A thread of its own: the test function may run inside a tokio runtime, and the daemon
     // builds its own.
-    // Tests of `/hook/{event}` ask for a service that echoes what reached it.
-    let hooks = std::env::var_os(ECHO_HOOKS_ENV)
-        .map(|_| std::sync::Arc::new(EchoHooks) as std::sync::Arc<dyn server_full::HookService>);
-    let daemon = std::thread::spawn(move || server_full::daemon::serve_from_env_with(hooks));
+    let daemon = std::thread::spawn(server_full::daemon::serve_from_env);
     let code = match daemon.join() {
         Ok(Ok(())) => 0,
         Ok(Err(e)) => {
@@ -54,36 +51,6 @@ pub(crate) fn child_entry() {
         Err(_) => 101,
     };
     std::process::exit(code);
-}
-
-/// Set in a daemon child: serve `/hook/{event}` with [`EchoHooks`].
-pub(crate) const ECHO_HOOKS_ENV: &str = "HOOKS_MCP_TEST_ECHO_HOOKS";
-
-/// A hook service for tests: answers what reached it (event, body length, store), and refuses
-/// the event `Refuse`.
-#[derive(Debug)]
-struct EchoHooks;
-
-impl server_full::HookService for EchoHooks {
-    fn answer(
-        &self,
-        event: &str,
-        request: &[u8],
-        store: &store::StoreHandle,
-        now: i64,
-    ) -> Result<Vec<u8>, String> {
-        if event == "Refuse" {
-            return Err("refused on purpose".into());
-        }
-        Ok(json!({
-            "event": event,
-            "bytes": request.len(),
-            "store": store.describe(),
-            "now": now,
-        })
-        .to_string()
-        .into_bytes())
-    }
 }
 
 /// The daemon's stderr, line by line, as it arrives.

@@ -4,39 +4,34 @@
 //! Exit status: 0 when everything matches (and, for a network transport, the daemon answers),
 //! 1 when the configuration matches but the daemon is stopped, 2 when anything diverges.
 
-use std::io::Write;
 use std::path::Path;
-use std::process::ExitCode;
-use std::time::Duration;
 
-use clap::Args;
+use hook_dispatch::Event;
 use serde_json::{Value, json};
 
-use crate::client::{self, Binaries, ClientFiles, Endpoint, SERVER_NAME, Transport};
-use crate::hook::Event;
+use crate::client::{self, Binaries, ClientFiles, Endpoint, OurHook, SERVER_NAME, Transport};
 
-/// How long the daemon probe waits to connect and for the answer.
-const PROBE_TIMEOUT: Duration = Duration::from_millis(1500);
-
-/// `hooks-mcp status [--json]`
-#[derive(Debug, Args)]
-pub(crate) struct StatusArgs {
-    /// Print the report as JSON.
-    #[arg(long)]
-    json: bool,
+/// The report `status` prints, and its exit status.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StatusReport {
+    /// The report, for people or (with `json`) as JSON.
+    pub text: String,
+    /// 0 matching (and daemon up), 1 stopped, 2 diverged.
+    pub code: u8,
 }
 
 /// What a probe of the daemon's `/health` found.
-#[derive(Debug)]
-enum Daemon {
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Daemon {
     /// It answered with this HTTP status.
     Answered(u16),
     /// Nothing answered (the reason).
     Down(String),
 }
 
-/// Runs `status`.
-pub(crate) fn run(args: StatusArgs) -> ExitCode {
+/// Compares the configuration, the client's files and the daemon (asked through `probe`, which
+/// asks the daemon's `/health`), and reports, as JSON when `json`.
+pub fn run(json: bool, probe: impl FnOnce() -> Daemon) -> StatusReport {
     let mut divergences = Vec::new();
     let transport = Transport::from_env().unwrap_or_else(|e| {
         divergences.push(e);
@@ -49,18 +44,15 @@ pub(crate) fn run(args: StatusArgs) -> ExitCode {
             port: client::DEFAULT_PORT,
         }
     });
-    let bins = match Binaries::beside_current_exe() {
-        Ok(b) => b,
+    let (bins, files) = match Binaries::beside_current_exe()
+        .and_then(|b| ClientFiles::from_env().map(|f| (b, f)))
+    {
+        Ok(found) => found,
         Err(e) => {
-            protocol_lite::diag!("hooks-mcp status: {e}");
-            return ExitCode::from(2);
-        }
-    };
-    let files = match ClientFiles::from_env() {
-        Ok(f) => f,
-        Err(e) => {
-            protocol_lite::diag!("hooks-mcp status: {e}");
-            return ExitCode::from(2);
+            return StatusReport {
+                text: format!("hooks-mcp status: {e}"),
+                code: 2,
+            };
         }
     };
 
@@ -94,24 +86,25 @@ pub(crate) fn run(args: StatusArgs) -> ExitCode {
     };
     let settings = read(&files.settings, &mut divergences);
     let mut hooks_text = Vec::new();
+    let mut http_hooks = false;
     for event in Event::ALL {
         let found = settings
             .as_ref()
             .map(|doc| client::our_hooks(doc, event))
             .unwrap_or_default();
-        check_hooks(event, &found, &files.settings, &mut divergences);
-        hooks_text.push(match found.first() {
-            Some((program, _)) => format!("{event}: {}", program.display()),
-            None => format!("{event}: none"),
-        });
+        check_hooks(event, &found, &files.settings, &endpoint, &mut divergences);
+        http_hooks |= found.iter().any(|h| matches!(h, OurHook::Http { .. }));
+        hooks_text.push(format!("{event}: {}", describe(found.first())));
     }
 
     // The daemon.
     let daemon = probe();
     let mut stopped = false;
-    let daemon_text = match (&daemon, transport) {
+    // HTTP hooks need the daemon as much as a network transport does.
+    let needs_daemon = transport != Transport::Stdio || http_hooks;
+    let daemon_text = match (&daemon, needs_daemon) {
         (Daemon::Answered(code), _) => {
-            if transport != Transport::Stdio && !(200..300).contains(code) {
+            if needs_daemon && !(200..300).contains(code) {
                 divergences.push(format!(
                     "the daemon at {}:{} answers /health with HTTP {code} (starting, stopping \
                      or unhealthy): see GET /health?level=full",
@@ -120,8 +113,10 @@ pub(crate) fn run(args: StatusArgs) -> ExitCode {
             }
             format!("up: /health answered HTTP {code}")
         }
-        (Daemon::Down(why), Transport::Stdio) => format!("not running ({why}); stdio needs none"),
-        (Daemon::Down(why), _) => {
+        (Daemon::Down(why), false) => {
+            format!("not running ({why}); stdio and command hooks need none")
+        }
+        (Daemon::Down(why), true) => {
             stopped = true;
             format!("stopped ({why})")
         }
@@ -134,7 +129,7 @@ pub(crate) fn run(args: StatusArgs) -> ExitCode {
     } else {
         0
     };
-    let text = if args.json {
+    let text = if json {
         let report = json!({
             "transport": transport.as_str(),
             "endpoint": expected_url,
@@ -144,7 +139,7 @@ pub(crate) fn run(args: StatusArgs) -> ExitCode {
                 "server": declared,
                 "hooks": Event::ALL.iter().map(|e| {
                     let found = settings.as_ref().map(|d| client::our_hooks(d, *e)).unwrap_or_default();
-                    (e.name().to_owned(), Value::from(found.iter().map(|(p, _)| p.to_string_lossy().into_owned()).collect::<Vec<_>>()))
+                    (e.name().to_owned(), Value::from(found.iter().map(|h| describe(Some(h))).collect::<Vec<_>>()))
                 }).collect::<serde_json::Map<String, Value>>(),
             },
             "daemon": match &daemon {
@@ -177,8 +172,7 @@ pub(crate) fn run(args: StatusArgs) -> ExitCode {
         }
         lines.join("\n")
     };
-    let _ = writeln!(std::io::stdout().lock(), "{text}");
-    ExitCode::from(code)
+    StatusReport { text, code }
 }
 
 /// Reads a client file, recording a problem as a divergence.
@@ -247,11 +241,23 @@ fn check_server(
     }
 }
 
-/// Compares the hook commands registered for `event` with this installation.
+/// One registered hook, for people: the program a command hook runs, or the URL an HTTP hook
+/// posts to.
+fn describe(hook: Option<&OurHook>) -> String {
+    match hook {
+        None => "none".into(),
+        Some(OurHook::Command { program, .. }) => program.display().to_string(),
+        Some(OurHook::Http { url, .. }) => format!("POST {url}"),
+    }
+}
+
+/// Compares the hooks registered for `event` with this installation (command hooks) or with
+/// the daemon's configured endpoint (HTTP hooks).
 fn check_hooks(
     event: Event,
-    found: &[(std::path::PathBuf, String)],
+    found: &[OurHook],
     settings: &Path,
+    endpoint: &Endpoint,
     divergences: &mut Vec<String>,
 ) {
     match found {
@@ -259,7 +265,12 @@ fn check_hooks(
             "{} registers no hooks-mcp hook for {event}; run `hooks-mcp init`",
             settings.display()
         )),
-        [(program, named)] => {
+        [
+            OurHook::Command {
+                program,
+                event: named,
+            },
+        ] => {
             if !named.eq_ignore_ascii_case(event.name()) {
                 divergences.push(format!(
                     "the {event} hook runs `hook {named}`, the wrong event; run `hooks-mcp init`"
@@ -268,6 +279,46 @@ fn check_hooks(
                 divergences.push(format!(
                     "the {event} hook runs {}, which does not exist; run `hooks-mcp init`",
                     program.display()
+                ));
+            }
+        }
+        [
+            OurHook::Http {
+                url,
+                event: named,
+                hook,
+            },
+        ] => {
+            let expected = client::http_hook_url(&endpoint.base_url(), event);
+            if named != event.name() {
+                divergences.push(format!(
+                    "the {event} hook posts to `{url}`, the wrong event; run `hooks-mcp init \
+                     --hooks http`"
+                ));
+            } else if !same_url(url, &expected) {
+                divergences.push(format!(
+                    "the {event} hook posts to `{url}` but the daemon is configured at \
+                     {expected} ({}, {}); run `hooks-mcp init --hooks http`",
+                    client::HOST_ENV,
+                    client::PORT_ENV
+                ));
+            }
+            let token_header = hook
+                .get("headers")
+                .and_then(|h| h.get("Authorization"))
+                .and_then(Value::as_str)
+                .unwrap_or("");
+            let allowed = hook
+                .get("allowedEnvVars")
+                .and_then(Value::as_array)
+                .is_some_and(|a| a.iter().any(|v| v == client::TOKEN_ENV));
+            if !token_header.contains(client::TOKEN_ENV) || !allowed {
+                divergences.push(format!(
+                    "the {event} hook does not send the daemon's token (an `Authorization: \
+                     Bearer ${}` header with {} in allowedEnvVars): the daemon refuses it; run \
+                     `hooks-mcp init --hooks http`",
+                    client::TOKEN_ENV,
+                    client::TOKEN_ENV
                 ));
             }
         }
@@ -307,23 +358,6 @@ fn same_url(a: &str, b: &str) -> bool {
         (Some(x), Some(y)) => x == y,
         _ => a.trim() == b.trim(),
     }
-}
-
-/// Asks `GET /health` of the daemon where `MCP_HOST` and `MCP_PORT` say it listens (a wildcard
-/// bind is probed on loopback).
-fn probe() -> Daemon {
-    let addrs = match server_full::daemon::probe_addresses() {
-        Ok(addrs) => addrs,
-        Err(e) => return Daemon::Down(e.to_string()),
-    };
-    let mut last = "the daemon's host resolves to no address".to_owned();
-    for addr in addrs {
-        match server_full::probe_health(addr, None, PROBE_TIMEOUT) {
-            Ok((code, _)) => return Daemon::Answered(code),
-            Err(e) => last = format!("nothing answers on {addr}: {e}"),
-        }
-    }
-    Daemon::Down(last)
 }
 
 #[cfg(test)]

@@ -8,11 +8,11 @@
 
 use serde_json::{Map, Value};
 
-use super::payload::Event;
+use crate::payload::Event;
 
 /// A permission decision for the pending tool call, weakest first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub(crate) enum Decision {
+pub enum Decision {
     /// Run it without asking the operator.
     Allow,
     /// Ask the operator first.
@@ -23,7 +23,7 @@ pub(crate) enum Decision {
 
 impl Decision {
     /// The client's spelling.
-    pub(crate) fn as_str(self) -> &'static str {
+    pub fn as_str(self) -> &'static str {
         match self {
             Decision::Allow => "allow",
             Decision::Ask => "ask",
@@ -32,7 +32,7 @@ impl Decision {
     }
 
     /// Parses `allow`, `ask` or `deny`.
-    pub(crate) fn parse(text: &str) -> Option<Decision> {
+    pub fn parse(text: &str) -> Option<Decision> {
         [Decision::Allow, Decision::Ask, Decision::Deny]
             .into_iter()
             .find(|d| d.as_str().eq_ignore_ascii_case(text.trim()))
@@ -41,22 +41,25 @@ impl Decision {
 
 /// What the hook tells the client, built up by the event's steps.
 #[derive(Debug, Default)]
-pub(crate) struct Response {
+pub struct Response {
     /// Lines of context for the agent, in order.
-    pub(crate) context: Vec<String>,
+    pub context: Vec<String>,
     /// The strongest decision so far, with the reasons given for decisions of that strength.
-    pub(crate) decision: Option<(Decision, Vec<String>)>,
+    pub decision: Option<(Decision, Vec<String>)>,
     /// The whole rewritten tool input (`pre`).
-    pub(crate) updated_input: Option<Value>,
+    pub updated_input: Option<Value>,
     /// The replacement tool output (`post`).
-    pub(crate) updated_output: Option<Value>,
+    pub updated_output: Option<Value>,
     /// Reasons to show the agent after the call (`post` conditions that exited 2).
-    pub(crate) block_reasons: Vec<String>,
+    pub block_reasons: Vec<String>,
+    /// Whole lines for the operator (a command hook's stderr, the daemon's log): what could not
+    /// be done. Never part of the answer.
+    pub notes: Vec<String>,
 }
 
 impl Response {
     /// Adds a context block, unless it is blank.
-    pub(crate) fn add_context(&mut self, text: impl Into<String>) {
+    pub fn add_context(&mut self, text: impl Into<String>) {
         let text = text.into();
         if !text.trim().is_empty() {
             self.context.push(text);
@@ -64,7 +67,7 @@ impl Response {
     }
 
     /// Records a decision: a stronger one replaces a weaker one, an equal one adds its reason.
-    pub(crate) fn decide(&mut self, decision: Decision, reason: Option<String>) {
+    pub fn decide(&mut self, decision: Decision, reason: Option<String>) {
         let reason = reason.filter(|r| !r.trim().is_empty());
         match &mut self.decision {
             Some((current, reasons)) if *current == decision => reasons.extend(reason),
@@ -73,13 +76,18 @@ impl Response {
         }
     }
 
+    /// Records a line for the operator (see [`Response::notes`]).
+    pub fn note(&mut self, line: impl Into<String>) {
+        self.notes.push(line.into());
+    }
+
     /// Whether the call is denied.
-    pub(crate) fn denied(&self) -> bool {
+    pub fn denied(&self) -> bool {
         matches!(self.decision, Some((Decision::Deny, _)))
     }
 
     /// The JSON to print for `event` (about `tool_name`), or `None` when there is nothing to say.
-    pub(crate) fn to_json(&self, event: Event, tool_name: &str) -> Option<Value> {
+    pub fn to_json(&self, event: Event, tool_name: &str) -> Option<Value> {
         // `hookEventName` first, as the client's documentation shows it.
         let mut specific = Map::new();
         specific.insert("hookEventName".into(), event.name().into());
@@ -119,4 +127,12 @@ impl Response {
         }
         (!top.is_empty()).then_some(Value::Object(top))
     }
+}
+
+/// The bytes a command hook prints for `answer` (and an HTTP hook's body): the JSON on one line,
+/// then a newline.
+pub fn answer_bytes(answer: &Value) -> Vec<u8> {
+    let mut bytes = answer.to_string().into_bytes();
+    bytes.push(b'\n');
+    bytes
 }

@@ -11,7 +11,7 @@
 //! ```
 //!
 //! The daemon checks that it serves the same store (`store`: the database, role and options of
-//! the URL, never the password), runs [`super::store_part`] over its pool with the hook's
+//! the URL, never the password), runs [`crate::store_part`] over its pool with the hook's
 //! subscriptions and gate setting, and answers the store's part:
 //!
 //! ```json
@@ -26,8 +26,8 @@
 use serde_json::{Map, Value, json};
 use store::{Condition, ScriptLanguage, Step};
 
-use super::payload::{Event, Payload};
-use super::{StorePart, Subscriptions};
+use crate::dispatch::{StorePart, Subscriptions};
+use crate::payload::{Event, Payload};
 
 /// The version of the exchange; both sides refuse any other.
 const VERSION: u64 = 1;
@@ -35,7 +35,7 @@ const VERSION: u64 = 1;
 /// The store's part from the local daemon, or `None` when the hook must open the store itself:
 /// the store is not PostgreSQL, forwarding is off, no daemon on this machine answers, or it
 /// answers anything but a valid part for the same store.
-pub(crate) fn via_daemon(
+pub fn via_daemon(
     event: Event,
     text: &str,
     subscriptions: &Subscriptions,
@@ -75,10 +75,24 @@ fn request_body(identity: &str, subscriptions: &Subscriptions, gate: bool, text:
 /// The daemon's side: the answer to a hook's request for `event` over `store` at `now`.
 ///
 /// # Errors
-/// A sentence saying why the request is refused (the hook then opens the store itself): an
-/// unknown event, a malformed request or payload, another version, or another store than the
-/// one this process serves.
-pub(crate) fn answer_forwarded(
+/// [`Refused`], saying why (the hook then opens the store itself): an unknown event, a
+/// malformed request or payload, another version, or another store than the one this process
+/// serves.
+pub fn answer_forwarded(
+    event: &str,
+    request: &[u8],
+    store: &dyn store::Store,
+    now: i64,
+) -> Result<Vec<u8>, Refused> {
+    answer(event, request, store, now).map_err(Refused)
+}
+
+/// Why the daemon does not answer a forwarded event (a sentence; 422 to the hook).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct Refused(pub String);
+
+fn answer(
     event: &str,
     request: &[u8],
     store: &dyn store::Store,
@@ -118,8 +132,9 @@ pub(crate) fn answer_forwarded(
         .get("gate")
         .and_then(Value::as_bool)
         .ok_or("`gate` must be true or false")?;
-    let payload = Payload::from_value(event, request.remove("payload").unwrap_or(Value::Null))?;
-    let part = super::store_part(
+    let payload = Payload::from_value(event, request.remove("payload").unwrap_or(Value::Null))
+        .map_err(|e| e.to_string())?;
+    let part = crate::dispatch::store_part(
         event,
         &payload,
         &Subscriptions { channels },

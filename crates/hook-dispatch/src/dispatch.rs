@@ -1,37 +1,25 @@
-//! `hooks-mcp hook <event>`: delivers what the store holds into an agent session.
-//!
-//! The agent client runs this command on its lifecycle events, with the event's JSON payload on
-//! stdin, and reads the answer from stdout (Claude Code's hook protocol, see [`output`]). It runs
-//! twice around every tool call, so it stays on plain std, the store and the tools crates' hook
-//! functions: no async runtime, no MCP SDK, and it never reads the transcript.
-//!
-//! A broken hook must never block the agent: a malformed or unknown payload, a missing or
-//! unreadable store, a failing script, each gets a message on stderr and exit 0 with no effect
-//! on the call. Only a condition denies a call, on purpose.
-
-mod conditions;
-pub(crate) mod forward;
-mod output;
-mod payload;
+//! The command hook (`hooks-mcp-hook hook <event>`): the payload on stdin, the answer on stdout,
+//! what could not be done on stderr, always exit 0; and the pieces it shares with the daemon's
+//! HTTP hooks: the store's part of an answer, the session's subscriptions, the banner, and the
+//! completion of an answer with the conditions' scripts.
 
 use std::io::{self, Read, Write};
 use std::process::ExitCode;
+use std::time::Duration;
 
 use store::{Condition, DeliveryPoint, Step, Store, StoreError};
 
-use crate::open;
-
-use self::output::Response;
-pub(crate) use self::payload::Event;
-use self::payload::Payload;
+use crate::output::{Response, answer_bytes};
+use crate::payload::{Event, Payload};
+use crate::{conditions, forward, open};
 
 /// The channels a session receives besides `global`: comma separated; unset or blank means
 /// every channel.
-pub(crate) use tools_channels::SUBSCRIPTIONS_ENV as CHANNELS_ENV;
+pub use tools_channels::SUBSCRIPTIONS_ENV as CHANNELS_ENV;
 
 /// Runs `hook <event>` when the command line is exactly that, before any other start-up work
 /// (logging, argument parsing); `None` for every other command line (including `hook --help`).
-pub(crate) fn run_from_args() -> Option<ExitCode> {
+pub fn run_from_args() -> Option<ExitCode> {
     let mut args = std::env::args_os().skip(1);
     let (Some(command), Some(event), None) = (args.next(), args.next(), args.next()) else {
         return None;
@@ -40,14 +28,11 @@ pub(crate) fn run_from_args() -> Option<ExitCode> {
     (command == "hook" && !event.starts_with('-')).then(|| run(event))
 }
 
-/// Runs the hook for the event named `event`; always exits 0 (see the module documentation).
-pub(crate) fn run(event: &str) -> ExitCode {
+/// Runs the command hook for the event named `event`; always exits 0 (a broken hook never
+/// blocks the agent).
+pub fn run(event: &str) -> ExitCode {
     let Some(event) = Event::parse(event) else {
-        let known: Vec<&str> = Event::ALL.iter().map(|e| e.name()).collect();
-        protocol_lite::diag!(
-            "hooks-mcp hook: unknown event `{event}`; this command handles {}. Nothing was done.",
-            known.join(", ")
-        );
+        protocol_lite::diag!("{}", unknown_event(event));
         return ExitCode::SUCCESS;
     };
     let mut text = String::new();
@@ -65,18 +50,27 @@ pub(crate) fn run(event: &str) -> ExitCode {
         }
     };
     let now = open::now_ms();
-    let subscriptions = Subscriptions::from_env();
+    let subscriptions =
+        Subscriptions::from_env(|bad| protocol_lite::diag!("hooks-mcp hook: {bad}"));
     let gate = tools_conditions::gate_setting_from_env().enforced;
     // A local daemon that shares this store answers from its pooled connections; otherwise
     // (or when it does not answer) the hook opens the store itself. Same answer either way.
     let part = forward::via_daemon(event, &text, &subscriptions, gate)
         .unwrap_or_else(|| direct(event, &payload, &subscriptions, gate, now));
-    let response = answer(event, &payload, &subscriptions, part);
+    let response = complete(
+        event,
+        &payload,
+        &subscriptions,
+        part,
+        conditions::timeout_from_env,
+    );
+    for line in &response.notes {
+        protocol_lite::diag!("{line}");
+    }
     if let Some(answer) = response.to_json(event, &payload.tool_name) {
         let mut out = io::stdout().lock();
-        let written = serde_json::to_writer(&mut out, &answer)
-            .map_err(io::Error::from)
-            .and_then(|()| out.write_all(b"\n"))
+        let written = out
+            .write_all(&answer_bytes(&answer))
             .and_then(|()| out.flush());
         if let Err(e) = written {
             protocol_lite::diag!("hooks-mcp hook {event}: cannot write the answer on stdout ({e})");
@@ -85,17 +79,26 @@ pub(crate) fn run(event: &str) -> ExitCode {
     ExitCode::SUCCESS
 }
 
+/// The line for an event name this dispatcher does not handle (it answers nothing).
+pub(crate) fn unknown_event(name: &str) -> String {
+    let known: Vec<&str> = Event::ALL.iter().map(|e| e.name()).collect();
+    format!(
+        "hooks-mcp hook: unknown event `{name}`; this command handles {}. Nothing was done.",
+        known.join(", ")
+    )
+}
+
 /// What the store contributes to one event's answer: computed by this process over the store
 /// it opens, or by the daemon it forwarded the event to. Scripts are not run here: the
 /// conditions to run come back, and the hook process runs them.
 #[derive(Debug, Default, PartialEq)]
-pub(crate) struct StorePart {
+pub struct StorePart {
     /// Context blocks for the agent, in order (never blank).
-    pub(crate) context: Vec<String>,
+    pub context: Vec<String>,
     /// Whole lines for the hook's stderr, in order: what could not be done.
-    pub(crate) errors: Vec<String>,
+    pub errors: Vec<String>,
     /// The conditions that match the tool call, in the order they run.
-    pub(crate) conditions: Vec<Condition>,
+    pub conditions: Vec<Condition>,
 }
 
 impl StorePart {
@@ -132,26 +135,28 @@ fn direct(
     }
 }
 
-/// The answer to one event, from the store's part: the banner, the store's context, then the
-/// matching conditions' scripts, run by this process (the agent's environment and cwd).
-fn answer(
+/// The answer to one event, from the store's part: the banner, the store's part (its errors
+/// become [`Response::notes`]), then the matching conditions' scripts, run by this process in
+/// the payload's `cwd` with the limit `timeout` gives (asked only when a script runs, with a
+/// line for the operator when the setting was invalid, as [`conditions::timeout_from_env`]).
+pub fn complete(
     event: Event,
     payload: &Payload,
     subscriptions: &Subscriptions,
     part: StorePart,
+    timeout: impl FnOnce() -> (Duration, Option<String>),
 ) -> Response {
     let mut response = Response::default();
     if event == Event::SessionStart {
         response.add_context(banner(&payload.session_id, subscriptions));
     }
-    for line in &part.errors {
-        protocol_lite::diag!("{line}");
-    }
+    response.notes.extend(part.errors);
     for block in part.context {
         response.add_context(block);
     }
     if !part.conditions.is_empty() {
-        let timeout = conditions::timeout_from_env();
+        let (timeout, warning) = timeout();
+        response.notes.extend(warning);
         match event {
             Event::PreToolUse => {
                 conditions::run_pre(&part.conditions, payload, timeout, &mut response)
@@ -169,7 +174,7 @@ fn answer(
 /// `subscriptions` (and the conditions gate `gate_enforced`): fires due schedules, delivers
 /// broadcasts, counts the tool call and its due reminders, arms the gate, and finds the
 /// matching conditions. The same function runs in the hook process and in the daemon.
-pub(crate) fn store_part(
+pub fn store_part(
     event: Event,
     payload: &Payload,
     subscriptions: &Subscriptions,
@@ -244,20 +249,22 @@ fn fire_schedules(store: &dyn Store, now: i64, event: Event, part: &mut StorePar
 }
 
 /// The session's channel subscriptions.
-#[derive(Debug)]
-pub(crate) struct Subscriptions {
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Subscriptions {
     /// The channels to deliver from, `global` included; `None` for every channel.
-    pub(crate) channels: Option<Vec<String>>,
+    pub channels: Option<Vec<String>>,
 }
 
 impl Subscriptions {
-    /// Reads [`CHANNELS_ENV`]; invalid names are reported on stderr and skipped.
-    fn from_env() -> Subscriptions {
+    /// Reads [`CHANNELS_ENV`]; invalid names go to `warn` and are skipped.
+    pub fn from_env(warn: impl FnMut(String)) -> Subscriptions {
         let value = std::env::var(CHANNELS_ENV).unwrap_or_default();
-        Subscriptions::parse(&value, |bad| protocol_lite::diag!("hooks-mcp hook: {bad}"))
+        Subscriptions::parse(&value, warn)
     }
 
-    fn parse(value: &str, mut warn: impl FnMut(String)) -> Subscriptions {
+    /// Parses a [`CHANNELS_ENV`] value: comma separated names, `global` always included;
+    /// blank, `all` or `*` for every channel. Invalid names go to `warn` and are skipped.
+    pub fn parse(value: &str, mut warn: impl FnMut(String)) -> Subscriptions {
         let names: Vec<&str> = value
             .split(',')
             .map(str::trim)
@@ -288,7 +295,7 @@ impl Subscriptions {
 
 /// The `SessionStart` banner: the session id (agents pass it as `session_id` to tools of a
 /// network server) and the subscriptions.
-fn banner(session_id: &str, subscriptions: &Subscriptions) -> String {
+pub fn banner(session_id: &str, subscriptions: &Subscriptions) -> String {
     let channels = match &subscriptions.channels {
         None => format!("all channels ({CHANNELS_ENV} is unset)"),
         Some(list) => list.join(", "),

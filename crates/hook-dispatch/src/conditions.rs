@@ -22,33 +22,33 @@ use std::time::{Duration, Instant};
 use serde_json::{Map, Value};
 use store::{Condition, ScriptLanguage};
 
-use super::output::{Decision, Response};
-use super::payload::{Event, Payload};
+use crate::output::{Decision, Response};
+use crate::payload::{Event, Payload};
 
 /// The time limit of one condition script, in milliseconds.
-pub(crate) use tools_conditions::SCRIPT_TIMEOUT_ENV as TIMEOUT_ENV;
+pub use tools_conditions::SCRIPT_TIMEOUT_ENV as TIMEOUT_ENV;
 /// The default time limit: 10 s.
-const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
 /// The most of a script's stdout or stderr kept (the rest is read and dropped).
 const OUTPUT_CAP: usize = 1024 * 1024;
 /// The longest reason or context line taken from one script's stderr.
 const STDERR_SHOWN: usize = 2000;
 
-/// The time limit from [`TIMEOUT_ENV`]; a value that is not a positive number of milliseconds
-/// is reported on stderr and the default applies.
-pub(crate) fn timeout_from_env() -> Duration {
+/// The time limit from [`TIMEOUT_ENV`], with a line for the operator when its value is not a
+/// positive number of milliseconds (the default applies then).
+pub fn timeout_from_env() -> (Duration, Option<String>) {
     match std::env::var(TIMEOUT_ENV) {
-        Err(_) => DEFAULT_TIMEOUT,
+        Err(_) => (DEFAULT_TIMEOUT, None),
         Ok(text) => match text.trim().parse::<u64>() {
-            Ok(ms) if ms > 0 => Duration::from_millis(ms),
-            _ => {
-                protocol_lite::diag!(
+            Ok(ms) if ms > 0 => (Duration::from_millis(ms), None),
+            _ => (
+                DEFAULT_TIMEOUT,
+                Some(format!(
                     "hooks-mcp hook: {TIMEOUT_ENV}=`{text}` is not a positive number of \
                      milliseconds; using {} ms",
                     DEFAULT_TIMEOUT.as_millis()
-                );
-                DEFAULT_TIMEOUT
-            }
+                )),
+            ),
         },
     }
 }
@@ -69,7 +69,7 @@ enum Ended {
 }
 
 /// Runs the `pre` conditions of one tool call, in order, into `response`.
-pub(crate) fn run_pre(
+pub fn run_pre(
     conditions: &[Condition],
     payload: &Payload,
     timeout: Duration,
@@ -113,7 +113,7 @@ pub(crate) fn run_pre(
 }
 
 /// Runs the `post` conditions of one tool call, in order, into `response`.
-pub(crate) fn run_post(
+pub fn run_post(
     conditions: &[Condition],
     payload: &Payload,
     timeout: Duration,
@@ -176,7 +176,7 @@ fn failed(condition: &Condition, ended: &Ended, timeout: Duration, response: &mu
         "[condition {}] {what}; the call was not blocked",
         condition.name
     );
-    protocol_lite::diag!("hooks-mcp hook: {line}");
+    response.note(format!("hooks-mcp hook: {line}"));
     response.add_context(line);
 }
 
@@ -298,7 +298,7 @@ fn report_problems(condition: &Condition, problems: &[String], response: &mut Re
         condition.name,
         problems.join("; ")
     );
-    protocol_lite::diag!("hooks-mcp hook: {line}");
+    response.note(format!("hooks-mcp hook: {line}"));
     response.add_context(line);
 }
 
@@ -359,9 +359,15 @@ fn spawn_detached(
 ) {
     let started = command(condition, event, payload, stdin)
         .and_then(|mut c| c.stdout(Stdio::null()).stderr(Stdio::null()).spawn());
-    // The child outlives this process, which exits soon: init reaps it.
-    if let Err(e) = started {
-        failed(condition, &Ended::NotStarted(e), Duration::ZERO, response);
+    match started {
+        // A hook process exits soon and init reaps the child; a daemon lives on, so a thread
+        // waits for it (no zombie either way).
+        Ok(mut child) => {
+            let _ = std::thread::Builder::new()
+                .name("hooks-mcp-async-condition".into())
+                .spawn(move || child.wait());
+        }
+        Err(e) => failed(condition, &Ended::NotStarted(e), Duration::ZERO, response),
     }
 }
 
@@ -507,4 +513,95 @@ fn payload_file(text: &str) -> io::Result<File> {
     file.write_all(text.as_bytes())?;
     file.seek(SeekFrom::Start(0))?;
     Ok(file)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    fn condition(name: &str, script: &str) -> Condition {
+        Condition {
+            name: name.into(),
+            step: store::Step::Pre,
+            matcher: "Bash".into(),
+            script: script.into(),
+            language: ScriptLanguage::Bash,
+            run_async: false,
+            session_id: "s".into(),
+            created_at: 0,
+            updated_at: 0,
+        }
+    }
+
+    fn payload(cwd: &Path) -> Payload {
+        let text = serde_json::json!({
+            "session_id": "s", "tool_name": "Bash", "cwd": cwd,
+            "tool_input": {"command": "ls"},
+        })
+        .to_string();
+        Payload::parse(Event::PreToolUse, &text).unwrap()
+    }
+
+    #[test]
+    fn a_late_script_is_killed_with_its_process_group() {
+        let dir = tempfile::tempdir().unwrap();
+        let marker = dir.path().join("survived");
+        // The script leaves a background child that would write the marker after 1 s.
+        let script = format!("(sleep 1; touch '{}') & sleep 5", marker.display());
+        let mut response = Response::default();
+        let started = Instant::now();
+        run_pre(
+            &[condition("slow", &script)],
+            &payload(dir.path()),
+            Duration::from_millis(200),
+            &mut response,
+        );
+        assert!(
+            started.elapsed() < Duration::from_secs(3),
+            "{:?}",
+            started.elapsed()
+        );
+        assert!(
+            response
+                .context
+                .iter()
+                .any(|c| c.contains("did not finish within 200 ms")),
+            "{:?}",
+            response.context
+        );
+        assert!(!response.denied(), "a time-out blocks nothing");
+        assert_eq!(response.notes.len(), 1, "{:?}", response.notes);
+        std::thread::sleep(Duration::from_millis(1500));
+        assert!(!marker.exists(), "the background child outlived the kill");
+    }
+
+    #[test]
+    fn scripts_run_in_the_payloads_cwd_and_exit_2_denies() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut response = Response::default();
+        run_pre(
+            &[
+                condition(
+                    "a_where",
+                    "printf '{\"additionalContext\":\"%s\"}' \"$PWD\"",
+                ),
+                condition("b_deny", "echo no >&2; exit 2"),
+                condition("c_never", "echo ran"),
+            ],
+            &payload(dir.path()),
+            Duration::from_secs(10),
+            &mut response,
+        );
+        let cwd = dir.path().canonicalize().unwrap();
+        assert_eq!(
+            response.context,
+            vec![format!("[condition a_where] {}", cwd.display())]
+        );
+        assert_eq!(
+            response.decision,
+            Some((Decision::Deny, vec!["condition `b_deny`: no".to_owned()]))
+        );
+    }
 }

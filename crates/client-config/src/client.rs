@@ -12,18 +12,20 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value, json};
 
-use crate::hook::Event;
+use hook_dispatch::Event;
 
 /// The name the server is registered under (its tools appear as `mcp__hooks__<tool>`).
-pub(crate) const SERVER_NAME: &str = "hooks";
+pub const SERVER_NAME: &str = "hooks";
 /// The daemon's bearer token; when set, `init` adds a header that the client expands from its
 /// own environment (the secret is never written to the file).
-use server_full::daemon::TOKEN_ENV;
-pub(crate) use server_full::daemon::{DEFAULT_PORT, HOST_ENV, PORT_ENV, TRANSPORT_ENV};
+pub use protocol_lite::local_daemon::TOKEN_ENV;
+pub use protocol_lite::local_daemon::{DEFAULT_PORT, HOST_ENV, PORT_ENV};
+/// The transport the server is configured for (the daemon reads the same variable).
+pub const TRANSPORT_ENV: &str = "MCP_TRANSPORT";
 
 /// How the client reaches the server.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub(crate) enum Transport {
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Transport {
     /// The client starts `hooks-mcp` per session.
     Stdio,
     /// Streamable HTTP at `/mcp` of a running daemon.
@@ -34,7 +36,7 @@ pub(crate) enum Transport {
 
 impl Transport {
     /// The `MCP_TRANSPORT` spelling.
-    pub(crate) fn as_str(self) -> &'static str {
+    pub fn as_str(self) -> &'static str {
         match self {
             Transport::Stdio => "stdio",
             Transport::StreamableHttp => "streamable-http",
@@ -52,7 +54,7 @@ impl Transport {
     }
 
     /// The transport of a server entry's `type` (an entry without one is stdio).
-    pub(crate) fn of_entry(entry: &Value) -> Option<Transport> {
+    pub fn of_entry(entry: &Value) -> Option<Transport> {
         match entry.get("type").and_then(Value::as_str) {
             None | Some("stdio") => Some(Transport::Stdio),
             Some("http" | "streamable-http" | "streamableHttp") => Some(Transport::StreamableHttp),
@@ -65,15 +67,27 @@ impl Transport {
     ///
     /// # Errors
     /// A message naming the variable and the valid values.
-    pub(crate) fn from_env() -> Result<Transport, String> {
+    pub fn from_env() -> Result<Transport, String> {
         let value = std::env::var(TRANSPORT_ENV).unwrap_or_default();
         match value.trim() {
-            "" | "stdio" => Ok(Transport::Stdio),
+            "" => Ok(Transport::Stdio),
+            other => other
+                .parse()
+                .map_err(|e| format!("{TRANSPORT_ENV}=`{other}` {e}")),
+        }
+    }
+}
+
+impl std::str::FromStr for Transport {
+    type Err = String;
+
+    /// `stdio`, `streamable-http` (or `http`) or `sse`.
+    fn from_str(text: &str) -> Result<Transport, String> {
+        match text.trim() {
+            "stdio" => Ok(Transport::Stdio),
             "streamable-http" | "http" => Ok(Transport::StreamableHttp),
             "sse" => Ok(Transport::Sse),
-            other => Err(format!(
-                "{TRANSPORT_ENV}=`{other}` is not a transport; use stdio, streamable-http or sse"
-            )),
+            _ => Err("is not a transport; use stdio, streamable-http or sse".into()),
         }
     }
 }
@@ -86,11 +100,11 @@ impl fmt::Display for Transport {
 
 /// Where the daemon listens, from `MCP_HOST` and `MCP_PORT`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Endpoint {
+pub struct Endpoint {
     /// The address it binds.
-    pub(crate) host: String,
+    pub host: String,
     /// Its port.
-    pub(crate) port: u16,
+    pub port: u16,
 }
 
 impl Endpoint {
@@ -98,7 +112,7 @@ impl Endpoint {
     ///
     /// # Errors
     /// A message naming `MCP_PORT` when it is not a port number.
-    pub(crate) fn from_env() -> Result<Endpoint, String> {
+    pub fn from_env() -> Result<Endpoint, String> {
         let host = std::env::var(HOST_ENV)
             .ok()
             .map(|h| h.trim().to_owned())
@@ -128,8 +142,13 @@ impl Endpoint {
         }
     }
 
+    /// The daemon's base URL as a client on this machine reaches it (`http://host:port`).
+    pub fn base_url(&self) -> String {
+        format!("http://{}:{}", self.client_host(), self.port)
+    }
+
     /// The URL of `transport`'s endpoint (`/mcp` or `/sse`); `None` for stdio.
-    pub(crate) fn url(&self, transport: Transport) -> Option<String> {
+    pub fn url(&self, transport: Transport) -> Option<String> {
         let path = match transport {
             Transport::Stdio => return None,
             Transport::StreamableHttp => "/mcp",
@@ -140,7 +159,7 @@ impl Endpoint {
 }
 
 /// Whether `host` names this machine (loopback or a wildcard address).
-pub(crate) fn is_local(host: &str) -> bool {
+pub fn is_local(host: &str) -> bool {
     let host = host.trim_start_matches('[').trim_end_matches(']');
     matches!(
         host.to_ascii_lowercase().as_str(),
@@ -150,11 +169,11 @@ pub(crate) fn is_local(host: &str) -> bool {
 
 /// The two configuration files.
 #[derive(Debug, Clone)]
-pub(crate) struct ClientFiles {
+pub struct ClientFiles {
     /// Holds `mcpServers`.
-    pub(crate) servers: PathBuf,
+    pub servers: PathBuf,
     /// Holds `hooks`.
-    pub(crate) settings: PathBuf,
+    pub settings: PathBuf,
 }
 
 impl ClientFiles {
@@ -163,7 +182,7 @@ impl ClientFiles {
     ///
     /// # Errors
     /// A message when neither `CLAUDE_CONFIG_DIR` nor `HOME` is set.
-    pub(crate) fn from_env() -> Result<ClientFiles, String> {
+    pub fn from_env() -> Result<ClientFiles, String> {
         let var = |k: &str| {
             std::env::var_os(k)
                 .filter(|v| !v.is_empty())
@@ -187,11 +206,11 @@ impl ClientFiles {
 /// command: it links only the store and the tools, so it starts fastest), both beside the
 /// running executable.
 #[derive(Debug, Clone)]
-pub(crate) struct Binaries {
+pub struct Binaries {
     /// The stdio front end.
-    pub(crate) front: PathBuf,
+    pub front: PathBuf,
     /// The lean hook binary.
-    pub(crate) hook: PathBuf,
+    pub hook: PathBuf,
 }
 
 impl Binaries {
@@ -199,7 +218,7 @@ impl Binaries {
     ///
     /// # Errors
     /// A message when the executable's path is unknown.
-    pub(crate) fn beside_current_exe() -> Result<Binaries, String> {
+    pub fn beside_current_exe() -> Result<Binaries, String> {
         let exe = std::env::current_exe()
             .map_err(|e| format!("cannot tell where this executable is ({e})"))?;
         let exe = exe.canonicalize().unwrap_or(exe);
@@ -211,7 +230,7 @@ impl Binaries {
 }
 
 /// The server entry `init` writes for `transport`.
-pub(crate) fn server_entry(transport: Transport, bins: &Binaries, endpoint: &Endpoint) -> Value {
+pub fn server_entry(transport: Transport, bins: &Binaries, endpoint: &Endpoint) -> Value {
     match endpoint.url(transport) {
         None => json!({
             "type": transport.entry_type(),
@@ -230,7 +249,7 @@ pub(crate) fn server_entry(transport: Transport, bins: &Binaries, endpoint: &End
 }
 
 /// The hook command line for `event`.
-pub(crate) fn hook_command(full: &Path, event: Event) -> String {
+pub fn hook_command(full: &Path, event: Event) -> String {
     format!(
         "{} hook {}",
         shell_quote(&full.to_string_lossy()),
@@ -238,9 +257,53 @@ pub(crate) fn hook_command(full: &Path, event: Event) -> String {
     )
 }
 
+/// How the client runs hooks-mcp's hooks.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HookKind {
+    /// `"type": "command"`: the client starts `hooks-mcp-hook hook <Event>` (no daemon needed).
+    Command,
+    /// `"type": "http"`: the client POSTs the event to the daemon at this base URL
+    /// (`<base>/hooks/<Event>`).
+    Http {
+        /// The daemon's base URL, e.g. `http://localhost:8642`, without a trailing slash.
+        base: String,
+    },
+}
+
+/// The header that carries the session's subscriptions to an HTTP hook (the client expands
+/// `$HOOKS_MCP_CHANNELS` from its own environment).
+pub const CHANNELS_HEADER: &str = "X-Hooks-Mcp-Channels";
+/// The variable holding the subscriptions (read by the command hook, sent by HTTP hooks).
+pub const CHANNELS_ENV: &str = hook_dispatch::CHANNELS_ENV;
+/// How long the client waits for an HTTP hook, in seconds: condition scripts run inside it
+/// (10 s each by default).
+pub const HTTP_HOOK_TIMEOUT_S: u64 = 60;
+
+/// The URL of `event`'s HTTP hook on the daemon at `base`.
+pub fn http_hook_url(base: &str, event: Event) -> String {
+    format!("{}/hooks/{}", base.trim_end_matches('/'), event.name())
+}
+
+/// The hook object `init` registers for `event`.
+pub fn hook_object(kind: &HookKind, hook_bin: &Path, event: Event) -> Value {
+    match kind {
+        HookKind::Command => json!({ "type": "command", "command": hook_command(hook_bin, event) }),
+        HookKind::Http { base } => json!({
+            "type": "http",
+            "url": http_hook_url(base, event),
+            "headers": {
+                "Authorization": format!("Bearer ${TOKEN_ENV}"),
+                CHANNELS_HEADER: format!("${CHANNELS_ENV}"),
+            },
+            "allowedEnvVars": [TOKEN_ENV, CHANNELS_ENV],
+            "timeout": HTTP_HOOK_TIMEOUT_S,
+        }),
+    }
+}
+
 /// The matcher group `init` adds for `event`.
-pub(crate) fn hook_group(full: &Path, event: Event) -> Value {
-    let hook = json!({ "type": "command", "command": hook_command(full, event) });
+pub fn hook_group(kind: &HookKind, hook_bin: &Path, event: Event) -> Value {
+    let hook = hook_object(kind, hook_bin, event);
     if event.is_tool_event() {
         json!({ "matcher": "*", "hooks": [hook] })
     } else {
@@ -303,7 +366,7 @@ fn first_words(command: &str) -> Vec<String> {
 }
 
 /// If `command` is a hooks-mcp hook command, the program it runs and the event it names.
-pub(crate) fn parse_hook_command(command: &str) -> Option<(PathBuf, String)> {
+pub fn parse_hook_command(command: &str) -> Option<(PathBuf, String)> {
     let words = first_words(command);
     let program = PathBuf::from(words.first()?);
     let name = program.file_name()?.to_str()?;
@@ -314,17 +377,68 @@ pub(crate) fn parse_hook_command(command: &str) -> Option<(PathBuf, String)> {
     Some((program, words.get(2).cloned().unwrap_or_default()))
 }
 
-/// Whether one hook object (`{"type":"command","command":…}`) is hooks-mcp's.
-pub(crate) fn is_our_hook(hook: &Value) -> bool {
-    hook.get("command")
-        .and_then(Value::as_str)
-        .and_then(parse_hook_command)
-        .is_some()
+/// One of hooks-mcp's hooks found in a settings document.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OurHook {
+    /// A command hook: the program it runs and the event named on its command line.
+    Command {
+        /// The program.
+        program: PathBuf,
+        /// The event it names.
+        event: String,
+    },
+    /// An HTTP hook: the whole hook object (`url`, `headers`, `allowedEnvVars`).
+    Http {
+        /// Its `url`.
+        url: String,
+        /// The event its URL names (`…/hooks/<Event>`).
+        event: String,
+        /// The hook object as written.
+        hook: Value,
+    },
 }
 
-/// hooks-mcp's hook commands registered for `event` in a settings document: (program, event
-/// named on the command line).
-pub(crate) fn our_hooks(settings: &Value, event: Event) -> Vec<(PathBuf, String)> {
+/// If `url` is a hooks-mcp HTTP hook URL (`http(s)://…/hooks/<Event>` for an event the
+/// dispatcher handles), the event it names.
+pub fn parse_hook_url(url: &str) -> Option<String> {
+    let rest = url
+        .strip_prefix("http://")
+        .or_else(|| url.strip_prefix("https://"))?;
+    let (_, path) = rest.split_once('/')?;
+    let name = path.strip_prefix("hooks/")?;
+    Event::ALL
+        .iter()
+        .find(|e| e.name() == name)
+        .map(|e| e.name().to_owned())
+}
+
+/// Reads one hook object: hooks-mcp's, or `None`.
+pub fn our_hook(hook: &Value) -> Option<OurHook> {
+    match hook.get("type").and_then(Value::as_str) {
+        Some("http") => {
+            let url = hook.get("url").and_then(Value::as_str)?;
+            Some(OurHook::Http {
+                url: url.to_owned(),
+                event: parse_hook_url(url)?,
+                hook: hook.clone(),
+            })
+        }
+        None | Some("command") => {
+            let (program, event) = parse_hook_command(hook.get("command")?.as_str()?)?;
+            Some(OurHook::Command { program, event })
+        }
+        Some(_) => None,
+    }
+}
+
+/// Whether one hook object (a command running `hooks-mcp… hook <Event>`, or an HTTP hook
+/// posting to `…/hooks/<Event>`) is hooks-mcp's.
+pub fn is_our_hook(hook: &Value) -> bool {
+    our_hook(hook).is_some()
+}
+
+/// hooks-mcp's hooks registered for `event` in a settings document.
+pub fn our_hooks(settings: &Value, event: Event) -> Vec<OurHook> {
     settings
         .get("hooks")
         .and_then(|h| h.get(event.name()))
@@ -333,13 +447,12 @@ pub(crate) fn our_hooks(settings: &Value, event: Event) -> Vec<(PathBuf, String)
         .flatten()
         .filter_map(|group| group.get("hooks").and_then(Value::as_array))
         .flatten()
-        .filter_map(|hook| hook.get("command").and_then(Value::as_str))
-        .filter_map(parse_hook_command)
+        .filter_map(our_hook)
         .collect()
 }
 
 /// The `mcpServers.hooks` entry of a servers document.
-pub(crate) fn our_server(servers: &Value) -> Option<&Value> {
+pub fn our_server(servers: &Value) -> Option<&Value> {
     servers.get("mcpServers").and_then(|m| m.get(SERVER_NAME))
 }
 
@@ -347,7 +460,7 @@ pub(crate) fn our_server(servers: &Value) -> Option<&Value> {
 ///
 /// # Errors
 /// A message naming the file when it cannot be read or is not a JSON object.
-pub(crate) fn read_document(path: &Path) -> Result<Option<Map<String, Value>>, String> {
+pub fn read_document(path: &Path) -> Result<Option<Map<String, Value>>, String> {
     let text = match std::fs::read_to_string(path) {
         Ok(text) => text,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
@@ -372,6 +485,8 @@ pub(crate) fn read_document(path: &Path) -> Result<Option<Map<String, Value>>, S
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
+
     use super::*;
 
     #[test]
@@ -396,6 +511,30 @@ mod tests {
             assert_eq!(parse_hook_command(command), None, "{command}");
         }
         assert!(parse_hook_command("hooks-mcp hook Stop").is_some());
+    }
+
+    #[test]
+    fn http_hooks_are_ours_by_their_url() {
+        let kind = HookKind::Http {
+            base: "http://localhost:8642/".into(),
+        };
+        let hook = hook_object(&kind, Path::new("/x"), Event::PostToolUse);
+        assert_eq!(hook["url"], "http://localhost:8642/hooks/PostToolUse");
+        assert_eq!(hook["headers"]["Authorization"], "Bearer $HOOKS_MCP_TOKEN");
+        assert_eq!(
+            hook["allowedEnvVars"],
+            json!(["HOOKS_MCP_TOKEN", "HOOKS_MCP_CHANNELS"])
+        );
+        assert!(
+            matches!(our_hook(&hook), Some(OurHook::Http { event, .. }) if event == "PostToolUse")
+        );
+        for foreign in [
+            json!({"type": "http", "url": "http://localhost:8080/hooks/tool-executed"}),
+            json!({"type": "http", "url": "http://localhost:8080/audit/PreToolUse"}),
+            json!({"type": "prompt", "prompt": "hooks-mcp hook PreToolUse"}),
+        ] {
+            assert!(!is_our_hook(&foreign), "{foreign}");
+        }
     }
 
     #[test]

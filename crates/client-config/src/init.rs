@@ -7,28 +7,28 @@
 //! `hooks-mcp`/`hooks-mcp-full hook …`. Everything else keeps its value and its place.
 
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
 
-use clap::Args;
+use hook_dispatch::Event;
+use hook_dispatch::open;
 use serde_json::{Map, Value, json};
 
-use crate::client::{self, Binaries, ClientFiles, Endpoint, SERVER_NAME, Transport};
-use crate::hook::Event;
-use crate::open;
+use crate::ConfigError;
+use crate::client::{self, Binaries, ClientFiles, Endpoint, HookKind, SERVER_NAME, Transport};
 
-/// `hooks-mcp init [--transport …] [--remove] [--dry-run]`
-#[derive(Debug, Args)]
-pub(crate) struct InitArgs {
-    /// The transport to register (default: MCP_TRANSPORT, else stdio). Network transports
-    /// register the daemon's URL from MCP_HOST and MCP_PORT.
-    #[arg(long, value_enum)]
-    transport: Option<Transport>,
-    /// Remove hooks-mcp's server entry and hook commands instead.
-    #[arg(long, conflicts_with = "transport")]
-    remove: bool,
-    /// Print the changes without writing anything.
-    #[arg(long)]
-    dry_run: bool,
+/// What `hooks-mcp init` was asked to do.
+#[derive(Debug, Clone, Default)]
+pub struct InitOptions {
+    /// The transport to register (default: `MCP_TRANSPORT`, else stdio). Network transports
+    /// register the daemon's URL from `MCP_HOST` and `MCP_PORT`.
+    pub transport: Option<Transport>,
+    /// Register HTTP hooks posting to the daemon instead of command hooks.
+    pub http_hooks: bool,
+    /// The daemon's base URL for HTTP hooks (default: from `MCP_HOST` and `MCP_PORT`).
+    pub url: Option<String>,
+    /// Remove hooks-mcp's server entry and hooks instead.
+    pub remove: bool,
+    /// Report the changes without writing anything.
+    pub dry_run: bool,
 }
 
 /// What to do to one file.
@@ -44,21 +44,16 @@ struct Plan {
     changes: Vec<String>,
 }
 
-/// Runs `init`: exit 0 when done (or nothing to do), 1 on any problem (nothing written then).
-pub(crate) fn run(args: InitArgs) -> ExitCode {
-    match plan_and_apply(&args) {
-        Ok(report) => {
-            print_out(&report);
-            ExitCode::SUCCESS
-        }
-        Err(e) => {
-            protocol_lite::diag!("hooks-mcp init: {e}");
-            ExitCode::FAILURE
-        }
-    }
+/// Runs `init` in the client's files (found from the environment) for the binaries beside the
+/// running executable, and returns the report for people.
+///
+/// # Errors
+/// [`ConfigError`] saying what is wrong; nothing was written then.
+pub fn run(args: &InitOptions) -> Result<String, ConfigError> {
+    plan_and_apply(args).map_err(ConfigError)
 }
 
-fn plan_and_apply(args: &InitArgs) -> Result<String, String> {
+fn plan_and_apply(args: &InitOptions) -> Result<String, String> {
     let files = ClientFiles::from_env()?;
     let bins = Binaries::beside_current_exe()?;
     let install = if args.remove {
@@ -70,8 +65,18 @@ fn plan_and_apply(args: &InitArgs) -> Result<String, String> {
         };
         Some((transport, Endpoint::from_env()?))
     };
+    let hooks = match (&install, args.http_hooks) {
+        (None, _) => None,
+        (Some(_), false) => Some(HookKind::Command),
+        (Some((_, endpoint)), true) => Some(HookKind::Http {
+            base: match &args.url {
+                Some(url) => check_base_url(url)?,
+                None => endpoint.base_url(),
+            },
+        }),
+    };
     let servers = plan_servers(&files.servers, install.as_ref(), &bins)?;
-    let settings = plan_settings(&files.settings, install.is_some(), &bins)?;
+    let settings = plan_settings(&files.settings, hooks.as_ref(), &bins)?;
     let mut report = Vec::new();
     for plan in [&servers, &settings] {
         report.push(format!("{}:", plan.path.display()));
@@ -91,6 +96,14 @@ fn plan_and_apply(args: &InitArgs) -> Result<String, String> {
         if let Some(backup) = write(plan)? {
             report.push(format!("backup of the previous file: {}", backup.display()));
         }
+    }
+    if let Some(HookKind::Http { base }) = &hooks {
+        report.push(format!(
+            "the hooks now POST to the daemon at {base}: start `hooks-mcp-full serve` with \
+             MCP_TRANSPORT=streamable-http or sse there, and give the client the daemon's token \
+             in {} (`hooks-mcp status` checks it)",
+            client::TOKEN_ENV
+        ));
     }
     if let Some((transport, _)) = &install
         && *transport != Transport::Stdio
@@ -186,8 +199,26 @@ fn keep_customisations(old: &Value, entry: &mut Value, transport: Transport) {
     }
 }
 
-/// The change to the file holding `hooks`.
-fn plan_settings(path: &Path, install: bool, bins: &Binaries) -> Result<Plan, String> {
+/// The daemon's base URL from `--url`: `http(s)://host[:port]`, a trailing slash (or a
+/// trailing `/hooks`) dropped.
+fn check_base_url(url: &str) -> Result<String, String> {
+    let url = url.trim().trim_end_matches('/');
+    let url = url.strip_suffix("/hooks").unwrap_or(url);
+    let rest = url
+        .strip_prefix("http://")
+        .or_else(|| url.strip_prefix("https://"));
+    match rest {
+        Some(authority) if !authority.is_empty() && !authority.contains('/') => Ok(url.to_owned()),
+        _ => Err(format!(
+            "--url `{url}` is not the daemon's base URL; give http://HOST:PORT (the hooks post \
+             to <URL>/hooks/<Event>)"
+        )),
+    }
+}
+
+/// The change to the file holding `hooks` (`install`: the kind of hooks to register; `None`
+/// removes hooks-mcp's hooks of either kind).
+fn plan_settings(path: &Path, install: Option<&HookKind>, bins: &Binaries) -> Result<Plan, String> {
     let before = client::read_document(path)?;
     let existed = before.is_some();
     let mut doc = before.unwrap_or_default();
@@ -198,7 +229,7 @@ fn plan_settings(path: &Path, install: bool, bins: &Binaries) -> Result<Plan, St
             path.display()
         )
     };
-    if install {
+    if let Some(kind) = install {
         let hooks = doc
             .entry("hooks")
             .or_insert_with(|| Value::Object(Map::new()))
@@ -210,7 +241,7 @@ fn plan_settings(path: &Path, install: bool, bins: &Binaries) -> Result<Plan, St
                 .or_insert_with(|| json!([]))
                 .as_array_mut()
                 .ok_or_else(|| not_array(path, event))?;
-            let desired = client::hook_group(&bins.hook, event);
+            let desired = client::hook_group(kind, &bins.hook, event);
             let holding: Vec<usize> = (0..groups.len())
                 .filter(|i| group_hooks(&groups[*i]).iter().any(client::is_our_hook))
                 .collect();
@@ -277,8 +308,12 @@ fn remove_ours(groups: &mut Vec<Value>, event: Event, changes: &mut Vec<String>)
         hooks.retain(|h| {
             let ours = client::is_our_hook(h);
             if ours {
-                let command = h.get("command").and_then(Value::as_str).unwrap_or("");
-                changes.push(format!("remove hooks.{event}: {command}"));
+                let what = h
+                    .get("command")
+                    .or_else(|| h.get("url"))
+                    .and_then(Value::as_str)
+                    .unwrap_or("");
+                changes.push(format!("remove hooks.{event}: {what}"));
             }
             !ours
         });
@@ -336,10 +371,4 @@ fn write(plan: &Plan) -> Result<Option<PathBuf>, String> {
         return Err(failed("replace", &path, e));
     }
     Ok(backup)
-}
-
-/// Prints the report on stdout (the operator's terminal).
-fn print_out(text: &str) {
-    use std::io::Write;
-    let _ = writeln!(std::io::stdout().lock(), "{text}");
 }

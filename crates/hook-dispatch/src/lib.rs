@@ -1,0 +1,38 @@
+//! Hook dispatch: what hooks-mcp answers to an agent client's lifecycle events.
+//!
+//! # What this crate owns
+//!
+//! - [`Event`] and [`Payload`] (the payload parser, [`Payload::parse`]): the events handled and
+//!   the checks a payload must pass.
+//! - The store's part of an answer ([`store_part`], [`StorePart`]): due schedules fired,
+//!   broadcasts delivered per the session's [`Subscriptions`], the tool call counted with its
+//!   due reminders, the conditions gate armed, the matching conditions found. The same
+//!   function runs in a hook process and in the daemon.
+//! - Condition scripts ([`conditions`]): run in the payload's `cwd` with a time limit, each in
+//!   its own process group, killed with it on time-out; their results folded into the answer.
+//! - The answer ([`Response`]) in Claude Code's hook output format.
+//! - The command hook ([`run`], [`run_from_args`]): stdin, stdout, stderr, always exit 0.
+//! - Forwarding ([`forward`]): a command hook hands its event to a local daemon (PostgreSQL),
+//!   and the daemon's side of that exchange.
+//! - HTTP hooks ([`http`]): the daemon's answer to Claude Code's `"type": "http"` hooks, the
+//!   same bytes the command hook prints.
+//!
+//! # What it must not depend on
+//!
+//! The hook binary links this crate and starts around every tool call: std, the store, the
+//! tools crates' hook-side functions and protocol-lite only. Never an async runtime, the MCP
+//! SDK, an HTTP server or `server-full` (which depends on this crate, not the reverse).
+
+pub mod conditions;
+mod dispatch;
+pub mod forward;
+pub mod http;
+pub mod open;
+mod output;
+mod payload;
+
+pub use dispatch::{
+    CHANNELS_ENV, StorePart, Subscriptions, banner, complete, run, run_from_args, store_part,
+};
+pub use output::{Decision, Response, answer_bytes};
+pub use payload::{Event, Payload, PayloadError};

@@ -1,0 +1,209 @@
+//! The hook event payload the client sends (on a command hook's stdin, or as an HTTP hook's
+//! request body), and the events the dispatcher handles.
+
+use std::fmt;
+
+use serde_json::{Map, Value};
+
+/// Why a payload is refused: each says what is wrong and what the client should send.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum PayloadError {
+    /// Nothing but white space.
+    #[error("the payload is empty; the client writes the event as a JSON object there")]
+    Empty,
+    /// Not JSON at all.
+    #[error("the payload is not valid JSON ({0})")]
+    NotJson(String),
+    /// JSON, but not an object.
+    #[error("the payload is not a JSON object")]
+    NotObject,
+    /// `hook_event_name` names another event.
+    #[error(
+        "the payload is for `{named}` but the command was registered for `{event}`; register \
+         `hook {named}` for that event"
+    )]
+    OtherEvent {
+        /// The event the payload names.
+        named: String,
+        /// The event it was sent for.
+        event: Event,
+    },
+    /// No usable `session_id`.
+    #[error("the payload has no `session_id` string")]
+    NoSession,
+    /// A tool event without a usable `tool_name`.
+    #[error("the {0} payload has no `tool_name` string")]
+    NoToolName(Event),
+}
+
+/// A lifecycle event the hook command handles.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Event {
+    /// A session started or resumed: the banner.
+    SessionStart,
+    /// The operator submitted a prompt: broadcasts, and the conditions gate.
+    UserPromptSubmit,
+    /// A tool is about to run: critical broadcasts, reminders, `pre` conditions.
+    PreToolUse,
+    /// A tool ran: `post` conditions.
+    PostToolUse,
+}
+
+impl Event {
+    /// Every event, in lifecycle order (also the order `init` registers them in).
+    pub const ALL: [Event; 4] = [
+        Event::SessionStart,
+        Event::UserPromptSubmit,
+        Event::PreToolUse,
+        Event::PostToolUse,
+    ];
+
+    /// The client's name for the event.
+    pub fn name(self) -> &'static str {
+        match self {
+            Event::SessionStart => "SessionStart",
+            Event::UserPromptSubmit => "UserPromptSubmit",
+            Event::PreToolUse => "PreToolUse",
+            Event::PostToolUse => "PostToolUse",
+        }
+    }
+
+    /// Parses an event name, ignoring case.
+    pub fn parse(name: &str) -> Option<Event> {
+        Event::ALL
+            .into_iter()
+            .find(|e| e.name().eq_ignore_ascii_case(name.trim()))
+    }
+
+    /// Whether the event concerns one tool call.
+    pub fn is_tool_event(self) -> bool {
+        matches!(self, Event::PreToolUse | Event::PostToolUse)
+    }
+}
+
+impl fmt::Display for Event {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A checked payload: a JSON object with the fields the event needs.
+#[derive(Debug)]
+pub struct Payload {
+    /// The whole object, as conditions receive it.
+    pub raw: Map<String, Value>,
+    /// The agent session (`session_id`).
+    pub session_id: String,
+    /// The tool (`tool_name`), for tool events.
+    pub tool_name: String,
+}
+
+impl Payload {
+    /// Parses and checks the payload of `event`.
+    ///
+    /// # Errors
+    /// [`PayloadError`] saying what is wrong with the payload.
+    pub fn parse(event: Event, text: &str) -> Result<Payload, PayloadError> {
+        if text.trim().is_empty() {
+            return Err(PayloadError::Empty);
+        }
+        match serde_json::from_str::<Value>(text) {
+            Ok(value) => Payload::from_value(event, value),
+            Err(e) => Err(PayloadError::NotJson(e.to_string())),
+        }
+    }
+
+    /// Checks an already parsed payload of `event` (what a daemon receives from a hook).
+    ///
+    /// # Errors
+    /// [`PayloadError`] saying what is wrong with the payload.
+    pub fn from_value(event: Event, value: Value) -> Result<Payload, PayloadError> {
+        let Value::Object(raw) = value else {
+            return Err(PayloadError::NotObject);
+        };
+        if let Some(named) = raw.get("hook_event_name").and_then(Value::as_str)
+            && !named.eq_ignore_ascii_case(event.name())
+        {
+            return Err(PayloadError::OtherEvent {
+                named: named.to_owned(),
+                event,
+            });
+        }
+        let session_id = match raw.get("session_id") {
+            Some(Value::String(s)) if !s.trim().is_empty() => s.trim().to_owned(),
+            _ => return Err(PayloadError::NoSession),
+        };
+        let tool_name = if event.is_tool_event() {
+            match raw.get("tool_name") {
+                Some(Value::String(s)) if !s.trim().is_empty() => s.clone(),
+                _ => return Err(PayloadError::NoToolName(event)),
+            }
+        } else {
+            String::new()
+        };
+        Ok(Payload {
+            raw,
+            session_id,
+            tool_name,
+        })
+    }
+
+    /// The tool's input (`tool_input`), `{}` when absent.
+    pub fn tool_input(&self) -> Value {
+        self.raw
+            .get("tool_input")
+            .cloned()
+            .unwrap_or_else(|| Value::Object(Map::new()))
+    }
+
+    /// The operator's prompt (`prompt`), empty when absent.
+    pub fn prompt(&self) -> &str {
+        self.raw.get("prompt").and_then(Value::as_str).unwrap_or("")
+    }
+
+    /// The session's working directory (`cwd`), when given.
+    pub fn cwd(&self) -> Option<&str> {
+        self.raw.get("cwd").and_then(Value::as_str)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn payloads_are_checked_for_their_event() {
+        let ok = Payload::parse(
+            Event::PreToolUse,
+            r#"{"session_id":" s1 ","tool_name":"Bash","hook_event_name":"pretooluse"}"#,
+        );
+        let ok = ok.map(|p| (p.session_id, p.tool_name));
+        assert_eq!(ok, Ok(("s1".to_owned(), "Bash".to_owned())));
+        let cases = [
+            (Event::SessionStart, " \n", PayloadError::Empty),
+            (Event::SessionStart, "[1]", PayloadError::NotObject),
+            (Event::SessionStart, "{}", PayloadError::NoSession),
+            (
+                Event::PostToolUse,
+                r#"{"session_id":"s"}"#,
+                PayloadError::NoToolName(Event::PostToolUse),
+            ),
+            (
+                Event::SessionStart,
+                r#"{"session_id":"s","hook_event_name":"Stop"}"#,
+                PayloadError::OtherEvent {
+                    named: "Stop".into(),
+                    event: Event::SessionStart,
+                },
+            ),
+        ];
+        for (event, text, expected) in cases {
+            assert_eq!(Payload::parse(event, text).err(), Some(expected), "{text}");
+        }
+        assert!(matches!(
+            Payload::parse(Event::SessionStart, "{"),
+            Err(PayloadError::NotJson(_))
+        ));
+    }
+}
