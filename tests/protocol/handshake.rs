@@ -50,16 +50,18 @@ fn notification_gets_no_response_and_ping_works_before_and_after_initialize() {
 }
 
 #[test]
-fn empty_resource_template_and_prompt_lists() {
+fn channel_template_empty_resource_and_prompt_lists() {
     let mut s = Server::start();
     s.handshake();
     assert_eq!(
+        s.ask(&request(3, "resources/templates/list", json!({})))["result"]["resourceTemplates"][0]
+            ["uriTemplate"],
+        "hooks://channels/{channel}"
+    );
+    // Listing needs the store: the full server answers it (no channel has messages yet).
+    assert_eq!(
         s.ask(&request(2, "resources/list", json!({})))["result"],
         json!({"resources": []})
-    );
-    assert_eq!(
-        s.ask(&request(3, "resources/templates/list", json!({})))["result"],
-        json!({"resourceTemplates": []})
     );
     assert_eq!(
         s.ask(&request(4, "prompts/list", json!({})))["result"],

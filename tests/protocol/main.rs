@@ -16,4 +16,5 @@ mod errors;
 mod handoff;
 mod handshake;
 mod lazy;
+mod resources;
 mod stderr;

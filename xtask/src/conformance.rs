@@ -2,7 +2,9 @@
 //!
 //! Installs Node 22 and the suite (pinned) into `target/conformance/` with npm, builds and
 //! starts `hooks-mcp-full` as a daemon on an ephemeral port, runs the suite with the
-//! expected-failures baseline, and stops the daemon. The run fails on any scenario that fails
+//! expected-failures baseline, and stops the daemon. With `--fixtures` it runs the suite
+//! against the `conformance_fixtures` example of `server-full` instead (the suite's fixture
+//! tools, resources and prompts registered through the catalogue), whose baseline is empty. The run fails on any scenario that fails
 //! without being listed in the baseline, and on any listed scenario that passes (a stale
 //! entry).
 
@@ -28,6 +30,10 @@ pub(crate) struct Args {
     /// The expected-failures baseline (default: xtask/conformance/expected-failures.yml).
     #[arg(long)]
     expected_failures: Option<PathBuf>,
+    /// Run against the fixture server (`server-full`'s `conformance_fixtures` example) with
+    /// its own baseline (xtask/conformance/expected-failures.fixtures.yml, empty).
+    #[arg(long)]
+    fixtures: bool,
     /// Use the release build of the daemon.
     #[arg(long)]
     release: bool,
@@ -41,11 +47,21 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
     let root = workspace_root();
     let cache = root.join("target").join("conformance");
     let (node, suite) = install(&cache)?;
-    let daemon_bin = build_daemon(&root, args.release)?;
+    let (daemon_bin, default_baseline) = if args.fixtures {
+        (
+            build_fixtures(&root, args.release)?,
+            "xtask/conformance/expected-failures.fixtures.yml",
+        )
+    } else {
+        (
+            build_daemon(&root, args.release)?,
+            "xtask/conformance/expected-failures.yml",
+        )
+    };
     let baseline = args
         .expected_failures
         .clone()
-        .unwrap_or_else(|| root.join("xtask/conformance/expected-failures.yml"));
+        .unwrap_or_else(|| root.join(default_baseline));
     anyhow::ensure!(
         baseline.is_file(),
         "--expected-failures: no baseline at {}",
@@ -107,7 +123,7 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
     }
     eprintln!(
         "conformance: {passed} of {} scenarios pass; the other {failed} are listed in {} as \
-         not applicable to a tools-only server (full report: {})",
+         not applicable (full report: {})",
         passed + failed,
         baseline.display(),
         report.display()
@@ -197,6 +213,37 @@ pub(crate) fn build_daemon(root: &Path, release: bool) -> anyhow::Result<PathBuf
     Ok(target
         .join(if release { "release" } else { "debug" })
         .join("hooks-mcp-full"))
+}
+
+/// Builds `server-full`'s `conformance_fixtures` example and returns its path.
+fn build_fixtures(root: &Path, release: bool) -> anyhow::Result<PathBuf> {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let mut cmd = Command::new(cargo);
+    cmd.args([
+        "build",
+        "--quiet",
+        "-p",
+        "server-full",
+        "--example",
+        "conformance_fixtures",
+    ]);
+    if release {
+        cmd.arg("--release");
+    }
+    let status = cmd
+        .current_dir(root)
+        .status()
+        .context("running cargo build")?;
+    if !status.success() {
+        bail!("cargo build -p server-full --example conformance_fixtures failed ({status})");
+    }
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root.join("target"));
+    Ok(target
+        .join(if release { "release" } else { "debug" })
+        .join("examples")
+        .join("conformance_fixtures"))
 }
 
 /// A daemon child process on an ephemeral loopback port.

@@ -126,3 +126,16 @@ fn the_instructions_token_estimate_stays_within_15_percent_of_o200k() {
         );
     }
 }
+
+#[test]
+fn the_instructions_mention_the_resources_in_at_most_30_tokens() {
+    let tokens = crate::tokens::count_text(catalogue::RESOURCES_LINE).unwrap();
+    assert!(
+        tokens <= 30,
+        "{tokens} tokens: {}",
+        catalogue::RESOURCES_LINE
+    );
+    let mode = catalogue::StartMode::Lazy;
+    let text = catalogue::instructions(&linked_catalogue().unwrap(), &mode).unwrap();
+    assert!(text.contains("hooks://channels/{channel}"), "{text}");
+}

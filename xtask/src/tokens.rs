@@ -103,6 +103,12 @@ fn summary_row(label: &str, counts: &[usize]) -> Vec<String> {
     ]
 }
 
+/// The o200k_base tokens of `text`.
+#[cfg(test)]
+pub(crate) fn count_text(text: &str) -> anyhow::Result<usize> {
+    Ok(tokenizer()?.encode_ordinary(text).len())
+}
+
 fn tokenizer() -> anyhow::Result<CoreBPE> {
     tiktoken_rs::o200k_base().map_err(|e| anyhow!("loading the o200k_base tokenizer: {e}"))
 }

@@ -3,9 +3,12 @@
 use std::any::{Any, TypeId};
 use std::collections::HashMap;
 use std::fmt;
+use std::sync::Mutex;
 
 use serde::de::DeserializeOwned;
 use serde_json::Value;
+
+use crate::Content;
 
 /// A type-keyed map of services a server hands to tool handlers (the store, settings...).
 ///
@@ -51,12 +54,81 @@ pub enum SessionPolicy {
     ExplicitOnly,
 }
 
+/// How severe a log message sent to the client is (MCP's syslog levels).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum LogLevel {
+    /// Debugging detail.
+    Debug,
+    /// Normal operation.
+    Info,
+    /// Normal but significant.
+    Notice,
+    /// Something may be wrong.
+    Warning,
+    /// Something failed.
+    Error,
+    /// A component failed.
+    Critical,
+    /// Act now.
+    Alert,
+    /// Unusable.
+    Emergency,
+}
+
+impl LogLevel {
+    /// The level as MCP spells it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LogLevel::Debug => "debug",
+            LogLevel::Info => "info",
+            LogLevel::Notice => "notice",
+            LogLevel::Warning => "warning",
+            LogLevel::Error => "error",
+            LogLevel::Critical => "critical",
+            LogLevel::Alert => "alert",
+            LogLevel::Emergency => "emergency",
+        }
+    }
+}
+
+/// The client of the session a call runs in, as a handler can reach it during the call.
+///
+/// Servers implement it; every method blocks until the message is sent (or answered), which a
+/// handler on a blocking thread may do.
+pub trait ClientLink: fmt::Debug + Send + Sync {
+    /// Reports progress of this call (a no-op when the client asked for none).
+    ///
+    /// # Errors
+    /// [`ToolError::Internal`] when the session has ended.
+    fn progress(
+        &self,
+        progress: f64,
+        total: Option<f64>,
+        message: Option<&str>,
+    ) -> Result<(), ToolError>;
+
+    /// Sends a log message (a no-op below the level the client set with `logging/setLevel`).
+    ///
+    /// # Errors
+    /// [`ToolError::Internal`] when the session has ended.
+    fn log(&self, level: LogLevel, data: Value) -> Result<(), ToolError>;
+
+    /// Sends a request to the client (`sampling/createMessage`, `elicitation/create`...) and
+    /// returns its result.
+    ///
+    /// # Errors
+    /// [`ToolError::Refused`] when the client does not support it or answers with an error.
+    fn request(&self, method: &str, params: Value) -> Result<Value, ToolError>;
+}
+
 /// Everything a tool handler gets besides its arguments.
 #[derive(Debug)]
 pub struct CallContext<'a> {
     now_ms: i64,
     session: &'a SessionPolicy,
     extensions: &'a Extensions,
+    client: Option<&'a dyn ClientLink>,
+    content: Mutex<Option<Vec<Content>>>,
 }
 
 impl<'a> CallContext<'a> {
@@ -66,7 +138,42 @@ impl<'a> CallContext<'a> {
             now_ms,
             session,
             extensions,
+            client: None,
+            content: Mutex::new(None),
         }
+    }
+
+    /// The same context with the session's client reachable through [`CallContext::client`].
+    pub fn with_client(mut self, client: &'a dyn ClientLink) -> Self {
+        self.client = Some(client);
+        self
+    }
+
+    /// The client of the session the call runs in.
+    ///
+    /// # Errors
+    /// [`ToolError::Refused`] when the call has no client (the CLI, a schedule, a hook).
+    pub fn client(&self) -> Result<&'a dyn ClientLink, ToolError> {
+        self.client.ok_or_else(|| {
+            ToolError::Refused(
+                "this call has no MCP client to talk to (it runs outside a session)".into(),
+            )
+        })
+    }
+
+    /// Makes the call's result carry `content` instead of its JSON value as text (images,
+    /// audio, embedded resources). The JSON value stays the structured result unless it is
+    /// `null`.
+    pub fn reply_with(&self, content: Vec<Content>) {
+        *self.content.lock().unwrap_or_else(|p| p.into_inner()) = Some(content);
+    }
+
+    /// The content a handler set with [`CallContext::reply_with`], taken out.
+    pub fn take_content(&self) -> Option<Vec<Content>> {
+        self.content
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take()
     }
 
     /// The time of the call, in Unix milliseconds. Handlers use it instead of the clock so that

@@ -18,7 +18,11 @@
 //!   [`instructions`].
 //! - [`Setting`]: how each crate documents the settings it parses, for the generated
 //!   configuration reference.
-//! - [`CallContext`], [`ToolError`] and [`parse_args`]: what a tool handler receives and returns.
+//! - [`CallContext`], [`ToolError`] and [`parse_args`]: what a tool handler receives and returns;
+//!   through the context a handler may reach the session's client ([`ClientLink`]: progress, log
+//!   messages, requests such as sampling) and answer with rich [`Content`].
+//! - [`ResourceRegistration`] and [`PromptRegistration`]: resources (fixed or templated URIs) and
+//!   prompts, submitted with [`submit!`] like tools and served by the full server.
 //!
 //! # What it must not depend on
 //!
@@ -54,6 +58,7 @@
 //! assert_eq!(list["tools"][0]["annotations"]["readOnlyHint"], true);
 //! ```
 
+mod content;
 mod context;
 mod filter;
 mod listing;
@@ -65,13 +70,20 @@ mod spec;
 #[cfg(test)]
 mod tests;
 
-pub use context::{CallContext, Extensions, SessionPolicy, ToolError, json_kind, parse_args};
+pub use content::{
+    CompleteFn, Content, GetPromptFn, ListFn, PromptArgument, PromptMessage, PromptRegistration,
+    ReadFn, ResourceBody, ResourceContents, ResourceEntry, ResourceRegistration, Role,
+    UriVariables, match_template, prompts, resources,
+};
+pub use context::{
+    CallContext, ClientLink, Extensions, LogLevel, SessionPolicy, ToolError, json_kind, parse_args,
+};
 pub use filter::{ALLOWED_TOOLS_ENV, CATEGORIES_ENV, FILTER_SETTINGS, Filter, FilterWarning};
 pub use listing::Listing;
 pub use mode::{
     BYTES_PER_TOKEN, FIND_TOOLS, FindToolsArgs, LOAD_MODULES, LoadModulesArgs, MODE_ENV,
-    MODE_SETTINGS, MODULES_ENV, ModeError, StartMode, advertised_tools, discovery_tools,
-    estimate_tokens, instructions,
+    MODE_SETTINGS, MODULES_ENV, ModeError, RESOURCES_LINE, StartMode, advertised_tools,
+    discovery_tools, estimate_tokens, instructions,
 };
 pub use protocol_lite::setting::Setting;
 pub use registration::{Handler, ToolRegistration, call, find, registrations};

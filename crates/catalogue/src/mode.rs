@@ -305,5 +305,10 @@ pub(crate) fn instructions_for(
             category.summary()
         ));
     }
+    lines.push(RESOURCES_LINE.to_owned());
     Some(lines.join("\n"))
 }
+
+/// The instructions' one line about resources (at most 30 o200k tokens).
+pub const RESOURCES_LINE: &str =
+    "Channels are also resources (hooks://channels/{channel}); subscribe to hear of new messages.";

@@ -47,7 +47,46 @@ struct InitializeResult<'a> {
 #[derive(Serialize)]
 struct Capabilities {
     logging: Empty,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    completions: Option<Empty>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    prompts: Option<PromptsCapability>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    resources: Option<ResourcesCapability>,
     tools: ToolsCapability,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct PromptsCapability {
+    list_changed: bool,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ResourcesCapability {
+    subscribe: bool,
+    list_changed: bool,
+}
+
+/// What a server offers besides tools and logging, which decides its declared capabilities.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Features {
+    /// Resources (with subscriptions and list changes).
+    pub resources: bool,
+    /// Prompts.
+    pub prompts: bool,
+    /// Argument completion for prompts and resource templates.
+    pub completions: bool,
+}
+
+impl Features {
+    /// What hooks-mcp itself offers: channel resources and completion of their names.
+    pub const HOOKS_MCP: Features = Features {
+        resources: true,
+        prompts: false,
+        completions: true,
+    };
 }
 
 #[derive(Serialize)]
@@ -67,11 +106,26 @@ struct ServerInfo {
 
 impl ServerIdentity {
     /// The `initialize` result for a client that requested `requested_version`.
+    ///
+    /// The capabilities are hooks-mcp's own ([`Features::HOOKS_MCP`]).
     pub fn initialize_result(&self, requested_version: &str) -> Value {
+        self.initialize_result_with(requested_version, Features::HOOKS_MCP)
+    }
+
+    /// The `initialize` result of a server offering `features`.
+    pub fn initialize_result_with(&self, requested_version: &str, features: Features) -> Value {
         let result = InitializeResult {
             protocol_version: negotiate(requested_version),
             capabilities: Capabilities {
                 logging: Empty {},
+                completions: features.completions.then_some(Empty {}),
+                prompts: features.prompts.then_some(PromptsCapability {
+                    list_changed: false,
+                }),
+                resources: features.resources.then_some(ResourcesCapability {
+                    subscribe: true,
+                    list_changed: true,
+                }),
                 tools: ToolsCapability { list_changed: true },
             },
             server_info: ServerInfo {

@@ -122,19 +122,30 @@ impl LightSession {
                     );
                 }
             },
-            "tools/list" | "resources/list" | "resources/templates/list" | "prompts/list"
-                if !initialized =>
-            {
+            "tools/list" | "resources/templates/list" | "prompts/list" if !initialized => {
                 return Step::Handoff(format!("`{method}` before `initialize`"));
             }
             "tools/list" => return Step::ListTools(id),
-            "resources/list" => json!({ "resources": [] }),
-            "resources/templates/list" => json!({ "resourceTemplates": [] }),
+            "resources/templates/list" => resource_templates(),
             "prompts/list" => json!({ "prompts": [] }),
             other => return Step::Handoff(format!("`{other}` needs the full server")),
         };
         Step::Reply(jsonrpc::result_line(&id, &result))
     }
+}
+
+/// The `resources/templates/list` result: hooks-mcp's one template, the channels. It is static,
+/// so the light path answers it; listing and reading channels needs the store and hands off.
+/// (A test in server-full compares it with what the full server lists.)
+pub fn resource_templates() -> Value {
+    json!({ "resourceTemplates": [{
+        "uriTemplate": "hooks://channels/{channel}",
+        "name": "channel",
+        "title": "Channel messages",
+        "description": "A channel's unexpired messages, newest first (as channel_read returns \
+                        them); subscribe to be told when they change.",
+        "mimeType": "application/json",
+    }] })
 }
 
 /// The requested protocol version of a complete `initialize` request.

@@ -7,8 +7,9 @@
 //! stream is registered under its JSON-RPC id, the message goes straight to the service, and
 //! the service's transport routes each message it sends, synchronously and in order:
 //! - a response or error ends the stream of the request it answers;
-//! - a progress or cancellation notification, or a request the service makes while answering
-//!   one, joins that request's stream;
+//! - a progress or cancellation notification, or a request or notification the service makes
+//!   while answering one (marked with rmcp's `OriginatingRequestId`), joins that request's
+//!   stream;
 //! - everything else (`tools/list_changed`, log messages) goes to the session's standalone
 //!   GET stream, waiting there (a bounded few) until the client opens one.
 //!
@@ -370,6 +371,12 @@ impl Routes {
                 notification: ServerNotification::CancelledNotification(n),
                 ..
             }) => n.params.request_id.as_ref().and_then(|id| self.reply(id)),
+            // A notification a tool sent during its call (a log message) joins that call.
+            JsonRpcMessage::Notification(n) => n
+                .notification
+                .extensions()
+                .get::<OriginatingRequestId>()
+                .and_then(|o| self.reply(&o.0)),
             _ => None,
         };
         if let Some(tx) = related {

@@ -27,6 +27,7 @@
 
 mod auth;
 mod changes;
+mod client_link;
 pub mod daemon;
 mod discovery;
 #[cfg(feature = "fuzzing")]
@@ -36,11 +37,13 @@ mod health;
 mod hook_route;
 mod http;
 mod http_sessions;
+mod offer;
 mod registry;
 mod server;
 mod settings;
 mod sse;
 pub mod stdio;
+mod watch;
 
 pub use auth::{Access, Refusal, Token};
 pub use daemon::{DaemonConfig, DaemonError, InstanceLock};

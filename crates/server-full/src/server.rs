@@ -7,22 +7,29 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use catalogue::{CallContext, Extensions, FilterWarning, SessionPolicy, StartMode, ToolError};
+use catalogue::{
+    CallContext, Extensions, FilterWarning, LogLevel, SessionPolicy, StartMode, ToolError,
+};
 use protocol_lite::handshake::{LATEST_WITH_INITIALIZE, ServerIdentity};
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, CustomRequest,
-    CustomResult, ErrorCode, ErrorData, InitializeResult, ListPromptsResult,
-    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, LoggingLevel,
-    PaginatedRequestParams, ServerConfig, SetLevelRequestParams, Tool,
+    CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestParams, CompleteResult,
+    ContentBlock, CustomRequest, CustomResult, ErrorCode, ErrorData, GetPromptRequestParams,
+    GetPromptResponse, GetPromptResult, InitializeResult, ListPromptsResult,
+    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
+    ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Reference, ServerConfig,
+    SetLevelRequestParams, SubscribeRequestParams, Tool, UnsubscribeRequestParams,
 };
 use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{RoleServer, ServerHandler};
 use serde_json::{Value, json};
 use tokio::sync::Notify;
 
+use crate::client_link::CallClient;
 use crate::discovery;
+use crate::offer::{self, CompletionTarget};
 use crate::registry::{self, Registry, ToolEntry};
 use crate::settings::{Settings, SettingsError, now_ms};
+use crate::watch::{self, Subscriptions, Watch};
 
 /// The hooks-mcp MCP server. Clones share everything; [`HooksServer::fork_session`] makes a
 /// server for another session that shares the registry but loads tools on its own.
@@ -32,10 +39,13 @@ pub struct HooksServer {
     session: Arc<SessionTools>,
 }
 
-/// The tools one session has loaded (indexes into the registry).
+/// What belongs to one session: the tools it has loaded (indexes into the registry), the log
+/// level its client set, and the resources it subscribed to.
 #[derive(Debug)]
 struct SessionTools {
     loaded: Mutex<Vec<bool>>,
+    log_level: Mutex<LogLevel>,
+    subscriptions: Arc<Subscriptions>,
 }
 
 #[derive(Debug)]
@@ -47,7 +57,7 @@ struct Inner {
     session: SessionPolicy,
     extensions: Arc<Extensions>,
     initialized: Arc<Notify>,
-    log_level: Mutex<LoggingLevel>,
+    watch: Arc<Watch>,
     /// The store answers reads at once ([`store::no_wait`]): read-only tools then run on the
     /// async thread, without the round trip through the blocking pool.
     inline_reads: bool,
@@ -86,7 +96,7 @@ impl HooksServer {
             session: settings.session,
             extensions: settings.extensions,
             initialized: Arc::new(Notify::new()),
-            log_level: Mutex::new(LoggingLevel::Info),
+            watch: Arc::new(Watch::default()),
         };
         let inner = Arc::new(inner);
         let session = SessionTools::new(&inner);
@@ -174,8 +184,44 @@ impl HooksServer {
         self.inner.initialized.clone()
     }
 
+    /// The resources this session subscribed to, in the order it subscribed.
+    pub fn subscriptions(&self) -> Vec<String> {
+        self.session.subscriptions.uris()
+    }
+
+    /// Runs `f` with a call context on a blocking thread (store work may wait there).
+    async fn blocking<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&CallContext<'_>) -> T + Send + 'static,
+    ) -> Result<T, ErrorData> {
+        let inner = self.inner.clone();
+        let now = now_ms();
+        tokio::task::spawn_blocking(move || {
+            let ctx = CallContext::new(now, &inner.session, &inner.extensions);
+            f(&ctx)
+        })
+        .await
+        .map_err(|_| ErrorData::internal_error("the request's handler failed unexpectedly", None))
+    }
+
+    /// The link a tool handler uses to reach this call's client.
+    fn call_client(&self, context: &RequestContext<RoleServer>) -> CallClient {
+        CallClient {
+            peer: context.peer.clone(),
+            request: context.id.clone(),
+            progress_token: context.meta.get_progress_token(),
+            min_level: *lock(&self.session.log_level),
+            runtime: tokio::runtime::Handle::current(),
+        }
+    }
+
     /// Runs one tool call to completion on a blocking thread and shapes its result.
-    async fn run_tool(&self, name: &str, args: Value) -> Result<CallToolResult, ErrorData> {
+    async fn run_tool(
+        &self,
+        name: &str,
+        args: Value,
+        client: CallClient,
+    ) -> Result<CallToolResult, ErrorData> {
         let position = self
             .inner
             .registry
@@ -208,7 +254,7 @@ impl HooksServer {
                 store::no_wait::try_without_waiting(|| handler(&ctx, args.clone()))
             }));
             match attempt {
-                Ok(Some(Ok(value))) => return Ok(tool_success(value)),
+                Ok(Some(Ok(value))) => return Ok(shaped(value, ctx.take_content())),
                 Ok(Some(Err(error))) => return Ok(tool_error(&error)),
                 Ok(None) => {}
                 Err(_) => return Ok(panicked(name)),
@@ -216,16 +262,26 @@ impl HooksServer {
         }
         let inner = self.inner.clone();
         let outcome = tokio::task::spawn_blocking(move || {
-            let ctx = CallContext::new(now, &inner.session, &inner.extensions);
-            handler(&ctx, args)
+            let ctx = CallContext::new(now, &inner.session, &inner.extensions).with_client(&client);
+            let result = handler(&ctx, args);
+            (result, ctx.take_content())
         })
         .await;
         Ok(match outcome {
-            Ok(Ok(value)) => tool_success(value),
-            Ok(Err(error)) => tool_error(&error),
+            Ok((Ok(value), content)) => shaped(value, content),
+            Ok((Err(error), _)) => tool_error(&error),
             Err(_) => panicked(name),
         })
     }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Parses the JSON of an MCP result into its rmcp type.
+fn typed<T: serde::de::DeserializeOwned>(value: Value) -> Result<T, ErrorData> {
+    serde_json::from_value(value).map_err(|e| ErrorData::internal_error(e.to_string(), None))
 }
 
 impl SessionTools {
@@ -238,6 +294,8 @@ impl SessionTools {
             .collect();
         Arc::new(SessionTools {
             loaded: Mutex::new(loaded),
+            log_level: Mutex::new(LogLevel::Info),
+            subscriptions: Arc::new(Subscriptions::default()),
         })
     }
 }
@@ -248,6 +306,30 @@ fn panicked(name: &str) -> CallToolResult {
     tool_error(&ToolError::Internal(format!(
         "the tool `{name}` failed unexpectedly; the server continues, retry or report it"
     )))
+}
+
+/// A successful result: the handler's own content when it set some (with the JSON value as
+/// structured content unless it is null), else the JSON value as text and structured content.
+fn shaped(value: Value, content: Option<Vec<catalogue::Content>>) -> CallToolResult {
+    let Some(content) = content else {
+        return tool_success(value);
+    };
+    let blocks: Result<Vec<ContentBlock>, _> = content
+        .iter()
+        .map(|c| serde_json::from_value::<ContentBlock>(c.to_mcp()))
+        .collect();
+    match blocks {
+        Ok(blocks) => {
+            let mut result = CallToolResult::success(blocks);
+            if !value.is_null() {
+                result.structured_content = Some(value);
+            }
+            result
+        }
+        Err(e) => tool_error(&ToolError::Internal(format!(
+            "the tool produced content MCP cannot carry: {e}"
+        ))),
+    }
 }
 
 /// A successful result: the JSON object as structured content and as text.
@@ -263,7 +345,7 @@ fn tool_error(error: &ToolError) -> CallToolResult {
 
 /// The rmcp initialize result, parsed from the same JSON the light path sends.
 fn server_config(identity: &ServerIdentity) -> Result<ServerConfig, SettingsError> {
-    let value = identity.initialize_result(LATEST_WITH_INITIALIZE);
+    let value = identity.initialize_result_with(LATEST_WITH_INITIALIZE, offer::features());
     serde_json::from_value::<InitializeResult>(value)
         .map_err(|e| SettingsError::Catalogue(catalogue::CatalogueError::Malformed(e)))
 }
@@ -308,7 +390,10 @@ impl ServerHandler for HooksServer {
                 _ => {}
             }
         }
-        self.run_tool(&request.name, args).await.map(Into::into)
+        let client = self.call_client(&context);
+        self.run_tool(&request.name, args, client)
+            .await
+            .map(Into::into)
     }
 
     async fn list_resources(
@@ -316,7 +401,8 @@ impl ServerHandler for HooksServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
-        Ok(ListResourcesResult::with_all_items(Vec::new()))
+        let listed = self.blocking(offer::list_resources).await?;
+        typed(listed.map_err(offer::protocol_error)?)
     }
 
     async fn list_resource_templates(
@@ -324,7 +410,50 @@ impl ServerHandler for HooksServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, ErrorData> {
-        Ok(ListResourceTemplatesResult::with_all_items(Vec::new()))
+        typed(offer::list_templates())
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        let (registration, vars) = offer::resource_for(&request.uri)?;
+        let uri = request.uri;
+        let read = self
+            .blocking(move |ctx| offer::read_resource(ctx, registration, &uri, &vars))
+            .await?;
+        typed::<ReadResourceResult>(read.map_err(offer::protocol_error)?).map(Into::into)
+    }
+
+    async fn subscribe(
+        &self,
+        request: SubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        offer::resource_for(&request.uri)?;
+        let uri = request.uri.clone();
+        let extensions = self.inner.extensions.clone();
+        let seed = tokio::task::spawn_blocking(move || watch::digest_of(&extensions, &uri))
+            .await
+            .ok()
+            .flatten()
+            .map(|d| (request.uri.clone(), d));
+        let subscriptions = &self.session.subscriptions;
+        subscriptions.add(request.uri, context.peer.clone());
+        self.inner
+            .watch
+            .register(subscriptions, seed, self.inner.extensions.clone());
+        Ok(())
+    }
+
+    async fn unsubscribe(
+        &self,
+        request: UnsubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.session.subscriptions.remove(&request.uri);
+        Ok(())
     }
 
     async fn list_prompts(
@@ -332,7 +461,57 @@ impl ServerHandler for HooksServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, ErrorData> {
-        Ok(ListPromptsResult::with_all_items(Vec::new()))
+        typed(offer::list_prompts())
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, ErrorData> {
+        let prompt = offer::prompt(&request.name)?;
+        let args = request.arguments.unwrap_or_default();
+        let got = self
+            .blocking(move |ctx| offer::get_prompt(ctx, prompt, &args))
+            .await?;
+        typed::<GetPromptResult>(got.map_err(offer::protocol_error)?).map(Into::into)
+    }
+
+    async fn complete(
+        &self,
+        request: CompleteRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CompleteResult, ErrorData> {
+        let target = match &request.r#ref {
+            Reference::Prompt(p) => CompletionTarget::Prompt(offer::prompt(&p.name)?),
+            Reference::Resource(r) => {
+                let found = catalogue::resources()
+                    .into_iter()
+                    .find(|reg| reg.uri == r.uri)
+                    .ok_or_else(|| {
+                        ErrorData::invalid_params(
+                            format!(
+                                "no resource template is `{}`; resources/templates/list shows them",
+                                r.uri
+                            ),
+                            None,
+                        )
+                    })?;
+                CompletionTarget::Resource(found)
+            }
+            _ => {
+                return Err(ErrorData::invalid_params(
+                    "completion/complete: ref must be ref/prompt or ref/resource",
+                    None,
+                ));
+            }
+        };
+        let argument = request.argument.name;
+        let prefix = request.argument.value;
+        let completed = self
+            .blocking(move |ctx| offer::complete(ctx, target, &argument, &prefix))
+            .await?;
+        typed(completed.map_err(offer::protocol_error)?)
     }
 
     async fn set_level(
@@ -340,12 +519,21 @@ impl ServerHandler for HooksServer {
         request: SetLevelRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        let mut level = self
-            .inner
-            .log_level
-            .lock()
-            .unwrap_or_else(|p| p.into_inner());
-        *level = request.level;
+        let level = match serde_json::to_value(request.level)
+            .ok()
+            .as_ref()
+            .and_then(Value::as_str)
+        {
+            Some("debug") => LogLevel::Debug,
+            Some("info") => LogLevel::Info,
+            Some("notice") => LogLevel::Notice,
+            Some("warning") => LogLevel::Warning,
+            Some("error") => LogLevel::Error,
+            Some("critical") => LogLevel::Critical,
+            Some("alert") => LogLevel::Alert,
+            _ => LogLevel::Emergency,
+        };
+        *lock(&self.session.log_level) = level;
         Ok(())
     }
 

@@ -533,6 +533,16 @@ pub trait StoreAdmin {
     fn changes(&self) -> StoreResult<Option<Box<dyn ChangeFeed>>> {
         Ok(None)
     }
+    /// A number that changes whenever the store's contents may have changed (any connection's
+    /// commit, this process's included), read without touching a table: SQLite's
+    /// `PRAGMA data_version` on a connection of its own. `None` where the backend has none
+    /// (PostgreSQL, the default): watchers then use [`StoreAdmin::changes`] or a timer.
+    ///
+    /// # Errors
+    /// [`StoreError::Unavailable`] when the database cannot be reached.
+    fn change_version(&self) -> StoreResult<Option<u64>> {
+        Ok(None)
+    }
     /// Whether reads can be answered inside [`crate::no_wait::try_without_waiting`] (SQLite);
     /// where not (PostgreSQL, the default), callers need not try.
     fn reads_without_waiting(&self) -> bool {

@@ -344,3 +344,86 @@ catalogue::submit! {
         handler: clear,
     }
 }
+
+/// The URI template of channel resources: `hooks://channels/{channel}`.
+pub const CHANNEL_URI_TEMPLATE: &str = "hooks://channels/{channel}";
+/// The fixed part of every channel resource URI.
+pub const CHANNEL_URI_PREFIX: &str = "hooks://channels/";
+
+/// The resource URI of channel `name` (channel names need no escaping).
+pub fn channel_uri(name: &str) -> String {
+    format!("{CHANNEL_URI_PREFIX}{name}")
+}
+
+/// The channels with unexpired messages, as resources.
+fn list_channel_resources(
+    ctx: &CallContext<'_>,
+) -> Result<Vec<catalogue::ResourceEntry>, ToolError> {
+    let store = ctx.service::<StoreHandle>()?;
+    Ok(store
+        .channels(ctx.now_ms())?
+        .into_iter()
+        .map(|c| catalogue::ResourceEntry {
+            uri: channel_uri(&c.channel),
+            description: Some(format!("{} unexpired message(s)", c.active)),
+            name: c.channel,
+        })
+        .collect())
+}
+
+/// Reads a channel resource: what `channel_read` answers for that channel (the session's
+/// acknowledgements applied when the session is known), as JSON text.
+fn read_channel_resource(
+    ctx: &CallContext<'_>,
+    uri: &str,
+    vars: &catalogue::UriVariables,
+) -> Result<Vec<catalogue::ResourceContents>, ToolError> {
+    let channel = vars.get("channel").unwrap_or_default();
+    check_channel_name(channel).map_err(|e| {
+        ToolError::InvalidArguments(format!(
+            "`{uri}` names no valid channel ({e}); a channel resource URI looks like \
+             {CHANNEL_URI_PREFIX}deploys"
+        ))
+    })?;
+    let value = read(ctx, json!({ "channel": channel, "limit": READ_LIMIT_MAX }))?;
+    Ok(vec![catalogue::ResourceContents::text(
+        uri,
+        "application/json",
+        value.to_string(),
+    )])
+}
+
+/// Channel names that start with `prefix`, most recently published first (the template's one
+/// argument is `channel`; other arguments complete to nothing).
+fn complete_channel(
+    ctx: &CallContext<'_>,
+    argument: &str,
+    prefix: &str,
+) -> Result<Vec<String>, ToolError> {
+    if argument != "channel" {
+        return Ok(Vec::new());
+    }
+    let store = ctx.service::<StoreHandle>()?;
+    let mut channels = store.channels(ctx.now_ms())?;
+    channels.retain(|c| c.channel.starts_with(prefix));
+    channels.sort_by(|a, b| {
+        b.latest_at
+            .cmp(&a.latest_at)
+            .then(a.channel.cmp(&b.channel))
+    });
+    Ok(channels.into_iter().map(|c| c.channel).collect())
+}
+
+catalogue::submit! {
+    catalogue::ResourceRegistration {
+        uri: CHANNEL_URI_TEMPLATE,
+        name: "channel",
+        title: "Channel messages",
+        description: "A channel's unexpired messages, newest first (as channel_read returns \
+                      them); subscribe to be told when they change.",
+        mime_type: "application/json",
+        list: Some(list_channel_resources),
+        read: read_channel_resource,
+        complete: Some(complete_channel),
+    }
+}

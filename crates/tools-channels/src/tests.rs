@@ -545,3 +545,82 @@ fn render_delivery_writes_one_short_line_per_message() {
     );
     assert_eq!(render_delivery(&[]), "");
 }
+
+fn channel_resource() -> &'static catalogue::ResourceRegistration {
+    catalogue::resources()
+        .into_iter()
+        .find(|r| r.uri == crate::CHANNEL_URI_TEMPLATE)
+        .unwrap()
+}
+
+#[test]
+fn channel_resources_list_read_and_complete() {
+    let env = env();
+    let policy = SessionPolicy::Fallback(Some("s1".into()));
+    let ctx = CallContext::new(NOW, &policy, &env.ext);
+    let resource = channel_resource();
+    assert!((resource.list.unwrap())(&ctx).unwrap().is_empty());
+
+    let first = env.publish("deploys", "alert");
+    env.call_at(
+        NOW + 5,
+        "channel_publish",
+        json!({"channel": "dev", "message": "m"}),
+    )
+    .unwrap();
+    let ctx = CallContext::new(NOW + 10, &policy, &env.ext);
+    let listed: Vec<String> = (resource.list.unwrap())(&ctx)
+        .unwrap()
+        .into_iter()
+        .map(|e| e.uri)
+        .collect();
+    assert_eq!(listed, ["hooks://channels/deploys", "hooks://channels/dev"]);
+
+    // A read is what channel_read answers for that channel, acknowledgements applied.
+    let uri = "hooks://channels/deploys";
+    let vars = resource.matches(uri).unwrap();
+    let read = |ctx: &CallContext<'_>| {
+        let contents = (resource.read)(ctx, uri, &vars).unwrap();
+        let catalogue::ResourceBody::Text(text) = &contents[0].body else {
+            panic!("a channel reads as text");
+        };
+        assert_eq!(contents[0].mime_type.as_deref(), Some("application/json"));
+        serde_json::from_str::<Value>(text).unwrap()
+    };
+    assert_eq!(ids(&read(&ctx)), [first]);
+    env.call("channel_acknowledge", json!({"message_id": first}))
+        .unwrap();
+    assert!(ids(&read(&ctx)).is_empty(), "s1 acknowledged it");
+    let anonymous = SessionPolicy::ExplicitOnly;
+    let ctx_anonymous = CallContext::new(NOW + 10, &anonymous, &env.ext);
+    assert_eq!(
+        ids(&read(&ctx_anonymous)),
+        [first],
+        "no session: nothing hidden"
+    );
+
+    // Unknown channel: an empty read. A malformed name: invalid arguments naming a valid URI.
+    let vars = resource.matches("hooks://channels/nobody").unwrap();
+    let contents = (resource.read)(&ctx, "hooks://channels/nobody", &vars).unwrap();
+    let catalogue::ResourceBody::Text(text) = &contents[0].body else {
+        panic!("text");
+    };
+    assert_eq!(
+        serde_json::from_str::<Value>(text).unwrap(),
+        json!({"messages": []})
+    );
+    let bad = "hooks://channels/no%20spaces";
+    let vars = resource.matches(bad).unwrap();
+    let error = (resource.read)(&ctx, bad, &vars).unwrap_err();
+    assert!(
+        matches!(&error, ToolError::InvalidArguments(m) if m.contains("hooks://channels/deploys")),
+        "{error}"
+    );
+
+    // Completion: names with the prefix, most recently published first.
+    let complete = resource.complete.unwrap();
+    assert_eq!(complete(&ctx, "channel", "d").unwrap(), ["dev", "deploys"]);
+    assert_eq!(complete(&ctx, "channel", "dep").unwrap(), ["deploys"]);
+    assert!(complete(&ctx, "channel", "x").unwrap().is_empty());
+    assert!(complete(&ctx, "other", "").unwrap().is_empty());
+}

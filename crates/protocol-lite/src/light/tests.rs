@@ -54,12 +54,9 @@ fn handshake_and_discovery_are_answered_and_replay_kept() {
     let step = s.handle(br#"{"jsonrpc":"2.0","id":"x\"y","method":"tools/list"}"#);
     assert_eq!(tools_reply(&s, step)["id"], "x\"y");
     assert_eq!(
-        reply(s.handle(br#"{"jsonrpc":"2.0","id":3,"method":"resources/list"}"#))["result"],
-        json!({"resources": []})
-    );
-    assert_eq!(
-        reply(s.handle(br#"{"jsonrpc":"2.0","id":4,"method":"resources/templates/list"}"#))["result"],
-        json!({"resourceTemplates": []})
+        reply(s.handle(br#"{"jsonrpc":"2.0","id":4,"method":"resources/templates/list"}"#))["result"]
+            ["resourceTemplates"][0]["uriTemplate"],
+        "hooks://channels/{channel}"
     );
     assert_eq!(
         reply(s.handle(br#"{"jsonrpc":"2.0","id":5,"method":"prompts/list"}"#))["result"],

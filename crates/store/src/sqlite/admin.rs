@@ -89,6 +89,10 @@ impl StoreAdmin for SqliteStore {
         true
     }
 
+    fn change_version(&self) -> StoreResult<Option<u64>> {
+        self.data_version().map(Some)
+    }
+
     fn describe(&self) -> String {
         format!("sqlite:{}", self.path.display())
     }

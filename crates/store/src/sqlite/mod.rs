@@ -288,6 +288,20 @@ impl SqliteStore {
         in_read_transaction(&conn, f).map_err(|e| self.fail(e, started))
     }
 
+    /// `PRAGMA data_version` on the reader connection (which never writes, so every commit
+    /// changes it), else on the main connection (where only other processes' commits do).
+    pub(crate) fn data_version(&self) -> StoreResult<u64> {
+        let query = |conn: &Connection| {
+            conn.query_row("PRAGMA data_version", [], |r| r.get::<_, i64>(0))
+                .map(|v| v.max(0) as u64)
+                .map_err(|e| self.err(e, None))
+        };
+        match self.reader.get_or_init(|| self.open_reader()) {
+            Some(reader) => query(&reader.lock().unwrap_or_else(|p| p.into_inner())),
+            None => query(&self.lock()),
+        }
+    }
+
     /// The reader connection: read-only, never waiting (a lock is a refusal, not a wait).
     fn open_reader(&self) -> Option<Mutex<Connection>> {
         let flags = OpenFlags::SQLITE_OPEN_READ_ONLY

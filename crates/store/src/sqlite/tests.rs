@@ -249,3 +249,34 @@ fn a_no_wait_read_refuses_when_the_reader_is_busy() {
     let again = try_without_waiting(|| store.channels(T0)).unwrap().unwrap();
     assert_eq!(again.len(), 1);
 }
+
+#[test]
+fn the_change_version_moves_on_every_commit_and_only_then() {
+    use crate::StoreAdmin;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("state.db");
+    let store = SqliteStore::create(&path).unwrap();
+    let other = SqliteStore::create(&path).unwrap();
+    let first = store.change_version().unwrap().unwrap();
+    assert_eq!(
+        store.change_version().unwrap(),
+        Some(first),
+        "no commit, no change"
+    );
+    let message = crate::NewMessage {
+        channel: "c".into(),
+        body: "b".into(),
+        severity: crate::Severity::Info,
+        created_at: 1,
+        expires_at: i64::MAX,
+    };
+    crate::ChannelStore::publish(&store, &message).unwrap();
+    let second = store.change_version().unwrap().unwrap();
+    assert_ne!(second, first, "this process's own commit");
+    crate::ChannelStore::publish(&other, &message).unwrap();
+    assert_ne!(
+        store.change_version().unwrap().unwrap(),
+        second,
+        "another connection's commit"
+    );
+}

@@ -1,0 +1,222 @@
+//! Resource subscriptions: `notifications/resources/updated` when a subscribed resource's
+//! contents change, whoever changed them, and `notifications/resources/list_changed` when the
+//! listed resources change.
+//!
+//! One watcher task per process runs while any session has a subscription. Every
+//! [`CHECK_EVERY`] it asks the store whether anything was committed
+//! ([`store::StoreAdmin::change_version`]: SQLite's `PRAGMA data_version`, no table read);
+//! only then, or once every [`RECHECK_EVERY`] (so contents that change with time alone, like
+//! messages expiring, are noticed too, and on backends without a change version), it reads
+//! the subscribed resources and the list again and compares digests. Subscriptions live in
+//! their session's server and end with it (the watcher holds them weakly).
+
+use std::collections::hash_map::DefaultHasher;
+use std::collections::{BTreeMap, BTreeSet};
+use std::hash::{Hash, Hasher};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::{Duration, Instant};
+
+use catalogue::{CallContext, Extensions, SessionPolicy};
+use rmcp::model::ResourceUpdatedNotificationParam;
+use rmcp::{Peer, RoleServer};
+use store::StoreHandle;
+
+use crate::offer;
+use crate::settings::now_ms;
+
+/// How often the watcher asks the store whether anything was committed.
+pub(crate) const CHECK_EVERY: Duration = Duration::from_millis(200);
+/// How often it re-reads regardless (changes with time alone; stores without a version).
+pub(crate) const RECHECK_EVERY: Duration = Duration::from_millis(900);
+
+/// One session's subscriptions and the peer to notify.
+#[derive(Debug, Default)]
+pub(crate) struct Subscriptions {
+    inner: Mutex<SessionSubs>,
+}
+
+#[derive(Debug, Default)]
+struct SessionSubs {
+    uris: Vec<String>,
+    peer: Option<Peer<RoleServer>>,
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl Subscriptions {
+    /// The subscribed URIs, in subscription order.
+    pub(crate) fn uris(&self) -> Vec<String> {
+        lock(&self.inner).uris.clone()
+    }
+
+    /// Adds `uri`, remembering the peer to notify.
+    pub(crate) fn add(&self, uri: String, peer: Peer<RoleServer>) {
+        let mut subs = lock(&self.inner);
+        if !subs.uris.contains(&uri) {
+            subs.uris.push(uri);
+        }
+        subs.peer = Some(peer);
+    }
+
+    /// Removes `uri`.
+    pub(crate) fn remove(&self, uri: &str) {
+        lock(&self.inner).uris.retain(|u| u != uri);
+    }
+
+    fn snapshot(&self) -> Option<(Vec<String>, Peer<RoleServer>)> {
+        let subs = lock(&self.inner);
+        subs.peer.clone().map(|p| (subs.uris.clone(), p))
+    }
+}
+
+/// The process's watcher: the sessions that subscribed, and whether its task runs.
+#[derive(Debug, Default)]
+pub(crate) struct Watch {
+    sessions: Mutex<Vec<Weak<Subscriptions>>>,
+    running: Mutex<bool>,
+    /// Digests taken when a URI was subscribed, for the task to compare its next read with.
+    seeds: Mutex<BTreeMap<String, u64>>,
+}
+
+impl Watch {
+    /// Registers a session that subscribed and starts the watcher task if needed.
+    pub(crate) fn register(
+        self: &Arc<Self>,
+        subs: &Arc<Subscriptions>,
+        seed: Option<(String, u64)>,
+        extensions: Arc<Extensions>,
+    ) {
+        if let Some((uri, digest)) = seed {
+            lock(&self.seeds).entry(uri).or_insert(digest);
+        }
+        {
+            let mut sessions = lock(&self.sessions);
+            if !sessions.iter().any(|w| w.as_ptr() == Arc::as_ptr(subs)) {
+                sessions.push(Arc::downgrade(subs));
+            }
+        }
+        let mut running = lock(&self.running);
+        if *running {
+            return;
+        }
+        let Some(store) = extensions.get::<StoreHandle>().cloned() else {
+            return;
+        };
+        *running = true;
+        tokio::spawn(self.clone().run(store, extensions));
+    }
+
+    /// Live sessions with their URIs and peers; forgets ended ones.
+    fn live(&self) -> Vec<(Vec<String>, Peer<RoleServer>)> {
+        let mut sessions = lock(&self.sessions);
+        sessions.retain(|w| w.strong_count() > 0);
+        sessions
+            .iter()
+            .filter_map(Weak::upgrade)
+            .filter_map(|s| s.snapshot())
+            .collect()
+    }
+
+    async fn run(self: Arc<Self>, store: StoreHandle, extensions: Arc<Extensions>) {
+        let mut version: Option<u64> = None;
+        let mut digests: BTreeMap<String, u64> = BTreeMap::new();
+        let mut listed: Option<u64> = None;
+        let mut last_read = Instant::now();
+        loop {
+            tokio::time::sleep(CHECK_EVERY).await;
+            let sessions = self.live();
+            if sessions.is_empty() {
+                let mut running = lock(&self.running);
+                if lock(&self.sessions).is_empty() {
+                    *running = false;
+                    return;
+                }
+                continue;
+            }
+            let probe = store.clone();
+            let now_version = tokio::task::spawn_blocking(move || probe.change_version())
+                .await
+                .ok()
+                .and_then(Result::ok)
+                .flatten();
+            let changed = now_version.is_some() && now_version != version;
+            if !changed && last_read.elapsed() < RECHECK_EVERY {
+                continue;
+            }
+            version = now_version;
+            last_read = Instant::now();
+            let uris: BTreeSet<String> = sessions.iter().flat_map(|(u, _)| u.clone()).collect();
+            let ext = extensions.clone();
+            let read = tokio::task::spawn_blocking(move || digest_all(&ext, &uris)).await;
+            let Ok((new_digests, new_listed)) = read else {
+                continue;
+            };
+            for (uri, seed) in std::mem::take(&mut *lock(&self.seeds)) {
+                digests.entry(uri).or_insert(seed);
+            }
+            let updated: Vec<&String> = new_digests
+                .iter()
+                .filter(|(uri, d)| digests.get(*uri).is_some_and(|old| old != *d))
+                .map(|(uri, _)| uri)
+                .collect();
+            let list_changed = listed.is_some() && listed != new_listed;
+            for (uris, peer) in &sessions {
+                for uri in updated.iter().filter(|u| uris.contains(u)) {
+                    let param = ResourceUpdatedNotificationParam::new(uri.as_str());
+                    if let Err(e) = peer.notify_resource_updated(param).await {
+                        tracing::debug!("cannot notify a subscriber: {e}");
+                    }
+                }
+                if list_changed && let Err(e) = peer.notify_resource_list_changed().await {
+                    tracing::debug!("cannot notify a subscriber: {e}");
+                }
+            }
+            // New subscriptions get their first digest now; changes after it are reported.
+            digests = new_digests;
+            listed = new_listed;
+        }
+    }
+}
+
+/// Digests of each URI's contents (read with no session: nothing hidden) and of the list.
+fn digest_all(
+    extensions: &Extensions,
+    uris: &BTreeSet<String>,
+) -> (BTreeMap<String, u64>, Option<u64>) {
+    let policy = SessionPolicy::ExplicitOnly;
+    let ctx = CallContext::new(now_ms(), &policy, extensions);
+    let mut digests = BTreeMap::new();
+    for uri in uris {
+        let Ok((registration, vars)) = offer::resource_for(uri) else {
+            continue;
+        };
+        if let Ok(contents) = offer::read_resource(&ctx, registration, uri, &vars) {
+            digests.insert(uri.clone(), digest(&contents.to_string()));
+        }
+    }
+    let listed = offer::list_resources(&ctx).ok().map(|list| {
+        let uris: Vec<&str> = list["resources"]
+            .as_array()
+            .map(|a| a.iter().filter_map(|r| r["uri"].as_str()).collect())
+            .unwrap_or_default();
+        digest(&uris.join("\n"))
+    });
+    (digests, listed)
+}
+
+/// The digest of `uri`'s contents now (taken when a session subscribes).
+pub(crate) fn digest_of(extensions: &Extensions, uri: &str) -> Option<u64> {
+    let policy = SessionPolicy::ExplicitOnly;
+    let ctx = CallContext::new(now_ms(), &policy, extensions);
+    let (registration, vars) = offer::resource_for(uri).ok()?;
+    let contents = offer::read_resource(&ctx, registration, uri, &vars).ok()?;
+    Some(digest(&contents.to_string()))
+}
+
+fn digest(text: &str) -> u64 {
+    let mut hasher = DefaultHasher::new();
+    text.hash(&mut hasher);
+    hasher.finish()
+}
