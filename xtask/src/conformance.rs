@@ -187,46 +187,27 @@ fn install(cache: &Path) -> anyhow::Result<(PathBuf, PathBuf)> {
 
 /// Builds `hooks-mcp-full` and returns its path.
 pub(crate) fn build_daemon(root: &Path, release: bool) -> anyhow::Result<PathBuf> {
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let mut cmd = Command::new(cargo);
-    cmd.args([
-        "build",
-        "--quiet",
-        "-p",
-        "hooks-mcp",
-        "--bin",
-        "hooks-mcp-full",
-    ]);
-    if release {
-        cmd.arg("--release");
-    }
-    let status = cmd
-        .current_dir(root)
-        .status()
-        .context("running cargo build")?;
-    if !status.success() {
-        bail!("cargo build -p hooks-mcp --bin hooks-mcp-full failed ({status})");
-    }
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| root.join("target"));
-    Ok(target
-        .join(if release { "release" } else { "debug" })
-        .join("hooks-mcp-full"))
+    let dir = cargo_build(
+        root,
+        release,
+        &["-p", "hooks-mcp", "--bin", "hooks-mcp-full"],
+    )?;
+    Ok(dir.join("hooks-mcp-full"))
 }
 
 /// Builds `server-full`'s `conformance_fixtures` example and returns its path.
 fn build_fixtures(root: &Path, release: bool) -> anyhow::Result<PathBuf> {
+    let what = ["-p", "server-full", "--example", "conformance_fixtures"];
+    let dir = cargo_build(root, release, &what)?;
+    Ok(dir.join("examples").join("conformance_fixtures"))
+}
+
+/// Runs `cargo build --quiet WHAT` (with `--release` when asked) and returns the profile's
+/// output directory.
+fn cargo_build(root: &Path, release: bool, what: &[&str]) -> anyhow::Result<PathBuf> {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let mut cmd = Command::new(cargo);
-    cmd.args([
-        "build",
-        "--quiet",
-        "-p",
-        "server-full",
-        "--example",
-        "conformance_fixtures",
-    ]);
+    cmd.args(["build", "--quiet"]).args(what);
     if release {
         cmd.arg("--release");
     }
@@ -235,15 +216,12 @@ fn build_fixtures(root: &Path, release: bool) -> anyhow::Result<PathBuf> {
         .status()
         .context("running cargo build")?;
     if !status.success() {
-        bail!("cargo build -p server-full --example conformance_fixtures failed ({status})");
+        bail!("cargo build {} failed ({status})", what.join(" "));
     }
     let target = std::env::var_os("CARGO_TARGET_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| root.join("target"));
-    Ok(target
-        .join(if release { "release" } else { "debug" })
-        .join("examples")
-        .join("conformance_fixtures"))
+    Ok(target.join(if release { "release" } else { "debug" }))
 }
 
 /// A daemon child process on an ephemeral loopback port.
