@@ -124,8 +124,11 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
     );
     println!("| transport | before (MiB) | after (MiB) | per session (KiB) |");
     println!("|---|---:|---:|---:|");
+    let mut per_session = Vec::new();
     if args.idle > 0 {
-        for kind in [Idle::Http, Idle::HttpWithGet, Idle::Sse] {
+        for kind in [Idle::Http, Idle::HttpWithGet, Idle::Subscribed, Idle::Sse] {
+            // Written pages of a freshly built binary count as private dirty until synced.
+            let _ = Command::new("sync").status();
             let home = tempfile::tempdir()?;
             let mut daemon = Daemon::start_with(
                 &bin,
@@ -147,6 +150,22 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
                     match kind {
                         Idle::Http => drop(Conn::session(addr)?),
                         Idle::HttpWithGet => streams.push(Conn::session(addr)?.open_get()?),
+                        Idle::Subscribed => {
+                            let mut conn = Conn::session(addr)?;
+                            let channel = format!("bench{}", streams.len() % 4);
+                            let subscribe = json!({
+                                "jsonrpc": "2.0", "id": 1, "method": "resources/subscribe",
+                                "params": { "uri": format!("hooks://channels/{channel}") }
+                            });
+                            let reply = conn.request("POST", &subscribe.to_string())?;
+                            anyhow::ensure!(
+                                reply.status == 200 && reply.body.contains("\"result\""),
+                                "resources/subscribe: {} {}",
+                                reply.status,
+                                reply.body
+                            );
+                            streams.push(conn.open_get()?);
+                        }
                         Idle::Sse => streams.push(open_sse_session(addr)?),
                     }
                 }
@@ -158,21 +177,36 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
             open(args.idle)?;
             std::thread::sleep(Duration::from_millis(300));
             let after = private_dirty_kib(daemon.pid())?;
-            print_memory(kind.name(), before, after, args.idle);
+            per_session.push((kind, print_memory(kind.name(), before, after, args.idle)));
             drop(streams);
             daemon.stop()?;
+        }
+        let of = |wanted: Idle| {
+            per_session
+                .iter()
+                .find(|(kind, _)| *kind == wanted)
+                .map(|(_, kib)| *kib)
+        };
+        if let (Some(subscribed), Some(open)) = (of(Idle::Subscribed), of(Idle::HttpWithGet)) {
+            println!(
+                "\nA subscription (with the resource watcher running) adds {:.1} KiB to a \
+                 session with its GET stream open.",
+                subscribed - open
+            );
         }
     }
     Ok(())
 }
 
 /// What an idle session keeps open.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Idle {
     /// Nothing: a Streamable HTTP session between requests.
     Http,
     /// Its standalone GET stream, as clients that take server notifications keep.
     HttpWithGet,
+    /// Its GET stream open and subscribed to a channel resource (one of four).
+    Subscribed,
     /// Its legacy SSE stream (the session itself).
     Sse,
 }
@@ -182,18 +216,21 @@ impl Idle {
         match self {
             Idle::Http => "Streamable HTTP",
             Idle::HttpWithGet => "Streamable HTTP (GET stream open)",
+            Idle::Subscribed => "Streamable HTTP (GET stream open, subscribed)",
             Idle::Sse => "legacy SSE (stream open)",
         }
     }
 }
 
-fn print_memory(name: &str, before: u64, after: u64, sessions: usize) {
+/// Prints a memory row; returns the KiB per session.
+fn print_memory(name: &str, before: u64, after: u64, sessions: usize) -> f64 {
     let per = after.saturating_sub(before) as f64 / sessions as f64;
     println!(
         "| {name} | {:.2} | {:.2} | {per:.1} |",
         before as f64 / 1024.0,
         after as f64 / 1024.0
     );
+    per
 }
 
 /// Builds the release xtask and runs this same command with it, so the load generator is not

@@ -122,6 +122,7 @@ impl Listener {
     fn received(&self, change: Change) {
         match change {
             Change::Message(id) => tracing::debug!(message = id, "change received: broadcast"),
+            Change::Cleared(count) => tracing::debug!(count, "change received: cleared"),
             Change::Schedule(id) => {
                 tracing::debug!(schedule = id, "change received: schedule");
                 self.notify.notify_one();

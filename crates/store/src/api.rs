@@ -502,6 +502,8 @@ pub enum Change {
     Message(i64),
     /// A schedule was created or cancelled, with its id.
     Schedule(i64),
+    /// Broadcasts were cleared or pruned, with how many.
+    Cleared(i64),
 }
 
 /// Changes pushed by the database, so that a long-running process (the daemon) waits for them
@@ -535,8 +537,10 @@ pub trait StoreAdmin {
     }
     /// A number that changes whenever the store's contents may have changed (any connection's
     /// commit, this process's included), read without touching a table: SQLite's
-    /// `PRAGMA data_version` on a connection of its own. `None` where the backend has none
-    /// (PostgreSQL, the default): watchers then use [`StoreAdmin::changes`] or a timer.
+    /// `PRAGMA data_version` on a connection of its own; PostgreSQL: a count of the
+    /// notifications (publications, clears, schedule changes) a listening connection of its
+    /// own received, opened on the first call, and `None` while that connection is down.
+    /// `None` where the backend has none (the default): watchers then use a timer.
     ///
     /// # Errors
     /// [`StoreError::Unavailable`] when the database cannot be reached.

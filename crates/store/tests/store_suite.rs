@@ -46,6 +46,7 @@ backend_suite! {
         an_empty_store_is_missing_without_create,
         verify_reports_a_dropped_table,
         concurrent_first_opens_create_the_schema_once,
+        the_change_version_moves_when_another_handle_publishes_or_clears,
     ],
     channels: [
         publish_returns_the_stored_message,

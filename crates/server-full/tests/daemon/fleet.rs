@@ -266,7 +266,7 @@ fn three_daemons_share_one_postgres_database() {
 
 /// Where the fleet's store lives: a fresh schema, on a server of the test's own when it can
 /// run one.
-struct Database {
+pub(crate) struct Database {
     admin_url: String,
     schema: String,
     // Declared last: stopped after the schema is dropped.
@@ -277,7 +277,7 @@ impl Database {
     /// On a server of the test's own when PostgreSQL's server programs are installed (also
     /// when `HOOKS_MCP_TEST_DATABASE_URL` is unset), else on the server that variable names;
     /// `None` with neither.
-    fn new() -> Option<Database> {
+    pub(crate) fn new() -> Option<Database> {
         let server = server_bindir().map(PrivateServer::start);
         let admin_url = match &server {
             Some(s) => s.url(),
@@ -302,7 +302,7 @@ impl Database {
     }
 
     /// The store's URL: the server, with the schema first on the `search_path`.
-    fn url(&self) -> String {
+    pub(crate) fn url(&self) -> String {
         let sep = if self.admin_url.contains('?') {
             '&'
         } else {

@@ -162,3 +162,141 @@ async fn a_subscriber_hears_of_another_process_publishing_within_a_second() {
     assert!(!after.iter().any(|w| w == uri), "{after:?}");
     client.cancel().await.unwrap();
 }
+
+/// Opens an rmcp client session on `daemon` that records resource notifications.
+async fn subscriber(
+    daemon: &Daemon,
+) -> (
+    Recorder,
+    rmcp::service::RunningService<RoleClient, Recorder>,
+) {
+    let recorder = Recorder::default();
+    let transport = StreamableHttpClientTransport::from_config(
+        StreamableHttpClientTransportConfig::with_uri(daemon.url("/mcp")),
+    );
+    let client = recorder.clone().serve(transport).await.unwrap();
+    (recorder, client)
+}
+
+// A plain test with its runtime inside: the database is set up and dropped with the blocking
+// PostgreSQL client, which must not run on a runtime's thread.
+#[test]
+fn on_postgres_a_subscriber_hears_of_another_daemon_publishing_and_clearing_within_a_second() {
+    let test = "resources::on_postgres_a_subscriber_hears_of_another_daemon_publishing_and_clearing_within_a_second";
+    // In a daemon child this runs the daemon; nothing below may run there.
+    crate::support::child_entry();
+    let Some(db) = crate::fleet::Database::new() else {
+        use std::io::Write;
+        let _ = std::io::stderr().write_all(
+            b"note: no PostgreSQL server (programs or HOOKS_MCP_TEST_DATABASE_URL): the \
+              PostgreSQL resources test was skipped\n",
+        );
+        return;
+    };
+    let url = db.url();
+    // A ten-minute scheduler tick: nothing here relies on it.
+    let env = [
+        ("HOOKS_MCP_DATABASE_URL", url.as_str()),
+        ("HOOKS_MCP_SCHEDULER_TICK_MS", "600000"),
+        ("HOOKS_MCP_DB_POOL_SIZE", "4"),
+    ];
+    let homes = [tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap()];
+    let watching = Daemon::start(test, homes[0].path(), &env);
+    let publishing = Daemon::start(test, homes[1].path(), &env);
+    watching.wait_ready();
+    publishing.wait_ready();
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(hears_of_another_daemon(&watching, &publishing));
+    drop(db);
+}
+
+/// Subscribes through `watching`; publishes and clears through `publishing`.
+async fn hears_of_another_daemon(watching: &Daemon, publishing: &Daemon) {
+    let (recorder, client) = subscriber(watching).await;
+    let uri = "hooks://channels/fleet-news";
+    client
+        .subscribe(SubscribeRequestParams::new(uri))
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+
+    // The other daemon publishes and then clears, through its own MCP session.
+    let addr = publishing.addr;
+    let session = tokio::task::spawn_blocking(move || crate::support::mcp_session(addr, &[]))
+        .await
+        .unwrap();
+    let tool = move |id: u64, name: &'static str, args: serde_json::Value| {
+        let session = session.clone();
+        async move {
+            tokio::task::spawn_blocking(move || {
+                let body = crate::support::call(id, name, args);
+                crate::support::mcp_request(addr, &session, &[], &body)["result"].clone()
+            })
+            .await
+            .unwrap()
+        }
+    };
+    let published_at = Instant::now();
+    let result = tool(
+        2,
+        "channel_publish",
+        serde_json::json!({ "channel": "fleet-news", "message": "from the other daemon" }),
+    )
+    .await;
+    assert_eq!(result["isError"], false, "{result}");
+    let id = result["structuredContent"]["id"].as_i64().unwrap();
+    let updated = recorder.wait_for(uri).await.expect("no resources/updated");
+    let latency = updated.duration_since(published_at);
+    assert!(
+        latency < Duration::from_secs(1),
+        "publication took {latency:?}"
+    );
+    let publish_latency = latency;
+
+    let before = recorder.seen.lock().unwrap().len();
+    let cleared_at = Instant::now();
+    let result = tool(3, "channel_clear", serde_json::json!({ "message_id": id })).await;
+    assert_eq!(result["isError"], false, "{result}");
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let cleared = loop {
+        let found = recorder.seen.lock().unwrap()[before..]
+            .iter()
+            .find(|(w, _)| w == uri)
+            .map(|(_, at)| *at);
+        if let Some(at) = found {
+            break at;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no resources/updated for the clear"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    };
+    let latency = cleared.duration_since(cleared_at);
+    assert!(latency < Duration::from_secs(1), "clear took {latency:?}");
+    {
+        use std::io::Write;
+        let _ = writeln!(
+            std::io::stderr(),
+            "note: PostgreSQL resources: resources/updated {publish_latency:?} after the other \
+             daemon's publication, {latency:?} after its clear"
+        );
+    }
+    let read = client
+        .read_resource(ReadResourceRequestParams::new(uri))
+        .await
+        .unwrap();
+    let text = serde_json::to_value(&read).unwrap()["contents"][0]["text"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(
+        serde_json::from_str::<serde_json::Value>(&text).unwrap()["messages"],
+        serde_json::json!([])
+    );
+    client.cancel().await.unwrap();
+}

@@ -91,4 +91,9 @@ impl StoreAdmin for PostgresStore {
     fn changes(&self) -> StoreResult<Option<Box<dyn ChangeFeed>>> {
         Ok(Some(Box::new(self.listen()?)))
     }
+
+    /// Counted by a listening connection of the store's own, opened on the first call.
+    fn change_version(&self) -> StoreResult<Option<u64>> {
+        Ok(self.version_feed().current())
+    }
 }

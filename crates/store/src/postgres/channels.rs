@@ -6,7 +6,7 @@
 
 use postgres::Row;
 
-use super::{Db, Fail, PostgresStore, parse_column};
+use super::{Db, Fail, PostgresStore, parse_column, to_u64};
 use crate::{
     ChannelStore, ChannelSummary, DeliveryPoint, Message, MessageQuery, MessageScope, MessageView,
     Millis, NewMessage, Severity, StoreError, StoreResult,
@@ -77,6 +77,28 @@ fn candidates(
             })
         })
         .collect()
+}
+
+/// Deletes the messages a filter selects and, when there were any, notifies the store's
+/// channel (`cleared N`) on commit; answers one row with the count, or none.
+macro_rules! cleared_notifying {
+    ($filter:literal) => {
+        concat!(
+            "WITH d AS (DELETE FROM messages ",
+            $filter,
+            " RETURNING 1), n AS (SELECT count(*) AS c FROM d)
+             SELECT c, pg_notify('hooks_mcp_' || left(md5(current_schema()), 16), 'cleared ' || c)
+             FROM n WHERE c > 0"
+        )
+    };
+}
+
+/// The count a `cleared_notifying!` statement answered.
+fn count_of(rows: &[Row]) -> Result<u64, Fail> {
+    match rows.first() {
+        Some(row) => to_u64(row.try_get(0)?, "count"),
+        None => Ok(0),
+    }
 }
 
 impl ChannelStore for PostgresStore {
@@ -190,18 +212,22 @@ impl ChannelStore for PostgresStore {
 
     fn clear_messages(&self, scope: &MessageScope) -> StoreResult<u64> {
         self.run(|db| {
-            Ok(match scope {
-                MessageScope::All => db.execute("DELETE FROM messages", &[])?,
+            let rows = match scope {
+                MessageScope::All => db.query(cleared_notifying!(""), &[])?,
                 MessageScope::Channel(channel) => {
-                    db.execute("DELETE FROM messages WHERE channel = $1", &[channel])?
+                    db.query(cleared_notifying!("WHERE channel = $1"), &[channel])?
                 }
-                MessageScope::Id(id) => db.execute("DELETE FROM messages WHERE id = $1", &[id])?,
-            })
+                MessageScope::Id(id) => db.query(cleared_notifying!("WHERE id = $1"), &[id])?,
+            };
+            count_of(&rows)
         })
     }
 
     fn prune_expired(&self, now: Millis) -> StoreResult<u64> {
-        self.run(|db| Ok(db.execute("DELETE FROM messages WHERE expires_at <= $1", &[&now])?))
+        self.run(|db| {
+            let rows = db.query(cleared_notifying!("WHERE expires_at <= $1"), &[&now])?;
+            count_of(&rows)
+        })
     }
 
     /// Reads first: when every due message was delivered to the session before (repeating

@@ -53,6 +53,17 @@ pub struct PostgresStore {
     tls: tls::Connector,
     describe: String,
     options: PgOptions,
+    /// The change version's listening thread, started by the first
+    /// [`crate::StoreAdmin::change_version`].
+    version: std::sync::OnceLock<Arc<changes::VersionFeed>>,
+}
+
+impl Drop for PostgresStore {
+    fn drop(&mut self) {
+        if let Some(feed) = self.version.get() {
+            feed.stop();
+        }
+    }
 }
 
 impl std::fmt::Debug for PostgresStore {
@@ -114,6 +125,7 @@ impl PostgresStore {
             tls,
             describe: target.describe,
             options: options.clone(),
+            version: std::sync::OnceLock::new(),
         };
         let opened = store.migrate(options.create)?;
         Ok((store, opened))
@@ -302,21 +314,23 @@ impl PostgresStore {
 
     /// A dedicated connection (outside the pool) listening on this store's channel.
     fn listen(&self) -> StoreResult<changes::PgChangeFeed> {
-        let mut client = self
-            .config
-            .connect(self.tls.clone())
-            .map_err(|e| self.err(e))?;
-        let channel: String = client
-            .query_one(&format!("SELECT {CHANNEL_SQL}"), &[])
-            .map_err(|e| self.err(e))?
-            .get(0);
-        client
-            .batch_execute(&format!("LISTEN \"{channel}\""))
-            .map_err(|e| self.err(e))?;
-        Ok(changes::PgChangeFeed {
-            client,
+        self.listener().open()
+    }
+
+    /// What opening a listening connection takes, for a thread of its own.
+    fn listener(&self) -> changes::Listener {
+        changes::Listener {
+            config: self.config.clone(),
+            tls: self.tls.clone(),
             describe: self.describe.clone(),
-        })
+        }
+    }
+
+    /// The change version ([`crate::StoreAdmin::change_version`]): its listening thread is
+    /// started on the first call.
+    pub(crate) fn version_feed(&self) -> &changes::VersionFeed {
+        self.version
+            .get_or_init(|| changes::VersionFeed::start(self.listener()))
     }
 }
 
@@ -433,22 +447,64 @@ pub(crate) fn to_i64(n: u64) -> i64 {
 }
 
 mod changes {
-    //! The LISTEN/NOTIFY change feed.
+    //! The LISTEN/NOTIFY change feed, and the change version counted from it.
 
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
     use std::time::Duration;
 
     use postgres::fallible_iterator::FallibleIterator;
 
+    use super::CHANNEL_SQL;
     use crate::{Change, ChangeFeed, StoreError, StoreResult};
 
-    /// A connection listening on a store's notification channel.
-    pub(crate) struct PgChangeFeed {
-        pub(super) client: postgres::Client,
+    /// Longest single wait on the feed: how soon the version's thread notices a stop.
+    const POLL: Duration = Duration::from_millis(250);
+    /// Pause before reopening a lost feed, doubled after each failure up to [`MAX_RETRY`].
+    const FIRST_RETRY: Duration = Duration::from_millis(250);
+    /// Longest pause between attempts to reopen the feed.
+    const MAX_RETRY: Duration = Duration::from_secs(5);
+
+    /// What opening a listening connection takes (no pool, no store).
+    #[derive(Clone)]
+    pub(crate) struct Listener {
+        pub(super) config: postgres::Config,
+        pub(super) tls: super::tls::Connector,
         pub(super) describe: String,
     }
 
-    impl ChangeFeed for PgChangeFeed {
-        fn wait(&mut self, timeout: Duration) -> StoreResult<Option<Change>> {
+    impl Listener {
+        /// A new connection listening on the store's channel.
+        pub(super) fn open(&self) -> StoreResult<PgChangeFeed> {
+            let lost = |e: postgres::Error| StoreError::Unavailable {
+                store: self.describe.clone(),
+                detail: format!("cannot listen for changes: {e}"),
+            };
+            let mut client = self.config.connect(self.tls.clone()).map_err(lost)?;
+            let channel: String = client
+                .query_one(&format!("SELECT {CHANNEL_SQL}"), &[])
+                .map_err(lost)?
+                .try_get(0)
+                .map_err(lost)?;
+            client
+                .batch_execute(&format!("LISTEN \"{channel}\""))
+                .map_err(lost)?;
+            Ok(PgChangeFeed {
+                client,
+                describe: self.describe.clone(),
+            })
+        }
+    }
+
+    /// A connection listening on a store's notification channel.
+    pub(crate) struct PgChangeFeed {
+        client: postgres::Client,
+        describe: String,
+    }
+
+    impl PgChangeFeed {
+        /// The next notification's payload, or `None` when none arrived within `timeout`.
+        fn next_payload(&mut self, timeout: Duration) -> StoreResult<Option<String>> {
             let next = self
                 .client
                 .notifications()
@@ -464,18 +520,97 @@ mod changes {
                     detail: "the change feed's connection was closed".into(),
                 });
             }
-            Ok(next.and_then(|n| parse(n.payload())))
+            Ok(next.map(|n| n.payload().to_owned()))
         }
     }
 
-    /// `message 12` / `schedule 3`.
+    impl ChangeFeed for PgChangeFeed {
+        fn wait(&mut self, timeout: Duration) -> StoreResult<Option<Change>> {
+            Ok(self.next_payload(timeout)?.and_then(|p| parse(&p)))
+        }
+    }
+
+    /// `message 12` / `schedule 3` / `cleared 40`.
     pub(super) fn parse(payload: &str) -> Option<Change> {
         let (kind, id) = payload.split_once(' ')?;
         let id = id.parse().ok()?;
         match kind {
             "message" => Some(Change::Message(id)),
             "schedule" => Some(Change::Schedule(id)),
+            "cleared" => Some(Change::Cleared(id)),
             _ => None,
+        }
+    }
+
+    /// The store's change version: a count of the notifications a thread of its own received
+    /// (and of its reconnections, since changes may have been missed meanwhile).
+    #[derive(Debug, Default)]
+    pub(crate) struct VersionFeed {
+        count: AtomicU64,
+        live: AtomicBool,
+        stop: AtomicBool,
+    }
+
+    impl VersionFeed {
+        /// Starts the listening thread; a feed whose thread cannot start is never live.
+        pub(super) fn start(listener: Listener) -> Arc<VersionFeed> {
+            let feed = Arc::new(VersionFeed::default());
+            let counting = feed.clone();
+            // Without the thread the version stays unknown and watchers fall back to a timer.
+            let _ = std::thread::Builder::new()
+                .name("hooks-mcp-store-version".into())
+                .spawn(move || counting.run(&listener));
+            feed
+        }
+
+        /// The version now; `None` while no connection listens.
+        pub(crate) fn current(&self) -> Option<u64> {
+            self.live
+                .load(Ordering::Acquire)
+                .then(|| self.count.load(Ordering::Acquire))
+        }
+
+        /// Asks the thread to end (the store is dropped).
+        pub(super) fn stop(&self) {
+            self.stop.store(true, Ordering::Release);
+        }
+
+        fn stopped(&self) -> bool {
+            self.stop.load(Ordering::Acquire)
+        }
+
+        fn run(&self, listener: &Listener) {
+            let mut retry = FIRST_RETRY;
+            while !self.stopped() {
+                let Ok(mut feed) = listener.open() else {
+                    self.pause(retry);
+                    retry = (retry * 2).min(MAX_RETRY);
+                    continue;
+                };
+                retry = FIRST_RETRY;
+                self.count.fetch_add(1, Ordering::AcqRel);
+                self.live.store(true, Ordering::Release);
+                while !self.stopped() {
+                    match feed.next_payload(POLL) {
+                        Ok(None) => {}
+                        Ok(Some(_)) => {
+                            self.count.fetch_add(1, Ordering::AcqRel);
+                        }
+                        Err(_) => break,
+                    }
+                }
+                self.live.store(false, Ordering::Release);
+            }
+        }
+
+        /// Sleeps `pause`, returning early on stop.
+        fn pause(&self, pause: Duration) {
+            let mut left = pause;
+            while !left.is_zero() && !self.stopped() {
+                let step = left.min(POLL);
+                std::thread::sleep(step);
+                left -= step;
+            }
         }
     }
 }

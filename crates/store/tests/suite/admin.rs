@@ -117,3 +117,53 @@ pub(crate) fn concurrent_first_opens_create_the_schema_once(b: &dyn Backend) {
     assert!(opened.contains(&Opened::Created), "{opened:?}");
     assert_eq!(location.schema_version(), SCHEMA_VERSION);
 }
+
+/// Waits (at most 10 s) for the store's change version to satisfy `ok`.
+fn version_when(store: &dyn store::Store, ok: impl Fn(u64) -> bool) -> u64 {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        if let Some(v) = store.change_version().unwrap().filter(|v| ok(*v)) {
+            return v;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the change version did not move within 10 s"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
+
+pub(crate) fn the_change_version_moves_when_another_handle_publishes_or_clears(b: &dyn Backend) {
+    let store = fresh(b);
+    // PostgreSQL's version is known once its listening connection is up.
+    let start = version_when(&*store, |_| true);
+    let other = store.open_another();
+    let message = other
+        .publish(&NewMessage {
+            channel: "a".into(),
+            body: "news".into(),
+            severity: Severity::Info,
+            created_at: T0,
+            expires_at: T0 + HOUR,
+        })
+        .unwrap();
+    let published = version_when(&*store, |v| v != start);
+    // Nothing committed since: the version stays.
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    assert_eq!(store.change_version().unwrap(), Some(published));
+    assert_eq!(
+        other
+            .clear_messages(&store::MessageScope::Id(message.id))
+            .unwrap(),
+        1
+    );
+    let cleared = version_when(&*store, |v| v != published);
+    assert_ne!(cleared, start);
+    assert_eq!(
+        other
+            .clear_messages(&store::MessageScope::Channel("a".into()))
+            .unwrap(),
+        0,
+        "a clear of nothing counts nothing"
+    );
+}

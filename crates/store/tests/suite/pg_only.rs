@@ -108,6 +108,16 @@ pub(crate) fn the_change_feed_reports_publications_and_schedule_changes(b: &Post
     );
     assert_eq!(feed.wait(Duration::from_millis(50)).unwrap(), None);
 
+    // Clears and prunes say how many went; clearing nothing says nothing.
+    other
+        .clear_messages(&store::MessageScope::Id(published.id))
+        .unwrap();
+    assert_eq!(feed.wait(wait).unwrap(), Some(Change::Cleared(1)));
+    assert_eq!(other.prune_expired(T0 + 2 * HOUR).unwrap(), 1);
+    assert_eq!(feed.wait(wait).unwrap(), Some(Change::Cleared(1)));
+    other.clear_messages(&store::MessageScope::All).unwrap();
+    assert_eq!(feed.wait(Duration::from_millis(200)).unwrap(), None);
+
     // Another store (schema) in the same database does not wake this feed.
     let elsewhere = fresh(b);
     elsewhere.publish(&message("elsewhere")).unwrap();
