@@ -6,11 +6,45 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 
+use crate::pg_server;
 use crate::support::{Server, full_bin, request};
 
 #[test]
 fn a_stdio_subscriber_hears_of_a_cli_publication_within_a_second() {
-    let mut s = Server::start();
+    hears_of_a_cli_publication(&[]);
+}
+
+#[test]
+fn on_postgres_a_stdio_subscriber_hears_of_a_cli_publication_within_a_second() {
+    let Some(base) = pg_server::test_database_url() else {
+        let _ = std::io::Write::write_all(
+            &mut std::io::stderr(),
+            pg_server::no_server_note(
+                "the PostgreSQL stdio resources test \
+                 (resources::on_postgres_a_stdio_subscriber_hears_of_a_cli_publication_within_a_second) was",
+            )
+            .as_bytes(),
+        );
+        return;
+    };
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .subsec_nanos();
+    let schema = format!("stdio_resources_{}_{nanos}", std::process::id());
+    let mut admin = postgres::Client::connect(&base, postgres::NoTls).unwrap();
+    admin
+        .batch_execute(&format!("CREATE SCHEMA {schema}"))
+        .unwrap();
+    let sep = if base.contains('?') { '&' } else { '?' };
+    let url = format!("{base}{sep}options=-c%20search_path%3D{schema}");
+    hears_of_a_cli_publication(&[("HOOKS_MCP_DATABASE_URL", &url)]);
+    let _ = admin.batch_execute(&format!("DROP SCHEMA {schema} CASCADE"));
+}
+
+/// A stdio session (with `env`) subscribes; the CLI (with the same `env`) publishes.
+fn hears_of_a_cli_publication(env: &[(&str, &str)]) {
+    let mut s = Server::with_env(env);
     s.handshake();
     let uri = "hooks://channels/stdio-proof";
     let subscribed = s.ask(&request(2, "resources/subscribe", json!({ "uri": uri })));
@@ -22,6 +56,7 @@ fn a_stdio_subscriber_hears_of_a_cli_publication_within_a_second() {
     let status = Command::new(full_bin())
         .args(["channel", "publish", "stdio-proof", "over the CLI"])
         .env("HOOKS_MCP_HOME", s.home.path())
+        .envs(env.iter().copied())
         .output()
         .unwrap();
     assert!(status.status.success(), "{status:?}");

@@ -1,7 +1,8 @@
 //! Throwaway PostgreSQL servers for tests. Shared by the store suite
 //! (`crates/store/tests/suite/`), the daemon fleet test
-//! (`crates/server-full/tests/daemon/fleet.rs`) and the hook forwarding test
-//! (`tests/hooks/forward.rs`), which include this file with `#[path]`.
+//! (`crates/server-full/tests/daemon/fleet.rs`), the hook forwarding test
+//! (`tests/hooks/forward.rs`) and the stdio resources test (`tests/protocol/resources.rs`),
+//! which include this file with `#[path]`.
 //!
 //! [`PrivateServer`] is a server a test owns, so that it can stop and start it.
 //! [`test_database_url`] is the server a test binary's PostgreSQL tests share: the one
