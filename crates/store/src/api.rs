@@ -151,6 +151,26 @@ pub struct MessageQuery {
     pub limit: u32,
     /// Messages expired at this instant are left out.
     pub now: Millis,
+    /// Only messages older than this one (the last of a previous page), for paging.
+    pub before: Option<MessageCursor>,
+}
+
+/// A place in the newest-first order of messages: a message's publication time and id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MessageCursor {
+    /// The message's publication time.
+    pub created_at: Millis,
+    /// Its id (ties on the time are broken by id).
+    pub id: i64,
+}
+
+impl From<&Message> for MessageCursor {
+    fn from(message: &Message) -> Self {
+        MessageCursor {
+            created_at: message.created_at,
+            id: message.id,
+        }
+    }
 }
 
 /// A message as one session sees it.

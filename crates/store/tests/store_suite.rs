@@ -51,6 +51,7 @@ backend_suite! {
     channels: [
         publish_returns_the_stored_message,
         read_is_newest_first_filtered_limited_and_skips_expired,
+        pages_follow_the_cursor_without_gaps_or_repeats,
         read_hides_or_marks_what_the_session_acknowledged,
         channels_count_active_messages_by_name,
         acknowledge_refuses_unknown_and_expired_ids_and_accepts_repeats,

@@ -222,6 +222,7 @@ fn read(ctx: &CallContext<'_>, args: Value) -> Result<Value, ToolError> {
         include_acknowledged: args.include_acknowledged,
         limit,
         now: ctx.now_ms(),
+        before: None,
     })?;
     let messages: Vec<Value> = views
         .iter()

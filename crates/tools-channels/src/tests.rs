@@ -72,6 +72,7 @@ impl Env {
             include_acknowledged: true,
             limit: 1000,
             now: 0,
+            before: None,
         };
         let mut ids: Vec<i64> = self
             .store

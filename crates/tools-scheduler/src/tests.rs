@@ -440,6 +440,7 @@ fn fire_due_one_shot_interval_and_catch_up() {
             include_acknowledged: true,
             limit: 100,
             now: back,
+            before: None,
         })
         .unwrap();
     assert_eq!(

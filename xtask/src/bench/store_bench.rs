@@ -144,6 +144,7 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
                     include_acknowledged: false,
                     limit: 20,
                     now: now_ms(),
+                    before: None,
                 })
                 .map(drop)
         })?,

@@ -163,6 +163,7 @@ impl ChannelStore for PostgresStore {
                      FROM messages m
                      WHERE m.expires_at > $1 AND ($3::text IS NULL OR m.channel = $3)) v
                      WHERE ($4 OR NOT v.acked)
+                       AND ($6::bigint IS NULL OR (v.created_at, v.id) < ($6, $7::bigint))
                      ORDER BY v.created_at DESC, v.id DESC
                      LIMIT $5"
                 ),
@@ -172,6 +173,8 @@ impl ChannelStore for PostgresStore {
                     &query.channel,
                     &show_acked,
                     &i64::from(query.limit),
+                    &query.before.map(|c| c.created_at),
+                    &query.before.map(|c| c.id),
                 ],
             )?;
             rows.iter()

@@ -147,6 +147,7 @@ impl ChannelStore for SqliteStore {
                  WHERE m.expires_at > ?1
                    AND (?3 IS NULL OR m.channel = ?3)
                    AND (?4 OR NOT acked)
+                   AND (?6 IS NULL OR m.created_at < ?6 OR (m.created_at = ?6 AND m.id < ?7))
                  ORDER BY m.created_at DESC, m.id DESC
                  LIMIT ?5"
             );
@@ -159,7 +160,9 @@ impl ChannelStore for SqliteStore {
                     query.session_id,
                     query.channel,
                     show_acked,
-                    query.limit
+                    query.limit,
+                    query.before.map(|c| c.created_at),
+                    query.before.map(|c| c.id)
                 ],
                 |row| Ok((message_from_row(row)?, row.get::<_, bool>(6)?)),
             )?;

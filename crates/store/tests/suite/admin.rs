@@ -46,6 +46,7 @@ pub(crate) fn a_fresh_store_has_the_current_schema_and_reopening_keeps_it(b: &dy
             include_acknowledged: false,
             limit: 20,
             now: T0 + 10,
+            before: None,
         })
         .unwrap();
     assert_eq!(read[0].message, message);

@@ -408,6 +408,7 @@ fn all_query(session: Option<&str>, now: Millis) -> MessageQuery {
         include_acknowledged: true,
         limit: 10_000,
         now,
+        before: None,
     }
 }
 
@@ -788,6 +789,7 @@ fn read_query(op: &Op, now: Millis) -> MessageQuery {
         include_acknowledged: *include_acknowledged,
         limit: *limit,
         now,
+        before: None,
     }
 }
 

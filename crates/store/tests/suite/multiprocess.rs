@@ -89,6 +89,7 @@ pub(crate) fn concurrent_processes_lose_no_writes(b: &dyn Backend) {
         include_acknowledged: true,
         limit: u32::MAX,
         now: T0,
+        before: None,
     };
     let all = store.read_messages(&everything).unwrap();
     assert_eq!(all.len(), WORKERS * PER_WORKER);

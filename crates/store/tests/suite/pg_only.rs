@@ -30,6 +30,7 @@ fn everything() -> MessageQuery {
         include_acknowledged: true,
         limit: 100,
         now: T0,
+        before: None,
     }
 }
 
