@@ -446,6 +446,21 @@ pub struct NextFire {
     pub skipped: u64,
 }
 
+/// One recorded firing of a schedule, as [`ScheduleStore::recent_firings`] lists it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FiringRecord {
+    /// The schedule that fired.
+    pub schedule_id: i64,
+    /// The occurrence it fired for.
+    pub scheduled_for: Millis,
+    /// When it fired (later than `scheduled_for` by the scheduler's lag).
+    pub fired_at: Millis,
+    /// The message it published (`None` once that message was cleared or pruned).
+    pub message_id: Option<i64>,
+    /// Occurrences skipped in this firing.
+    pub skipped: u64,
+}
+
 /// One publication made by [`ScheduleStore::fire_due`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Firing {
@@ -479,6 +494,12 @@ pub trait ScheduleStore {
         now: Millis,
         plan: &dyn Fn(&Schedule, Millis) -> NextFire,
     ) -> StoreResult<Vec<Firing>>;
+    /// The most recent firings (skips included), newest first: of one schedule, or of all.
+    fn recent_firings(
+        &self,
+        schedule_id: Option<i64>,
+        limit: u32,
+    ) -> StoreResult<Vec<FiringRecord>>;
     /// The earliest `next_fire_at` later than `now` among active schedules: when a process
     /// that waits for changes (the daemon) next has something to fire. The default reads every
     /// schedule; a backend answers from its index.

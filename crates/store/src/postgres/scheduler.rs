@@ -10,8 +10,8 @@ use postgres::Row;
 
 use super::{Fail, PostgresStore, parse_column, to_i64, to_u64};
 use crate::{
-    Firing, Message, Millis, NewSchedule, NextFire, Schedule, ScheduleStatus, ScheduleStore,
-    StoreError, StoreResult, Trigger,
+    Firing, FiringRecord, Message, Millis, NewSchedule, NextFire, Schedule, ScheduleStatus,
+    ScheduleStore, StoreError, StoreResult, Trigger,
 };
 
 /// The columns [`schedule_from_row`] reads, in order.
@@ -126,6 +126,32 @@ impl ScheduleStore for PostgresStore {
             )?
             .iter()
             .map(schedule_from_row)
+            .collect()
+        })
+    }
+
+    fn recent_firings(
+        &self,
+        schedule_id: Option<i64>,
+        limit: u32,
+    ) -> StoreResult<Vec<FiringRecord>> {
+        self.run(|db| {
+            db.query(
+                "SELECT schedule_id, scheduled_for, fired_at, message_id, skipped
+                 FROM schedule_firings WHERE $1::bigint IS NULL OR schedule_id = $1
+                 ORDER BY fired_at DESC, schedule_id DESC, scheduled_for DESC LIMIT $2",
+                &[&schedule_id, &i64::from(limit)],
+            )?
+            .iter()
+            .map(|row| {
+                Ok(FiringRecord {
+                    schedule_id: row.try_get(0)?,
+                    scheduled_for: row.try_get(1)?,
+                    fired_at: row.try_get(2)?,
+                    message_id: row.try_get(3)?,
+                    skipped: to_u64(row.try_get(4)?, "skipped count")?,
+                })
+            })
             .collect()
         })
     }

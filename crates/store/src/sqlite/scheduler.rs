@@ -9,8 +9,8 @@ use rusqlite::{Connection, OptionalExtension, Row, params};
 
 use super::{Fail, SqliteStore, parse_column};
 use crate::{
-    Firing, Message, Millis, NewSchedule, NextFire, Schedule, ScheduleStatus, ScheduleStore,
-    StoreError, StoreResult, Trigger,
+    Firing, FiringRecord, Message, Millis, NewSchedule, NextFire, Schedule, ScheduleStatus,
+    ScheduleStore, StoreError, StoreResult, Trigger,
 };
 
 /// The columns [`schedule_from_row`] reads, in order.
@@ -166,6 +166,30 @@ impl ScheduleStore for SqliteStore {
                 .query_map([], raw_from_row)?
                 .collect::<Result<Vec<_>, _>>()?;
             raws.into_iter().map(RawSchedule::decode).collect()
+        })
+    }
+
+    fn recent_firings(
+        &self,
+        schedule_id: Option<i64>,
+        limit: u32,
+    ) -> StoreResult<Vec<FiringRecord>> {
+        self.read(|tx| {
+            let mut stmt = tx.prepare_cached(
+                "SELECT schedule_id, scheduled_for, fired_at, message_id, skipped
+                 FROM schedule_firings WHERE ?1 IS NULL OR schedule_id = ?1
+                 ORDER BY fired_at DESC, schedule_id DESC, scheduled_for DESC LIMIT ?2",
+            )?;
+            let rows = stmt.query_map(params![schedule_id, limit], |row| {
+                Ok(FiringRecord {
+                    schedule_id: row.get(0)?,
+                    scheduled_for: row.get(1)?,
+                    fired_at: row.get(2)?,
+                    message_id: row.get(3)?,
+                    skipped: u64::try_from(row.get::<_, i64>(4)?).unwrap_or(0),
+                })
+            })?;
+            Ok(rows.collect::<Result<Vec<_>, _>>()?)
         })
     }
 

@@ -160,6 +160,22 @@ pub(crate) fn fire_due_publishes_and_advances_once(b: &dyn Backend) {
         ),
     );
     assert_eq!((messages, firings, linked), (4, 4, 4));
+
+    // The firings, newest first, of all schedules or of one.
+    let recent = store.recent_firings(None, 10).unwrap();
+    assert_eq!(recent.len(), 4);
+    assert!(recent.windows(2).all(|w| w[0].fired_at >= w[1].fired_at));
+    assert_eq!(recent[0].fired_at, late);
+    let of_interval = store.recent_firings(Some(every.id), 10).unwrap();
+    assert_eq!(
+        of_interval
+            .iter()
+            .map(|f| (f.scheduled_for, f.skipped))
+            .collect::<Vec<_>>(),
+        [(T0 + MINUTE, 3), (T0, 0)]
+    );
+    assert!(of_interval.iter().all(|f| f.message_id.is_some()));
+    assert_eq!(store.recent_firings(None, 1).unwrap().len(), 1);
 }
 
 pub(crate) fn a_recorded_occurrence_is_never_published_again(b: &dyn Backend) {
