@@ -833,7 +833,12 @@ async fn start(
         allowed_hosts: config.access.allowed_hosts.clone(),
         keep_alive: Duration::from_secs(15),
     };
-    let router = http::mcp_router(server, shared, &options, close_sessions);
+    let router = http::mcp_router(server, shared, &options, close_sessions).merge(
+        crate::api::router(crate::api::ApiState {
+            shared: shared.clone(),
+            store: store.clone(),
+        }),
+    );
     let _ = shared.mcp.set(router);
     phases.done();
 

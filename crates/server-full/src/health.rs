@@ -119,6 +119,11 @@ impl Status {
         self.phase.store(phase as u8, Ordering::Release);
     }
 
+    /// Time since the daemon started.
+    pub(crate) fn uptime(&self) -> std::time::Duration {
+        self.started.elapsed()
+    }
+
     pub(crate) fn is_serving(&self) -> bool {
         self.phase() == Phase::Serving
     }
@@ -158,7 +163,7 @@ pub(crate) struct SchedulerStats {
 
 impl SchedulerStats {
     /// Milliseconds since the last completed tick (or since start before the first one).
-    fn lag_ms(&self, now: i64) -> i64 {
+    pub(crate) fn lag_ms(&self, now: i64) -> i64 {
         let last = self.last_tick_ms.load(Ordering::Acquire);
         let since = if last > 0 {
             last

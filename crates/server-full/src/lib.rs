@@ -16,6 +16,8 @@
 //!   both answered by `hook-dispatch` over the daemon's store, the scheduler tick (woken by the
 //!   store's change feed where it has one: `changes`), the instance lock and graceful
 //!   shutdown.
+//! - [`api`](openapi_json): the operator's read API at `/api/v1/...` (JSON, behind the same
+//!   checks as `/mcp`) and its OpenAPI document, generated from the handlers.
 //! - [`Settings`]: the environment the server runs in (filters, session policy, store).
 //! - [`link_tools`]: the one place that names every tools crate, so their registrations are
 //!   linked into any binary that uses this crate.
@@ -25,6 +27,7 @@
 //! Nothing depends on this crate but the `hooks-mcp` binary. It must never be linked into the
 //! light front end: it brings tokio, rmcp, SQLite and every tool.
 
+mod api;
 mod auth;
 mod changes;
 mod client_link;
@@ -45,6 +48,7 @@ mod sse;
 pub mod stdio;
 mod watch;
 
+pub use api::openapi_json;
 pub use auth::{Access, Refusal, Token};
 pub use daemon::{DaemonConfig, DaemonError, InstanceLock};
 pub use health::{Phase, probe as probe_health};

@@ -201,6 +201,8 @@ pub trait ChannelStore {
     fn channels(&self, now: Millis) -> StoreResult<Vec<ChannelSummary>>;
     /// Active messages, newest first.
     fn read_messages(&self, query: &MessageQuery) -> StoreResult<Vec<MessageView>>;
+    /// One message by id, unless it expired at `now` (or never existed).
+    fn message(&self, id: i64, now: Millis) -> StoreResult<Option<Message>>;
     /// Records that `session_id` acknowledged the message, so it is no longer delivered to that
     /// session. Acknowledging twice is fine.
     ///

@@ -188,6 +188,22 @@ impl ChannelStore for PostgresStore {
         })
     }
 
+    fn message(&self, id: i64, now: Millis) -> StoreResult<Option<Message>> {
+        self.run(|db| {
+            db.query_opt(
+                concat!(
+                    "SELECT ",
+                    message_columns!(),
+                    " FROM messages m WHERE m.id = $1 AND m.expires_at > $2"
+                ),
+                &[&id, &now],
+            )?
+            .as_ref()
+            .map(message_from_row)
+            .transpose()
+        })
+    }
+
     fn acknowledge(&self, message_id: i64, session_id: &str, now: Millis) -> StoreResult<Message> {
         self.run(|db| {
             // One statement: the message row is share-locked against a concurrent delete, and a

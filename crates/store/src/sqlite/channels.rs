@@ -178,6 +178,19 @@ impl ChannelStore for SqliteStore {
         })
     }
 
+    fn message(&self, id: i64, now: Millis) -> StoreResult<Option<Message>> {
+        self.read(|tx| {
+            let sql = format!(
+                "SELECT {MESSAGE_COLUMNS} FROM messages m WHERE m.id = ?1 AND m.expires_at > ?2"
+            );
+            let raw = tx
+                .prepare_cached(&sql)?
+                .query_row(params![id, now], message_from_row)
+                .optional()?;
+            raw.map(finish).transpose()
+        })
+    }
+
     fn acknowledge(&self, message_id: i64, session_id: &str, now: Millis) -> StoreResult<Message> {
         self.write(|tx| {
             let raw = tx

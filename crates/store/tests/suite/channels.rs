@@ -45,6 +45,14 @@ pub(crate) fn publish_returns_the_stored_message(b: &dyn Backend) {
     let read = store.read_messages(&query(None, None, false)).unwrap();
     assert_eq!(read[1].message, a);
     assert!(!read[1].acknowledged);
+    // One message by id, while it lives.
+    assert_eq!(store.message(a.id, T0 + 10).unwrap(), Some(a.clone()));
+    assert_eq!(store.message(a.id, T0 + HOUR).unwrap(), None, "expired");
+    assert_eq!(
+        store.message(b.id + 100, T0).unwrap(),
+        None,
+        "never existed"
+    );
 }
 
 pub(crate) fn read_is_newest_first_filtered_limited_and_skips_expired(b: &dyn Backend) {

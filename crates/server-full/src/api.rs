@@ -1,0 +1,684 @@
+//! The operator's read API: versioned JSON at `/api/v1/...` for what an operator looks at
+//! (overview, channels and their messages, one message, schedules with their recent firings,
+//! reminders, conditions), behind the same token, `Host` and `Origin` checks as `/mcp`.
+//!
+//! The OpenAPI document (`GET /api/v1/openapi.json`) is generated from these handlers and
+//! types: each route is registered together with its description ([`utoipa_axum::routes!`]),
+//! so the document lists exactly the routes served.
+//!
+//! Times are RFC 3339 strings in UTC. Lists that grow (messages) are paged newest first: a
+//! page answers `next`, the cursor to pass as `before` for the following page, or `null` on
+//! the last one.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use axum::Json;
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use serde::{Deserialize, Serialize};
+use store::{MessageCursor, MessageQuery, StoreError, StoreHandle, to_rfc3339};
+use utoipa::{IntoParams, OpenApi, ToSchema};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use crate::http::Shared;
+use crate::settings::now_ms;
+
+/// The API's path prefix.
+pub(crate) const PREFIX: &str = "/api/v1";
+/// Most items one page holds.
+const MAX_LIMIT: u32 = 500;
+/// Items on a page when the request names no limit.
+const DEFAULT_LIMIT: u32 = 100;
+/// Firings listed with each schedule.
+const FIRINGS_PER_SCHEDULE: u32 = 10;
+
+#[derive(OpenApi)]
+#[openapi(
+    info(
+        title = "hooks-mcp read API",
+        description = "What an operator of a hooks-mcp fleet looks at. Read only; every route \
+                       takes the daemon's bearer token when one is set."
+    ),
+    tags(
+        (name = "overview", description = "The daemon and the store at a glance"),
+        (name = "channels", description = "Broadcast channels and their messages"),
+        (name = "scheduler", description = "Schedules and their firings"),
+        (name = "enforcement", description = "Reminders"),
+        (name = "conditions", description = "Operator scripts run on tool calls"),
+    )
+)]
+struct ApiDoc;
+
+/// What the handlers read.
+#[derive(Debug, Clone)]
+pub(crate) struct ApiState {
+    pub(crate) shared: Arc<Shared>,
+    pub(crate) store: StoreHandle,
+}
+
+/// The API's routes (and the document describing them).
+pub(crate) fn router(state: ApiState) -> axum::Router {
+    let (router, doc) = routes().with_state(state).split_for_parts();
+    let doc = Arc::new(doc);
+    router.route(
+        &format!("{PREFIX}/openapi.json"),
+        axum::routing::get(move || {
+            let doc = doc.clone();
+            async move { Json(doc.as_ref().clone()) }
+        }),
+    )
+}
+
+/// Every documented route, with its description.
+fn routes() -> OpenApiRouter<ApiState> {
+    OpenApiRouter::with_openapi(ApiDoc::openapi())
+        .routes(routes!(overview))
+        .routes(routes!(channels))
+        .routes(routes!(channel_messages))
+        .routes(routes!(message))
+        .routes(routes!(schedules))
+        .routes(routes!(reminders))
+        .routes(routes!(conditions))
+}
+
+/// The OpenAPI document, as the daemon serves it (for `cargo xtask` and tests).
+pub fn openapi_json() -> String {
+    let (_, doc) = routes().split_for_parts();
+    doc.to_pretty_json().unwrap_or_default()
+}
+
+/// An error answer: what was wrong, in one line.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct ApiError {
+    /// What was wrong and how to fix it.
+    error: String,
+}
+
+fn error(status: StatusCode, message: impl Into<String>) -> Response {
+    (
+        status,
+        Json(ApiError {
+            error: message.into(),
+        }),
+    )
+        .into_response()
+}
+
+fn store_error(e: &StoreError) -> Response {
+    match e {
+        StoreError::NotFound { .. } => error(StatusCode::NOT_FOUND, e.to_string()),
+        StoreError::Unavailable { .. } | StoreError::Locked { .. } => {
+            error(StatusCode::SERVICE_UNAVAILABLE, e.to_string())
+        }
+        _ => error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+    }
+}
+
+/// Runs `read` on the blocking pool; a store error becomes its answer.
+async fn blocking<T: Send + 'static>(
+    store: &StoreHandle,
+    read: impl FnOnce(&StoreHandle) -> Result<T, StoreError> + Send + 'static,
+) -> Result<T, Response> {
+    let store = store.clone();
+    match tokio::task::spawn_blocking(move || read(&store)).await {
+        Ok(Ok(value)) => Ok(value),
+        Ok(Err(e)) => Err(store_error(&e)),
+        Err(e) => Err(error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("the read failed: {e}"),
+        )),
+    }
+}
+
+// --- Overview -------------------------------------------------------------------------------
+
+/// The daemon and the store at a glance.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct Overview {
+    /// hooks-mcp's version.
+    version: String,
+    /// `ok` while serving.
+    status: String,
+    /// Seconds since the daemon started.
+    uptime_s: u64,
+    /// Where the store is (a path or a URL without credentials).
+    store: String,
+    /// Live records.
+    counts: OverviewCounts,
+    /// The scheduler's progress.
+    scheduler: SchedulerState,
+    /// Open MCP sessions by transport.
+    sessions: OpenSessions,
+}
+
+/// Live records in the store.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct OverviewCounts {
+    /// Unexpired broadcasts.
+    active_messages: u64,
+    /// Channels with unexpired broadcasts.
+    channels: u64,
+    /// Reminders.
+    reminders: u64,
+    /// Conditions.
+    conditions: u64,
+    /// Active schedules.
+    active_schedules: u64,
+}
+
+/// The daemon's scheduler.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct SchedulerState {
+    /// The periodic tick, in milliseconds.
+    tick_ms: u64,
+    /// When the last tick completed.
+    last_tick: Option<String>,
+    /// Milliseconds since the last completed tick.
+    lag_ms: i64,
+    /// Publications made since the daemon started.
+    fired: u64,
+    /// The next time an active schedule is due.
+    next_due: Option<String>,
+    /// The last tick's error, if it failed.
+    last_error: Option<String>,
+}
+
+/// Open MCP sessions.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct OpenSessions {
+    /// Streamable HTTP sessions.
+    streamable_http: u64,
+    /// Legacy SSE sessions.
+    sse: u64,
+    /// The cap on both together.
+    max: u64,
+}
+
+/// The overview.
+#[utoipa::path(
+    get,
+    path = "/api/v1/overview",
+    tag = "overview",
+    responses(
+        (status = 200, description = "The overview", body = Overview),
+        (status = 503, description = "The store cannot be reached", body = ApiError),
+    )
+)]
+async fn overview(State(state): State<ApiState>) -> Response {
+    let now = now_ms();
+    let read = blocking(&state.store, move |store| {
+        let counts = store.counts(now)?;
+        let channels = store.channels(now)?.len();
+        let next = store.next_fire_after(now - 1)?;
+        Ok((counts, channels, next, store.describe()))
+    })
+    .await;
+    let (counts, channels, next, describe) = match read {
+        Ok(read) => read,
+        Err(response) => return response,
+    };
+    let status = &state.shared.status;
+    let sched = &status.scheduler;
+    let last = sched.last_tick_ms.load(Ordering::Acquire);
+    let sessions = state.shared.sessions.report();
+    let count = |key: &str| sessions[key].as_u64().unwrap_or(0);
+    Json(Overview {
+        version: env!("CARGO_PKG_VERSION").to_owned(),
+        status: if status.is_serving() {
+            "ok".into()
+        } else {
+            "starting".into()
+        },
+        uptime_s: status.uptime().as_secs(),
+        store: describe,
+        counts: OverviewCounts {
+            active_messages: counts.active_messages,
+            channels: u64::try_from(channels).unwrap_or(u64::MAX),
+            reminders: counts.reminders,
+            conditions: counts.conditions,
+            active_schedules: counts.active_schedules,
+        },
+        scheduler: SchedulerState {
+            tick_ms: u64::try_from(sched.tick.as_millis()).unwrap_or(u64::MAX),
+            last_tick: (last > 0).then(|| to_rfc3339(last)),
+            lag_ms: sched.lag_ms(now),
+            fired: sched.fired.load(Ordering::Relaxed),
+            next_due: next.map(to_rfc3339),
+            last_error: sched
+                .last_error
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .clone(),
+        },
+        sessions: OpenSessions {
+            streamable_http: count("streamable_http"),
+            sse: count("sse"),
+            max: count("max"),
+        },
+    })
+    .into_response()
+}
+
+// --- Channels and messages ------------------------------------------------------------------
+
+/// A channel with unexpired messages.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct Channel {
+    /// Its name.
+    name: String,
+    /// Unexpired messages on it.
+    active: u64,
+    /// When its newest unexpired message was published.
+    latest_at: String,
+}
+
+/// Every channel with unexpired messages, most recently published first.
+#[utoipa::path(
+    get,
+    path = "/api/v1/channels",
+    tag = "channels",
+    responses(
+        (status = 200, description = "The channels", body = Vec<Channel>),
+        (status = 503, description = "The store cannot be reached", body = ApiError),
+    )
+)]
+async fn channels(State(state): State<ApiState>) -> Response {
+    let now = now_ms();
+    match blocking(&state.store, move |store| store.channels(now)).await {
+        Ok(mut list) => {
+            list.sort_by_key(|c| std::cmp::Reverse(c.latest_at));
+            Json(
+                list.into_iter()
+                    .map(|c| Channel {
+                        name: c.channel,
+                        active: c.active,
+                        latest_at: to_rfc3339(c.latest_at),
+                    })
+                    .collect::<Vec<_>>(),
+            )
+            .into_response()
+        }
+        Err(response) => response,
+    }
+}
+
+/// A broadcast.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct ApiMessage {
+    /// Its id.
+    id: i64,
+    /// Its channel.
+    channel: String,
+    /// Its text.
+    body: String,
+    /// `info`, `alert` or `critical`.
+    severity: String,
+    /// When it was published.
+    created_at: String,
+    /// When it expires.
+    expires_at: String,
+    /// Seconds until it expires.
+    expires_in_s: i64,
+}
+
+impl ApiMessage {
+    fn new(m: &store::Message, now: i64) -> ApiMessage {
+        ApiMessage {
+            id: m.id,
+            channel: m.channel.clone(),
+            body: m.body.clone(),
+            severity: m.severity.as_str().to_owned(),
+            created_at: to_rfc3339(m.created_at),
+            expires_at: to_rfc3339(m.expires_at),
+            expires_in_s: (m.expires_at - now).max(0) / 1000,
+        }
+    }
+}
+
+/// A page of messages, newest first.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct MessagePage {
+    /// The messages.
+    items: Vec<ApiMessage>,
+    /// The `before` of the next page; `null` on the last page.
+    next: Option<String>,
+}
+
+/// Paging parameters.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub(crate) struct PageQuery {
+    /// Items on the page (1 to 500; 100 by default).
+    limit: Option<u32>,
+    /// The `next` cursor of the previous page.
+    before: Option<String>,
+}
+
+impl PageQuery {
+    fn limit(&self) -> Result<u32, Response> {
+        match self.limit {
+            None => Ok(DEFAULT_LIMIT),
+            Some(n) if (1..=MAX_LIMIT).contains(&n) => Ok(n),
+            Some(n) => Err(error(
+                StatusCode::BAD_REQUEST,
+                format!("limit: {n} is out of range; pass 1 to {MAX_LIMIT}"),
+            )),
+        }
+    }
+
+    /// The cursor: `CREATED_AT_MS.ID`, as `next` gives it.
+    fn cursor(&self) -> Result<Option<MessageCursor>, Response> {
+        let Some(text) = self.before.as_deref() else {
+            return Ok(None);
+        };
+        let parsed = text
+            .split_once('.')
+            .and_then(|(t, id)| Some((t.parse().ok()?, id.parse().ok()?)));
+        match parsed {
+            Some((created_at, id)) => Ok(Some(MessageCursor { created_at, id })),
+            None => Err(error(
+                StatusCode::BAD_REQUEST,
+                format!(
+                    "before: `{}` is not a cursor; pass the `next` of the previous page",
+                    text.escape_debug()
+                ),
+            )),
+        }
+    }
+}
+
+fn cursor_text(cursor: MessageCursor) -> String {
+    format!("{}.{}", cursor.created_at, cursor.id)
+}
+
+/// A channel's unexpired messages, newest first, a page at a time.
+#[utoipa::path(
+    get,
+    path = "/api/v1/channels/{channel}/messages",
+    tag = "channels",
+    params(("channel" = String, Path, description = "The channel's name"), PageQuery),
+    responses(
+        (status = 200, description = "A page of messages (empty for an unknown channel)",
+         body = MessagePage),
+        (status = 400, description = "A bad limit or cursor", body = ApiError),
+        (status = 503, description = "The store cannot be reached", body = ApiError),
+    )
+)]
+async fn channel_messages(
+    State(state): State<ApiState>,
+    Path(channel): Path<String>,
+    Query(page): Query<PageQuery>,
+) -> Response {
+    let (limit, before) = match (page.limit(), page.cursor()) {
+        (Ok(limit), Ok(before)) => (limit, before),
+        (Err(response), _) | (_, Err(response)) => return response,
+    };
+    let now = now_ms();
+    let query = MessageQuery {
+        channel: Some(channel),
+        session_id: None,
+        include_acknowledged: true,
+        limit: limit + 1,
+        now,
+        before,
+    };
+    match blocking(&state.store, move |store| store.read_messages(&query)).await {
+        Ok(mut views) => {
+            let more = views.len() > limit as usize;
+            views.truncate(limit as usize);
+            let next = more
+                .then(|| views.last().map(|v| cursor_text((&v.message).into())))
+                .flatten();
+            Json(MessagePage {
+                items: views
+                    .iter()
+                    .map(|v| ApiMessage::new(&v.message, now))
+                    .collect(),
+                next,
+            })
+            .into_response()
+        }
+        Err(response) => response,
+    }
+}
+
+/// One message (unexpired).
+#[utoipa::path(
+    get,
+    path = "/api/v1/messages/{id}",
+    tag = "channels",
+    params(("id" = i64, Path, description = "The message's id")),
+    responses(
+        (status = 200, description = "The message", body = ApiMessage),
+        (status = 404, description = "No unexpired message has this id", body = ApiError),
+        (status = 503, description = "The store cannot be reached", body = ApiError),
+    )
+)]
+async fn message(State(state): State<ApiState>, Path(id): Path<i64>) -> Response {
+    let now = now_ms();
+    match blocking(&state.store, move |store| store.message(id, now)).await {
+        Ok(Some(m)) => Json(ApiMessage::new(&m, now)).into_response(),
+        Ok(None) => error(
+            StatusCode::NOT_FOUND,
+            format!("no unexpired message has id {id}; list a channel's messages for ids"),
+        ),
+        Err(response) => response,
+    }
+}
+
+// --- Scheduler ------------------------------------------------------------------------------
+
+/// A schedule and its recent firings.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct ApiSchedule {
+    /// Its id.
+    id: i64,
+    /// Its label.
+    name: Option<String>,
+    /// The channel it publishes to.
+    channel: String,
+    /// The message it publishes.
+    message: String,
+    /// The severity of each publication.
+    severity: String,
+    /// The lifetime of each publication, in seconds.
+    ttl_seconds: u32,
+    /// `at RFC3339`, `every N seconds` or `cron EXPR`.
+    trigger: String,
+    /// `active`, `completed` or `cancelled`.
+    status: String,
+    /// When it next fires.
+    next_fire_at: Option<String>,
+    /// When it last fired.
+    last_fired_at: Option<String>,
+    /// How many times it fired.
+    fire_count: u64,
+    /// Occurrences skipped while no process ran.
+    skipped_count: u64,
+    /// When it was created.
+    created_at: String,
+    /// Its latest firings, newest first.
+    recent_firings: Vec<ApiFiring>,
+}
+
+/// One firing of a schedule.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct ApiFiring {
+    /// The occurrence it fired for.
+    scheduled_for: String,
+    /// When it fired.
+    fired_at: String,
+    /// Milliseconds between the two.
+    lag_ms: i64,
+    /// The message it published, while it is stored.
+    message_id: Option<i64>,
+    /// Occurrences skipped by this firing.
+    skipped: u64,
+}
+
+fn trigger_text(trigger: &store::Trigger) -> String {
+    match trigger {
+        store::Trigger::At(at) => format!("at {}", to_rfc3339(*at)),
+        store::Trigger::Every(s) => format!("every {s} seconds"),
+        store::Trigger::Cron(expr) => format!("cron {expr}"),
+    }
+}
+
+/// Every schedule (by id), each with its latest firings.
+#[utoipa::path(
+    get,
+    path = "/api/v1/schedules",
+    tag = "scheduler",
+    responses(
+        (status = 200, description = "The schedules", body = Vec<ApiSchedule>),
+        (status = 503, description = "The store cannot be reached", body = ApiError),
+    )
+)]
+async fn schedules(State(state): State<ApiState>) -> Response {
+    let read = blocking(&state.store, |store| {
+        let schedules = store.schedules()?;
+        let mut out = Vec::with_capacity(schedules.len());
+        for s in schedules {
+            let firings = store.recent_firings(Some(s.id), FIRINGS_PER_SCHEDULE)?;
+            out.push((s, firings));
+        }
+        Ok(out)
+    })
+    .await;
+    match read {
+        Ok(list) => Json(
+            list.into_iter()
+                .map(|(s, firings)| ApiSchedule {
+                    id: s.id,
+                    name: s.name,
+                    channel: s.channel,
+                    message: s.message,
+                    severity: s.severity.as_str().to_owned(),
+                    ttl_seconds: s.ttl_seconds,
+                    trigger: trigger_text(&s.trigger),
+                    status: s.status.as_str().to_owned(),
+                    next_fire_at: s.next_fire_at.map(to_rfc3339),
+                    last_fired_at: s.last_fired_at.map(to_rfc3339),
+                    fire_count: s.fire_count,
+                    skipped_count: s.skipped_count,
+                    created_at: to_rfc3339(s.created_at),
+                    recent_firings: firings
+                        .into_iter()
+                        .map(|f| ApiFiring {
+                            scheduled_for: to_rfc3339(f.scheduled_for),
+                            fired_at: to_rfc3339(f.fired_at),
+                            lag_ms: f.fired_at - f.scheduled_for,
+                            message_id: f.message_id,
+                            skipped: f.skipped,
+                        })
+                        .collect(),
+                })
+                .collect::<Vec<_>>(),
+        )
+        .into_response(),
+        Err(response) => response,
+    }
+}
+
+// --- Reminders and conditions ---------------------------------------------------------------
+
+/// A reminder re-injected every `cadence` tool calls of each session.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct ApiReminder {
+    /// Its id.
+    id: i64,
+    /// Its text.
+    message: String,
+    /// Every this many tool calls.
+    cadence: u32,
+    /// Its label.
+    tag: Option<String>,
+    /// When it was set.
+    created_at: String,
+}
+
+/// Every reminder.
+#[utoipa::path(
+    get,
+    path = "/api/v1/reminders",
+    tag = "enforcement",
+    responses(
+        (status = 200, description = "The reminders", body = Vec<ApiReminder>),
+        (status = 503, description = "The store cannot be reached", body = ApiError),
+    )
+)]
+async fn reminders(State(state): State<ApiState>) -> Response {
+    match blocking(&state.store, |store| store.reminders()).await {
+        Ok(list) => Json(
+            list.into_iter()
+                .map(|r| ApiReminder {
+                    id: r.id,
+                    message: r.message,
+                    cadence: r.cadence,
+                    tag: r.tag,
+                    created_at: to_rfc3339(r.created_at),
+                })
+                .collect::<Vec<_>>(),
+        )
+        .into_response(),
+        Err(response) => response,
+    }
+}
+
+/// An operator script run on matching tool calls.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct ApiCondition {
+    /// Its name.
+    name: String,
+    /// `pre` or `post` the tool call.
+    step: String,
+    /// Which tool calls it runs on.
+    matcher: String,
+    /// `bash` or `python`.
+    language: String,
+    /// The script, as text.
+    script: String,
+    /// Whether it runs detached.
+    run_async: bool,
+    /// The session that set it.
+    set_by: String,
+    /// When it was first set.
+    created_at: String,
+    /// When it was last replaced.
+    updated_at: String,
+}
+
+/// Every condition, scripts included.
+#[utoipa::path(
+    get,
+    path = "/api/v1/conditions",
+    tag = "conditions",
+    responses(
+        (status = 200, description = "The conditions", body = Vec<ApiCondition>),
+        (status = 503, description = "The store cannot be reached", body = ApiError),
+    )
+)]
+async fn conditions(State(state): State<ApiState>) -> Response {
+    match blocking(&state.store, |store| store.conditions()).await {
+        Ok(list) => Json(
+            list.into_iter()
+                .map(|c| ApiCondition {
+                    name: c.name,
+                    step: c.step.as_str().to_owned(),
+                    matcher: c.matcher,
+                    language: c.language.as_str().to_owned(),
+                    script: c.script,
+                    run_async: c.run_async,
+                    set_by: c.session_id,
+                    created_at: to_rfc3339(c.created_at),
+                    updated_at: to_rfc3339(c.updated_at),
+                })
+                .collect::<Vec<_>>(),
+        )
+        .into_response(),
+        Err(response) => response,
+    }
+}
