@@ -8,7 +8,7 @@ const T0: i64 = 1_800_000_000_000;
 const HOUR: i64 = 3_600_000;
 
 /// The tables every backend's schema has, in the order verification reports them.
-const TABLES: [&str; 9] = [
+const TABLES: [&str; 11] = [
     "messages",
     "message_acks",
     "message_deliveries",
@@ -18,6 +18,8 @@ const TABLES: [&str; 9] = [
     "condition_gates",
     "schedules",
     "schedule_firings",
+    "audit_log",
+    "sessions",
 ];
 
 pub(crate) fn a_fresh_store_has_the_current_schema_and_reopening_keeps_it(b: &dyn Backend) {
@@ -25,13 +27,16 @@ pub(crate) fn a_fresh_store_has_the_current_schema_and_reopening_keeps_it(b: &dy
     let (store, opened) = location.open(true).unwrap();
     assert_eq!(opened, Opened::Created);
     let message = store
-        .publish(&NewMessage {
-            channel: "a".into(),
-            body: "kept".into(),
-            severity: Severity::Info,
-            created_at: T0,
-            expires_at: T0 + HOUR,
-        })
+        .publish(
+            &NewMessage {
+                channel: "a".into(),
+                body: "kept".into(),
+                severity: Severity::Info,
+                created_at: T0,
+                expires_at: T0 + HOUR,
+            },
+            &store::Actor::Daemon,
+        )
         .unwrap();
     drop(store);
     assert_eq!(location.schema_version(), SCHEMA_VERSION);
@@ -53,6 +58,42 @@ pub(crate) fn a_fresh_store_has_the_current_schema_and_reopening_keeps_it(b: &dy
     assert_eq!(report.schema_version, SCHEMA_VERSION);
     assert_eq!(report.tables, TABLES);
     store.ping().unwrap();
+}
+
+/// A store of schema version 1 (before the audit trail and sessions) is migrated when opened,
+/// keeping its data.
+pub(crate) fn a_version_1_store_is_migrated_to_the_current_schema(b: &dyn Backend) {
+    let store = fresh(b);
+    let message = store
+        .publish(
+            &NewMessage {
+                channel: "a".into(),
+                body: "kept".into(),
+                severity: Severity::Info,
+                created_at: T0,
+                expires_at: T0 + 60_000,
+            },
+            &store::Actor::Daemon,
+        )
+        .unwrap();
+    store.location.drop_table("audit_log");
+    store.location.drop_table("sessions");
+    store.location.set_schema_version(1);
+    let (reopened, opened) = store.location.open(false).unwrap();
+    assert_eq!(opened, Opened::Existing);
+    assert_eq!(store.location.schema_version(), SCHEMA_VERSION);
+    assert_eq!(reopened.verify().unwrap().tables, TABLES);
+    assert_eq!(store.count("messages"), 1);
+    assert_eq!(store.count("audit_log"), 0);
+    reopened
+        .acknowledge(
+            message.id,
+            "s1",
+            T0 + 1,
+            &store::Actor::Session("s1".into()),
+        )
+        .unwrap();
+    assert_eq!(store.count("audit_log"), 1);
 }
 
 pub(crate) fn a_newer_schema_is_refused_unchanged(b: &dyn Backend) {
