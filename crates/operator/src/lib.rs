@@ -230,7 +230,15 @@ pub fn audit(v: &Value) -> String {
                     d.iter()
                         .filter(|(_, v)| !v.is_null())
                         .map(|(k, v)| match v {
-                            Value::String(text) => format!("{k}={text}"),
+                            // Quoted (JSON escapes) when it would not read as one word.
+                            Value::String(text)
+                                if !text.is_empty()
+                                    && !text
+                                        .chars()
+                                        .any(|c| c.is_whitespace() || "\"=".contains(c)) =>
+                            {
+                                format!("{k}={text}")
+                            }
                             other => format!("{k}={other}"),
                         })
                         .collect::<Vec<_>>()
@@ -369,11 +377,12 @@ mod tests {
         let entries = json!([{
             "at_time": "2026-12-01T10:00:00Z", "action": "publish", "subject": "12",
             "actor": { "kind": "operator", "name": "alice" },
-            "detail": { "channel": "deploys", "tag": null }
+            "detail": { "channel": "deploys", "tag": null, "body": "line one\nline two" }
         }]);
         assert_eq!(
             audit(&entries),
-            "2026-12-01T10:00:00Z operator:alice publish 12 channel=deploys"
+            "2026-12-01T10:00:00Z operator:alice publish 12 channel=deploys \
+             body=\"line one\\nline two\""
         );
         assert_eq!(audit(&json!([])), "no changes recorded");
         let listed = json!({ "all": false, "now": 600_000, "sessions": [{
