@@ -287,3 +287,22 @@ fn audit_sessions_and_channel_status_show_the_fleet() {
     let refused = env.run(&["audit", "--since", "yesterday"], "", &[]);
     assert_eq!(refused.status.code(), Some(2));
 }
+
+#[test]
+fn a_tool_call_records_its_session_and_acts_as_it() {
+    let env = Env::new();
+    env.mcp_call(
+        "channel_publish",
+        json!({"channel": "ops", "message": "from a tool"}),
+        &[("HOOKS_MCP_SESSION_ID", "s9")],
+    );
+    let sessions = env.cli_json(&["sessions"]);
+    let row = &sessions["sessions"][0];
+    assert_eq!(row["session_id"], json!("s9"));
+    assert_eq!(row["transport"], json!("stdio"));
+    assert_eq!(row["last_event"], json!("tools/call"));
+    let audit = env.cli_json(&["audit"]);
+    assert_eq!(audit[0]["action"], json!("publish"));
+    assert_eq!(audit[0]["actor"], json!({"kind": "session", "name": "s9"}));
+    assert_eq!(audit[0]["detail"]["body"], json!("from a tool"));
+}

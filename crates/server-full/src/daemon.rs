@@ -884,8 +884,9 @@ async fn scheduler(store: StoreHandle, shared: Arc<Shared>, stop: CancellationTo
         tracing::warn!("{e}; keeping the audit trail and sessions for the default periods");
         store::Retention::default()
     });
-    // Housekeeping (audit trail, old sessions) runs on the first tick and then once a minute.
-    let mut next_housekeeping = 0;
+    // Housekeeping (audit trail, old sessions) runs once a minute, the first a minute after
+    // start (start-up does no writes of its own).
+    let mut next_housekeeping = now_ms().saturating_add(HOUSEKEEPING_EVERY_MS);
     loop {
         tokio::select! {
             _ = stop.cancelled() => return,
