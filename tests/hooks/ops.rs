@@ -3,7 +3,7 @@
 
 use serde_json::{Value, json};
 
-use crate::support::Env;
+use crate::support::{Env, bash_call, fixture_for};
 
 fn fails(env: &Env, args: &[&str], says: &str) {
     let out = env.run(args, "", &[]);
@@ -180,4 +180,129 @@ fn enforcement_schedule_and_condition_commands_round_trip() {
     );
     let answer: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(answer, json!({"removed": "guard"}));
+}
+
+#[test]
+fn audit_sessions_and_channel_status_show_the_fleet() {
+    let env = Env::new();
+    let as_alice = |args: &[&str]| {
+        let out = env.run(args, "", &[("USER", "alice"), ("LOGNAME", "")]);
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let published = as_alice(&[
+        "channel",
+        "publish",
+        "deploys",
+        "db is down",
+        "--severity",
+        "critical",
+    ]);
+    assert!(
+        published.starts_with("published #1 on deploys"),
+        "{published}"
+    );
+
+    // s1 and s2 subscribe to deploys; only s1 prompts (and receives it); s3 listens elsewhere.
+    let deploys = [("HOOKS_MCP_CHANNELS", "deploys")];
+    for session in ["s1", "s2"] {
+        let start = fixture_for("session_start", session).to_string();
+        env.hook_with("SessionStart", &start, &deploys);
+    }
+    let prompt = fixture_for("user_prompt_submit", "s1").to_string();
+    let run = env.hook_with("UserPromptSubmit", &prompt, &deploys);
+    assert!(run.context().contains("db is down"), "{}", run.context());
+    let call = bash_call("s1", "ls").to_string();
+    env.hook_with("PreToolUse", &call, &deploys);
+    let start = fixture_for("session_start", "s3").to_string();
+    env.hook_with("SessionStart", &start, &[("HOOKS_MCP_CHANNELS", "builds")]);
+    as_alice(&["channel", "ack", "1", "--session-id", "s1"]);
+
+    let status = env.cli(&["channel", "status", "1"]);
+    let first = status.lines().next().unwrap_or_default();
+    assert_eq!(
+        first, "critical #1 deploys: delivered 1 of 2 live sessions, acknowledged 1",
+        "{status}"
+    );
+    assert!(status.contains("  s2 not delivered"), "{status}");
+    let report = env.cli_json(&["channel", "status", "1"]);
+    assert_eq!(report["live_subscribed"], json!(2));
+    assert_eq!(report["delivered_live"], json!(1));
+    assert_eq!(report["sessions"][0]["session_id"], json!("s1"));
+    assert!(report["sessions"][0]["acknowledged_at_time"].is_string());
+    let missing = env.run(&["channel", "status", "99"], "", &[]);
+    assert_eq!(missing.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("no message has id 99"));
+
+    let sessions = env.cli_json(&["sessions"]);
+    let rows = sessions["sessions"].as_array().unwrap();
+    let s1 = rows.iter().find(|r| r["session_id"] == "s1").unwrap();
+    assert_eq!(s1["tool_calls"], json!(1));
+    assert_eq!(s1["last_event"], json!("PreToolUse"));
+    assert_eq!(s1["transport"], json!("hook"));
+    assert_eq!(s1["cwd"], json!("/home/dev/src/app"));
+    assert_eq!(s1["live"], json!(true));
+    assert_eq!(rows.len(), 3);
+    let text = env.cli(&["sessions"]);
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("s1 live seen ") && l.contains("1 tool calls")),
+        "{text}"
+    );
+
+    let audit = env.cli_json(&["audit"]);
+    let actions: Vec<(String, String)> = audit
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            (
+                e["action"].as_str().unwrap_or_default().to_owned(),
+                format!(
+                    "{}:{}",
+                    e["actor"]["kind"].as_str().unwrap_or_default(),
+                    e["actor"]["name"].as_str().unwrap_or_default()
+                ),
+            )
+        })
+        .collect();
+    assert_eq!(
+        actions,
+        [
+            ("publish".to_owned(), "operator:alice".to_owned()),
+            ("acknowledge".to_owned(), "operator:alice".to_owned()),
+        ]
+    );
+    let text = env.cli(&["audit", "--since", "1h"]);
+    assert!(text.contains(" operator:alice publish 1 "), "{text}");
+    assert_eq!(
+        env.cli(&["audit", "--since", "2999-01-01T00:00:00Z"])
+            .trim(),
+        "no changes recorded"
+    );
+    let refused = env.run(&["audit", "--since", "yesterday"], "", &[]);
+    assert_eq!(refused.status.code(), Some(2));
+}
+
+#[test]
+fn a_tool_call_records_its_session_and_acts_as_it() {
+    let env = Env::new();
+    env.mcp_call(
+        "channel_publish",
+        json!({"channel": "ops", "message": "from a tool"}),
+        &[("HOOKS_MCP_SESSION_ID", "s9")],
+    );
+    let sessions = env.cli_json(&["sessions"]);
+    let row = &sessions["sessions"][0];
+    assert_eq!(row["session_id"], json!("s9"));
+    assert_eq!(row["transport"], json!("stdio"));
+    assert_eq!(row["last_event"], json!("tools/call"));
+    let audit = env.cli_json(&["audit"]);
+    assert_eq!(audit[0]["action"], json!("publish"));
+    assert_eq!(audit[0]["actor"], json!({"kind": "session", "name": "s9"}));
+    assert_eq!(audit[0]["detail"]["body"], json!("from a tool"));
 }

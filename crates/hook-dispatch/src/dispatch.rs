@@ -7,7 +7,7 @@ use std::io::{self, Read, Write};
 use std::process::ExitCode;
 use std::time::Duration;
 
-use store::{Condition, DeliveryPoint, Step, Store, StoreError};
+use store::{Condition, DeliveryPoint, Sighting, Step, Store, StoreError, Subscribed, Transport};
 
 use crate::output::{Response, answer_bytes};
 use crate::payload::{Event, Payload};
@@ -185,10 +185,20 @@ pub fn store_part(
     let mut part = StorePart::default();
     let session = payload.session_id.as_str();
     let channels = subscriptions.channels.as_deref();
+    let sighting = sighting(event, payload, subscriptions, now);
     match event {
-        Event::SessionStart => fire_schedules(store, now, event, &mut part),
+        Event::SessionStart => {
+            fire_schedules(store, session, now, event, &mut part);
+            if let Err(e) = store.record_sighting(&sighting) {
+                part.report(event, "record the session", e);
+            }
+            housekeeping(store, now, event, &mut part);
+        }
         Event::UserPromptSubmit => {
-            fire_schedules(store, now, event, &mut part);
+            fire_schedules(store, session, now, event, &mut part);
+            if let Err(e) = store.record_sighting(&sighting) {
+                part.report(event, "record the session", e);
+            }
             if gate_enforced {
                 match tools_conditions::arm_gate_for_prompt(store, session, payload.prompt(), now) {
                     Ok(true) => part.add_context(format!(
@@ -206,12 +216,12 @@ pub fn store_part(
             }
         }
         Event::PreToolUse => {
-            fire_schedules(store, now, event, &mut part);
+            fire_schedules(store, session, now, event, &mut part);
             match store.deliver(session, channels, DeliveryPoint::ToolCall, now) {
                 Ok(messages) => part.add_context(tools_channels::render_delivery(&messages)),
                 Err(e) => part.report(event, "deliver critical broadcasts", e),
             }
-            match tools_enforcement::due_reminders(store, session, now) {
+            match tools_enforcement::due_reminders(store, &sighting) {
                 Ok((_, due)) => {
                     let lines: Vec<String> = due
                         .iter()
@@ -228,6 +238,36 @@ pub fn store_part(
     part
 }
 
+/// What the store records of the session for this event: the payload's working directory and
+/// the hook's subscriptions come with it.
+fn sighting(event: Event, payload: &Payload, subscriptions: &Subscriptions, now: i64) -> Sighting {
+    Sighting {
+        session_id: payload.session_id.clone(),
+        at: now,
+        event: event.name().to_owned(),
+        transport: Transport::Hook,
+        cwd: payload
+            .raw
+            .get("cwd")
+            .and_then(serde_json::Value::as_str)
+            .map(str::to_owned),
+        subscriptions: Some(match &subscriptions.channels {
+            None => Subscribed::All,
+            Some(list) => Subscribed::Channels(list.clone()),
+        }),
+    }
+}
+
+/// Prunes audit entries and session records past their retention (a session starts rarely
+/// enough to carry this).
+fn housekeeping(store: &dyn Store, now: i64, event: Event, part: &mut StorePart) {
+    let pruned = store::Retention::from_env()
+        .and_then(|retention| store::housekeeping(store, now, &retention));
+    if let Err(e) = pruned {
+        part.report(event, "prune the audit trail and old sessions", e);
+    }
+}
+
 /// Finds the conditions of `step` that match the payload's tool call.
 fn matching_conditions(store: &dyn Store, step: Step, payload: &Payload, part: &mut StorePart) {
     let input = payload.tool_input();
@@ -242,8 +282,10 @@ fn matching_conditions(store: &dyn Store, step: Step, payload: &Payload, part: &
 /// Fires the schedules due at `now`. Every process may call this: each occurrence fires exactly
 /// once whoever gets there first (a daemon's scheduler or any hook), so schedules fire with or
 /// without a daemon.
-fn fire_schedules(store: &dyn Store, now: i64, event: Event, part: &mut StorePart) {
-    if let Err(e) = tools_scheduler::fire_due(store, now) {
+fn fire_schedules(store: &dyn Store, session: &str, now: i64, event: Event, part: &mut StorePart) {
+    if let Err(e) =
+        tools_scheduler::fire_due(store, now, &store::Actor::Session(session.to_owned()))
+    {
         part.report(event, "fire due schedules", e);
     }
 }

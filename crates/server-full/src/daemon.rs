@@ -869,7 +869,11 @@ async fn blocking<T: Send + 'static>(
         .map_err(|e| DaemonError::Task(e.to_string()))
 }
 
-/// Fires due schedules on every tick until `stop`; records progress for `/health`.
+/// How often the scheduler tick prunes the audit trail and old sessions, in milliseconds.
+const HOUSEKEEPING_EVERY_MS: i64 = 60_000;
+
+/// Fires due schedules on every tick until `stop`; records progress for `/health`; prunes the
+/// audit trail and old session records once a minute.
 ///
 /// Where the store pushes changes (PostgreSQL), a schedule change wakes it at once and, after
 /// each tick, a timer is set for the next due schedule, so schedules fire on time whichever
@@ -881,6 +885,13 @@ async fn scheduler(store: StoreHandle, shared: Arc<Shared>, stop: CancellationTo
     interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let wakeups = crate::changes::Wakeups::start(store.clone(), stop.clone());
     let mut due: Option<tokio::time::Instant> = None;
+    let retention = store::Retention::from_env().unwrap_or_else(|e| {
+        tracing::warn!("{e}; keeping the audit trail and sessions for the default periods");
+        store::Retention::default()
+    });
+    // Housekeeping (audit trail, old sessions) runs once a minute, the first a minute after
+    // start (start-up does no writes of its own).
+    let mut next_housekeeping = now_ms().saturating_add(HOUSEKEEPING_EVERY_MS);
     loop {
         tokio::select! {
             _ = stop.cancelled() => return,
@@ -891,8 +902,24 @@ async fn scheduler(store: StoreHandle, shared: Arc<Shared>, stop: CancellationTo
         let now = now_ms();
         let handle = store.clone();
         let plan = wakeups.active();
+        let housekeep = now >= next_housekeeping;
+        if housekeep {
+            next_housekeeping = now.saturating_add(HOUSEKEEPING_EVERY_MS);
+        }
         let outcome = tokio::task::spawn_blocking(move || {
-            let fired = tools_scheduler::fire_due(&*handle, now);
+            if housekeep {
+                match store::housekeeping(&*handle, now, &retention) {
+                    Ok(pruned) => tracing::debug!(
+                        audit = pruned.audit,
+                        sessions = pruned.sessions,
+                        "pruned the audit trail and old sessions"
+                    ),
+                    Err(e) => {
+                        tracing::warn!("could not prune the audit trail and old sessions: {e}")
+                    }
+                }
+            }
+            let fired = tools_scheduler::fire_due(&*handle, now, &store::Actor::Daemon);
             // Planned from the same instant: what was due by `now` was just fired (or is being
             // fired by another daemon); the next one is later.
             let next = if plan && fired.is_ok() {

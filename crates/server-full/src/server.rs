@@ -246,6 +246,10 @@ impl HooksServer {
         let entry = &self.inner.registry.entries[index];
         let handler = entry.handler;
         let now = now_ms();
+        let named = args
+            .get("session_id")
+            .and_then(Value::as_str)
+            .map(str::to_owned);
         if self.inner.inline_reads && entry.spec.annotations.read_only {
             // Answered here when the store can without waiting; a refusal discards the attempt
             // (a read-only handler has nothing to undo) and the call runs on the blocking pool.
@@ -253,6 +257,15 @@ impl HooksServer {
             let attempt = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                 store::no_wait::try_without_waiting(|| handler(&ctx, args.clone()))
             }));
+            let answered = matches!(attempt, Ok(Some(_)));
+            if answered {
+                // The sighting is a write: it goes to the blocking pool, the answer does not
+                // wait for it.
+                let (inner, named) = (self.inner.clone(), named.clone());
+                drop(tokio::task::spawn_blocking(move || {
+                    record_call(&inner, named.as_deref(), now)
+                }));
+            }
             match attempt {
                 Ok(Some(Ok(value))) => return Ok(shaped(value, ctx.take_content())),
                 Ok(Some(Err(error))) => return Ok(tool_error(&error)),
@@ -264,6 +277,7 @@ impl HooksServer {
         let outcome = tokio::task::spawn_blocking(move || {
             let ctx = CallContext::new(now, &inner.session, &inner.extensions).with_client(&client);
             let result = handler(&ctx, args);
+            record_call(&inner, named.as_deref(), now);
             (result, ctx.take_content())
         })
         .await;
@@ -272,6 +286,33 @@ impl HooksServer {
             Ok((Err(error), _)) => tool_error(&error),
             Err(_) => panicked(name),
         })
+    }
+}
+
+/// Records that the call's session (the `session_id` it names, else the session policy's
+/// fallback) made a tool call over this server's transport. Best effort: a call whose session
+/// is unknown records nothing, and a failure is logged without touching the call's answer.
+fn record_call(inner: &Inner, named: Option<&str>, now: i64) {
+    let (Some(store), Some(transport)) = (
+        inner.extensions.get::<store::StoreHandle>(),
+        inner.extensions.get::<store::Transport>(),
+    ) else {
+        return;
+    };
+    let ctx = CallContext::new(now, &inner.session, &inner.extensions);
+    let Ok(session_id) = ctx.session_id(named) else {
+        return;
+    };
+    let sighting = store::Sighting {
+        session_id,
+        at: now,
+        event: "tools/call".into(),
+        transport: *transport,
+        cwd: None,
+        subscriptions: None,
+    };
+    if let Err(e) = store.record_sighting(&sighting) {
+        tracing::debug!("could not record the session's tool call: {e}");
     }
 }
 

@@ -71,11 +71,13 @@ impl Settings {
         );
         // PostgreSQL when HOOKS_MCP_DATABASE_URL is set, else SQLite at the usual location.
         let (store, opened) = store::open_from_env(true)?;
+        let mut extensions = Settings::extensions(store);
+        extensions.insert(store::Transport::Stdio);
         let settings = Settings {
             filter,
             session,
             mode,
-            extensions: Arc::new(Settings::extensions(store)),
+            extensions: Arc::new(extensions),
         };
         Ok((settings, warnings, opened))
     }
@@ -123,11 +125,20 @@ impl Settings {
         store: StoreHandle,
     ) -> Result<(Settings, Vec<FilterWarning>), SettingsError> {
         let (filter, warnings) = Filter::from_env();
+        let mut extensions = Settings::extensions(store);
+        // Tool calls record their session's sighting with the transport that carried them.
+        let sse =
+            std::env::var("MCP_TRANSPORT").is_ok_and(|t| t.trim().eq_ignore_ascii_case("sse"));
+        extensions.insert(if sse {
+            store::Transport::Sse
+        } else {
+            store::Transport::StreamableHttp
+        });
         let settings = Settings {
             filter,
             session: SessionPolicy::ExplicitOnly,
             mode: mode_from_env()?,
-            extensions: Arc::new(Settings::extensions(store)),
+            extensions: Arc::new(extensions),
         };
         Ok((settings, warnings))
     }

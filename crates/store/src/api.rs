@@ -2,7 +2,9 @@
 //!
 //! Timestamps are Unix milliseconds ([`Millis`]); callers pass `now` so that one call sees one
 //! instant and tests control time. Every method is one atomic operation: a failure leaves nothing
-//! half-written.
+//! half-written. Every method that changes what callers see takes the [`Actor`] making the
+//! change and writes its [`AuditEntry`] in the same transaction: a change without its entry, or
+//! an entry without its change, cannot exist.
 
 use std::fmt;
 use std::str::FromStr;
@@ -35,6 +37,19 @@ macro_rules! string_enum {
         impl fmt::Display for $name {
             fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
                 f.write_str(self.as_str())
+            }
+        }
+
+        impl serde::Serialize for $name {
+            fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                serializer.serialize_str(self.as_str())
+            }
+        }
+
+        impl<'de> serde::Deserialize<'de> for $name {
+            fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+                let text = <std::borrow::Cow<'de, str> as serde::Deserialize>::deserialize(deserializer)?;
+                text.parse().map_err(serde::de::Error::custom)
             }
         }
 
@@ -196,7 +211,7 @@ pub enum MessageScope {
 /// Broadcast messages.
 pub trait ChannelStore {
     /// Stores a message and returns it with its id.
-    fn publish(&self, message: &NewMessage) -> StoreResult<Message>;
+    fn publish(&self, message: &NewMessage, actor: &Actor) -> StoreResult<Message>;
     /// Channels with at least one active message at `now`, by name.
     fn channels(&self, now: Millis) -> StoreResult<Vec<ChannelSummary>>;
     /// Active messages, newest first.
@@ -208,9 +223,15 @@ pub trait ChannelStore {
     ///
     /// # Errors
     /// [`StoreError::NotFound`] when no active message has that id.
-    fn acknowledge(&self, message_id: i64, session_id: &str, now: Millis) -> StoreResult<Message>;
+    fn acknowledge(
+        &self,
+        message_id: i64,
+        session_id: &str,
+        now: Millis,
+        actor: &Actor,
+    ) -> StoreResult<Message>;
     /// Deletes messages (with their acknowledgements and delivery records); returns how many.
-    fn clear_messages(&self, scope: &MessageScope) -> StoreResult<u64>;
+    fn clear_messages(&self, scope: &MessageScope, actor: &Actor, now: Millis) -> StoreResult<u64>;
     /// Deletes messages expired at `now`; returns how many.
     fn prune_expired(&self, now: Millis) -> StoreResult<u64>;
     /// The messages due for `session_id` at `point` on `channels` (`None`: every channel),
@@ -272,11 +293,16 @@ pub enum ReminderScope {
 /// Recurring reminders and per-session tool-call counters.
 pub trait EnforcementStore {
     /// Stores a reminder.
-    fn add_reminder(&self, reminder: &NewReminder) -> StoreResult<Reminder>;
+    fn add_reminder(&self, reminder: &NewReminder, actor: &Actor) -> StoreResult<Reminder>;
     /// Every reminder, by id.
     fn reminders(&self) -> StoreResult<Vec<Reminder>>;
     /// Deletes reminders; returns how many.
-    fn clear_reminders(&self, scope: &ReminderScope) -> StoreResult<u64>;
+    fn clear_reminders(
+        &self,
+        scope: &ReminderScope,
+        actor: &Actor,
+        now: Millis,
+    ) -> StoreResult<u64>;
     /// Counts one tool call of `session_id` and returns its number (1 for the first call).
     /// Atomic: concurrent calls get distinct numbers.
     fn count_tool_call(&self, session_id: &str, now: Millis) -> StoreResult<u64>;
@@ -348,15 +374,26 @@ pub enum PutOutcome {
 /// Conditions and the per-session gate that guards changing them.
 pub trait ConditionStore {
     /// Stores a condition.
-    fn put_condition(&self, condition: &Condition, mode: PutMode) -> StoreResult<PutOutcome>;
+    fn put_condition(
+        &self,
+        condition: &Condition,
+        mode: PutMode,
+        actor: &Actor,
+    ) -> StoreResult<PutOutcome>;
     /// Every condition, by name.
     fn conditions(&self) -> StoreResult<Vec<Condition>>;
     /// The condition with this name.
     fn condition(&self, name: &str) -> StoreResult<Option<Condition>>;
     /// Deletes a condition; `false` if there was none.
-    fn delete_condition(&self, name: &str) -> StoreResult<bool>;
+    fn delete_condition(&self, name: &str, actor: &Actor, now: Millis) -> StoreResult<bool>;
     /// Opens the gate for `session_id` until `until`.
-    fn arm_gate(&self, session_id: &str, until: Millis) -> StoreResult<()>;
+    fn arm_gate(
+        &self,
+        session_id: &str,
+        until: Millis,
+        actor: &Actor,
+        now: Millis,
+    ) -> StoreResult<()>;
     /// Closes the gate for `session_id`.
     fn disarm_gate(&self, session_id: &str) -> StoreResult<()>;
     /// When the gate of `session_id` closes, if it is open at `now`.
@@ -479,7 +516,7 @@ pub struct Firing {
 /// Timed publications.
 pub trait ScheduleStore {
     /// Stores a schedule.
-    fn create_schedule(&self, schedule: &NewSchedule) -> StoreResult<Schedule>;
+    fn create_schedule(&self, schedule: &NewSchedule, actor: &Actor) -> StoreResult<Schedule>;
     /// Every schedule, by id.
     fn schedules(&self) -> StoreResult<Vec<Schedule>>;
     /// Cancels an active schedule and returns it.
@@ -487,7 +524,7 @@ pub trait ScheduleStore {
     /// # Errors
     /// [`StoreError::NotFound`] for an unknown id; [`StoreError::Conflict`] when it is not
     /// active.
-    fn cancel_schedule(&self, id: i64, now: Millis) -> StoreResult<Schedule>;
+    fn cancel_schedule(&self, id: i64, now: Millis, actor: &Actor) -> StoreResult<Schedule>;
     /// Fires every active schedule whose `next_fire_at <= now`: publishes its message and
     /// advances it by `plan`, all in one transaction that claims the schedules first, so each
     /// occurrence fires exactly once even when several processes call this at the same moment.
@@ -495,6 +532,7 @@ pub trait ScheduleStore {
         &self,
         now: Millis,
         plan: &dyn Fn(&Schedule, Millis) -> NextFire,
+        actor: &Actor,
     ) -> StoreResult<Vec<Firing>>;
     /// The most recent firings (skips included), newest first: of one schedule, or of all.
     fn recent_firings(
@@ -597,14 +635,368 @@ pub trait StoreAdmin {
     }
 }
 
+/// Who made a change, as the audit trail records it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "kind", content = "name", rename_all = "snake_case")]
+pub enum Actor {
+    /// An agent session (tools and hooks), by its session id.
+    Session(String),
+    /// The operator's terminal commands, by the operator's user name.
+    Operator(String),
+    /// A client of the HTTP API, by the label of its token.
+    Token(String),
+    /// The network daemon's own work (its scheduler tick).
+    Daemon,
+    /// A tool call that named no session (a network client that passed no `session_id`).
+    Unknown,
+}
+
+impl Actor {
+    /// The kind, as stored: `session`, `operator`, `token`, `daemon` or `unknown`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Actor::Session(_) => "session",
+            Actor::Operator(_) => "operator",
+            Actor::Token(_) => "token",
+            Actor::Daemon => "daemon",
+            Actor::Unknown => "unknown",
+        }
+    }
+
+    /// The name within the kind (empty for `daemon` and `unknown`).
+    pub fn name(&self) -> &str {
+        match self {
+            Actor::Session(n) | Actor::Operator(n) | Actor::Token(n) => n,
+            Actor::Daemon | Actor::Unknown => "",
+        }
+    }
+
+    /// The actor stored as `kind` and `name`.
+    ///
+    /// # Errors
+    /// [`StoreError::InvalidData`] for an unknown kind.
+    pub fn from_parts(kind: &str, name: String) -> StoreResult<Actor> {
+        Ok(match kind {
+            "session" => Actor::Session(name),
+            "operator" => Actor::Operator(name),
+            "token" => Actor::Token(name),
+            "daemon" => Actor::Daemon,
+            "unknown" => Actor::Unknown,
+            other => {
+                return Err(StoreError::InvalidData(format!(
+                    "unknown audit actor kind `{other}`"
+                )));
+            }
+        })
+    }
+}
+
+impl Actor {
+    /// The actor of a tool call: the one the caller put in the call's extensions (the operator
+    /// CLI, the HTTP API), else the acting session (`explicit`, else the session policy's
+    /// fallback), else [`Actor::Unknown`].
+    pub fn of_call(ctx: &catalogue::CallContext<'_>, explicit: Option<&str>) -> Actor {
+        if let Ok(actor) = ctx.service::<Actor>() {
+            return actor.clone();
+        }
+        match ctx.session_id(explicit) {
+            Ok(id) => Actor::Session(id),
+            Err(_) => Actor::Unknown,
+        }
+    }
+}
+
+impl fmt::Display for Actor {
+    /// `session:abc`, `operator:alice`, `token:ci`, `daemon`, `unknown`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Actor::Daemon | Actor::Unknown => f.write_str(self.kind()),
+            _ => write!(f, "{}:{}", self.kind(), self.name()),
+        }
+    }
+}
+
+string_enum!(
+    /// What an audit entry records.
+    AuditAction, "audit action" {
+        /// A broadcast was published (subject: the message id).
+        Publish => "publish",
+        /// Broadcasts were deleted (subject: `all`, `channel:NAME` or `id:N`).
+        Clear => "clear",
+        /// A session acknowledged a broadcast (subject: the message id).
+        Acknowledge => "acknowledge",
+        /// A reminder was set (subject: its id).
+        ReminderSet => "reminder_set",
+        /// Reminders were cleared (subject: `id:N` or `tag:TAG`).
+        ReminderClear => "reminder_clear",
+        /// A condition was set or replaced (subject: its name; the script's hash, and the old
+        /// one on replace).
+        ConditionSet => "condition_set",
+        /// A condition was removed (subject: its name).
+        ConditionClear => "condition_clear",
+        /// A schedule was created (subject: its id).
+        ScheduleCreate => "schedule_create",
+        /// A schedule was cancelled (subject: its id).
+        ScheduleCancel => "schedule_cancel",
+        /// A schedule fired and published (subject: its id; the message id in the detail).
+        ScheduleFire => "schedule_fire",
+        /// The conditions gate was opened for a session (subject: the session id).
+        GateOpen => "gate_open",
+    }
+);
+
+/// One recorded change.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct AuditEntry {
+    /// Store-assigned, increasing: the cursor for paging ([`AuditQuery::after_id`]).
+    pub id: i64,
+    /// When the change was made.
+    pub at: Millis,
+    /// Who made it.
+    pub actor: Actor,
+    /// What kind of change.
+    pub action: AuditAction,
+    /// What it changed (see [`AuditAction`]).
+    pub subject: String,
+    /// The change's particulars, a JSON object (channel, severity, script hashes...).
+    pub detail: serde_json::Value,
+}
+
+/// Which audit entries to read: oldest first, one page.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct AuditQuery {
+    /// Only entries made at or after this instant.
+    pub since: Option<Millis>,
+    /// Only entries after this id: the last id of the previous page.
+    pub after_id: Option<i64>,
+    /// At most this many.
+    pub limit: u32,
+}
+
+/// The audit trail: every change, with who made it and when.
+pub trait AuditStore {
+    /// One page of entries, oldest first (by id).
+    fn audit(&self, query: &AuditQuery) -> StoreResult<Vec<AuditEntry>>;
+    /// Deletes entries made before `before`; returns how many.
+    fn prune_audit(&self, before: Millis) -> StoreResult<u64>;
+}
+
+/// The SHA-256 of a condition's script, in lower-case hex, as audit entries record it.
+pub fn script_hash(script: &str) -> String {
+    use sha2::Digest;
+    use std::fmt::Write;
+    let digest = sha2::Sha256::digest(script.as_bytes());
+    let mut hex = String::with_capacity(64);
+    for byte in digest.iter() {
+        let _ = write!(hex, "{byte:02x}");
+    }
+    hex
+}
+
+string_enum!(
+    /// How a session last reached the store.
+    Transport, "transport" {
+        /// An MCP tool call over stdio (one server process per session).
+        Stdio => "stdio",
+        /// An MCP tool call over streamable HTTP (the network daemon).
+        StreamableHttp => "streamable-http",
+        /// An MCP tool call over the legacy SSE transport (the network daemon).
+        Sse => "sse",
+        /// A hook event (command or HTTP hook).
+        Hook => "hook",
+    }
+);
+
+/// The channels a session receives, as its hooks report them.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Subscribed {
+    /// Every channel.
+    All,
+    /// These channels (`global` included).
+    Channels(Vec<String>),
+}
+
+impl Subscribed {
+    /// Whether a session with these subscriptions receives `channel`.
+    pub fn receives(&self, channel: &str) -> bool {
+        match self {
+            Subscribed::All => true,
+            Subscribed::Channels(list) => {
+                channel == crate::rules::GLOBAL_CHANNEL || list.iter().any(|c| c == channel)
+            }
+        }
+    }
+}
+
+/// What the store heard of a session at one moment: recorded by the hook and by tool calls.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Sighting {
+    /// The session.
+    pub session_id: String,
+    /// When.
+    pub at: Millis,
+    /// The event (`SessionStart`, `PreToolUse`...) or `tools/call`.
+    pub event: String,
+    /// How it reached the store.
+    pub transport: Transport,
+    /// Its working directory, when the event said (hook payloads do).
+    pub cwd: Option<String>,
+    /// Its subscriptions, when the caller knows them (`None` keeps what was recorded).
+    pub subscriptions: Option<Subscribed>,
+}
+
+/// A session the store heard of.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct SessionRecord {
+    /// The session id.
+    pub session_id: String,
+    /// When it was first seen.
+    pub first_seen: Millis,
+    /// When it was last seen.
+    pub last_seen: Millis,
+    /// The last event seen.
+    pub last_event: String,
+    /// How it was last reached.
+    pub transport: Transport,
+    /// Its working directory, from the last hook payload that had one.
+    pub cwd: Option<String>,
+    /// Its subscriptions, if a hook reported them.
+    pub subscriptions: Option<Subscribed>,
+    /// The tool calls its hooks counted.
+    pub tool_calls: u64,
+}
+
+/// Which sessions to list: most recently seen first, one page.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct SessionQuery {
+    /// Only sessions seen at or after this instant (`None`: every recorded session).
+    pub seen_since: Option<Millis>,
+    /// Skip this many (the rows of the previous pages).
+    pub offset: u32,
+    /// At most this many.
+    pub limit: u32,
+}
+
+/// One session in a [`DeliveryReport`].
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct SessionDelivery {
+    /// The session.
+    pub session_id: String,
+    /// When the message was first delivered to it.
+    pub delivered_at: Option<Millis>,
+    /// When it acknowledged the message.
+    pub acknowledged_at: Option<Millis>,
+    /// Whether it is live (seen within the report's window).
+    pub live: bool,
+    /// Whether its recorded subscriptions include the message's channel (`false` when unknown).
+    pub subscribed: bool,
+}
+
+/// Who received one message: deliveries and acknowledgements against the live sessions
+/// subscribed to its channel.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct DeliveryReport {
+    /// The message.
+    pub message: MessageSummary,
+    /// Live sessions subscribed to its channel.
+    pub live_subscribed: u64,
+    /// Of those, how many it was delivered to.
+    pub delivered_live: u64,
+    /// Sessions it was delivered to, live or not.
+    pub delivered: u64,
+    /// Sessions that acknowledged it.
+    pub acknowledged: u64,
+    /// One page of the sessions concerned (delivered, acknowledged, or live and subscribed),
+    /// by session id.
+    pub sessions: Vec<SessionDelivery>,
+}
+
+/// A message as reports show it (serializable; times in Unix milliseconds).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct MessageSummary {
+    /// Store-assigned id.
+    pub id: i64,
+    /// Channel name.
+    pub channel: String,
+    /// Message text.
+    pub body: String,
+    /// Delivery severity.
+    pub severity: Severity,
+    /// Publication time.
+    pub created_at: Millis,
+    /// Expiry time.
+    pub expires_at: Millis,
+}
+
+impl From<Message> for MessageSummary {
+    fn from(m: Message) -> Self {
+        MessageSummary {
+            id: m.id,
+            channel: m.channel,
+            body: m.body,
+            severity: m.severity,
+            created_at: m.created_at,
+            expires_at: m.expires_at,
+        }
+    }
+}
+
+/// Which report to build.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ReportQuery {
+    /// The message.
+    pub message_id: i64,
+    /// Sessions seen at or after this instant are live.
+    pub live_since: Millis,
+    /// Only sessions after this id in the page (the last id of the previous page).
+    pub after_session: Option<String>,
+    /// At most this many sessions in the page.
+    pub limit: u32,
+}
+
+/// The sessions the store hears of, and who received what.
+pub trait SessionStore {
+    /// Records a sighting outside a hook's counted tool call (`SessionStart`, a prompt, an MCP
+    /// tool call): first seen on the first one, last seen, event and transport on every one,
+    /// the working directory and subscriptions when given.
+    fn record_sighting(&self, sighting: &Sighting) -> StoreResult<()>;
+    /// Counts one tool call of the sighting's session, as
+    /// [`EnforcementStore::count_tool_call`], and records the sighting in the same transaction;
+    /// returns the call's number.
+    fn count_sighted_call(&self, sighting: &Sighting) -> StoreResult<u64>;
+    /// One page of sessions, most recently seen first.
+    fn sessions(&self, query: &SessionQuery) -> StoreResult<Vec<SessionRecord>>;
+    /// Deletes the records of sessions last seen before `before`; returns how many.
+    fn prune_sessions(&self, before: Millis) -> StoreResult<u64>;
+    /// Who received a message; `None` when no message has that id.
+    fn delivery_report(&self, query: &ReportQuery) -> StoreResult<Option<DeliveryReport>>;
+}
+
 /// Everything a backend provides.
 pub trait Store:
-    ChannelStore + EnforcementStore + ConditionStore + ScheduleStore + StoreAdmin + Send + Sync
+    ChannelStore
+    + EnforcementStore
+    + ConditionStore
+    + ScheduleStore
+    + AuditStore
+    + SessionStore
+    + StoreAdmin
+    + Send
+    + Sync
 {
 }
 
 impl<T> Store for T where
-    T: ChannelStore + EnforcementStore + ConditionStore + ScheduleStore + StoreAdmin + Send + Sync
+    T: ChannelStore
+        + EnforcementStore
+        + ConditionStore
+        + ScheduleStore
+        + AuditStore
+        + SessionStore
+        + StoreAdmin
+        + Send
+        + Sync
 {
 }
 

@@ -29,11 +29,14 @@
 //! library the hook path opens in a millisecond (SQLite) or one connection (PostgreSQL).
 
 pub mod api;
+mod audit;
 mod error;
+mod fleet;
 mod location;
 pub mod no_wait;
 #[cfg(feature = "postgres")]
 mod postgres;
+mod retention;
 pub mod rules;
 mod sqlite;
 
@@ -43,6 +46,9 @@ pub use location::{HOME_ENV, StoreLocation};
 #[cfg(feature = "postgres")]
 pub use postgres::{
     CONNECT_TIMEOUT_ENV, POOL_SIZE_ENV, PgOptions, PostgresStore, STATEMENT_TIMEOUT_ENV,
+};
+pub use retention::{
+    AUDIT_RETENTION_ENV, Pruned, Retention, SESSION_LIVE_ENV, SESSION_RETENTION_ENV, housekeeping,
 };
 pub use rules::{from_rfc3339, to_rfc3339};
 pub use sqlite::{OpenOptions, Opened, SCHEMA_VERSION, SqliteStore};
@@ -78,6 +84,27 @@ pub const SETTINGS: &[catalogue::Setting] = &[
         default: "5000",
         effect: "How long a store call waits for another process's lock, in milliseconds \
                  (SQLite's busy timeout; PostgreSQL's `lock_timeout`).",
+    },
+    catalogue::Setting {
+        env: AUDIT_RETENTION_ENV,
+        flag: "",
+        default: "90",
+        effect: "Days the audit trail keeps an entry (`hooks-mcp audit`); older ones are pruned \
+                 by the daemon's tick and by `SessionStart` hooks.",
+    },
+    catalogue::Setting {
+        env: SESSION_RETENTION_ENV,
+        flag: "",
+        default: "7",
+        effect: "Days a session's record (`hooks-mcp sessions`) is kept after it was last seen; \
+                 pruned like audit entries.",
+    },
+    catalogue::Setting {
+        env: SESSION_LIVE_ENV,
+        flag: "",
+        default: "10",
+        effect: "Minutes after its last hook event or tool call a session counts as live \
+                 (`hooks-mcp sessions`, `hooks-mcp channel status`).",
     },
     #[cfg(feature = "postgres")]
     catalogue::Setting {

@@ -7,7 +7,7 @@
 //! private throwaway server that the tests of this process share and that stops when the
 //! process ends; with no server programs either, `postgres_part_status` says on stderr that the
 //! part was not run. Child processes of the
-//! multi-process tests enter through `child_writer` and `child_fire_due`.
+//! multi-process tests enter through `child_writer`, `child_audit_writer` and `child_fire_due`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod suite;
@@ -43,6 +43,7 @@ backend_suite! {
     admin: [
         a_fresh_store_has_the_current_schema_and_reopening_keeps_it,
         a_newer_schema_is_refused_unchanged,
+        a_version_1_store_is_migrated_to_the_current_schema,
         an_empty_store_is_missing_without_create,
         verify_reports_a_dropped_table,
         concurrent_first_opens_create_the_schema_once,
@@ -81,6 +82,13 @@ backend_suite! {
     ],
     multiprocess: [
         concurrent_processes_lose_no_writes,
+    ],
+    fleet: [
+        every_change_writes_its_audit_entry,
+        the_audit_trail_pages_filters_and_prunes,
+        sightings_build_session_records,
+        a_delivery_report_counts_live_subscribed_sessions,
+        killed_writers_leave_every_change_with_its_entry,
     ],
     model: [
         operations_agree_with_the_model,
@@ -148,6 +156,19 @@ fn child_writer() {
         return;
     };
     suite::multiprocess::child_writer(suite::open_spec(&spec), &worker);
+}
+
+/// Child process of `killed_writers_leave_every_change_with_its_entry` (does nothing when run
+/// directly).
+#[test]
+fn child_audit_writer() {
+    let (Ok(spec), Ok(worker)) = (
+        std::env::var(suite::fleet::STORE_ENV),
+        std::env::var(suite::fleet::WORKER_ENV),
+    ) else {
+        return;
+    };
+    suite::fleet::child_audit_writer(suite::open_spec(&spec), &worker);
 }
 
 /// Child process of `fire_due_is_exactly_once_across_processes` (does nothing when run

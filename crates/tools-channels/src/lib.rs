@@ -121,13 +121,16 @@ fn publish(ctx: &CallContext<'_>, args: Value) -> Result<Value, ToolError> {
     let now = ctx.now_ms();
     // Opportunistic housekeeping: one indexed DELETE keeps expired messages from piling up.
     store.prune_expired(now)?;
-    let message = store.publish(&NewMessage {
-        channel: args.channel,
-        body: args.message,
-        severity: args.severity.unwrap_or_default().into(),
-        created_at: now,
-        expires_at: now + i64::from(ttl) * 1000,
-    })?;
+    let message = store.publish(
+        &NewMessage {
+            channel: args.channel,
+            body: args.message,
+            severity: args.severity.unwrap_or_default().into(),
+            created_at: now,
+            expires_at: now + i64::from(ttl) * 1000,
+        },
+        &store::Actor::of_call(ctx, None),
+    )?;
     Ok(json!({
         "id": message.id,
         "channel": message.channel,
@@ -270,7 +273,12 @@ fn acknowledge(ctx: &CallContext<'_>, args: Value) -> Result<Value, ToolError> {
     let session_id = ctx.session_id(args.session_id.as_deref())?;
     let store = ctx.service::<StoreHandle>()?;
     let message = store
-        .acknowledge(args.message_id, &session_id, ctx.now_ms())
+        .acknowledge(
+            args.message_id,
+            &session_id,
+            ctx.now_ms(),
+            &store::Actor::of_call(ctx, Some(&session_id)),
+        )
         .map_err(|e| match e {
             store::StoreError::NotFound { .. } => ToolError::NotFound(format!(
                 "message_id: no unexpired message has id {}; channel_read lists them",
@@ -328,7 +336,7 @@ fn clear(ctx: &CallContext<'_>, args: Value) -> Result<Value, ToolError> {
         }
     };
     let store = ctx.service::<StoreHandle>()?;
-    let removed = store.clear_messages(&scope)?;
+    let removed = store.clear_messages(&scope, &store::Actor::of_call(ctx, None), ctx.now_ms())?;
     Ok(json!({ "removed": removed }))
 }
 

@@ -130,6 +130,11 @@ pub fn arm_gate_for_prompt(
     if !prompt_requests_condition_change(prompt_text) {
         return Ok(false);
     }
-    store.arm_gate(session_id, now.saturating_add(GATE_WINDOW_MS))?;
+    store.arm_gate(
+        session_id,
+        now.saturating_add(GATE_WINDOW_MS),
+        &store::Actor::Session(session_id.to_owned()),
+        now,
+    )?;
     Ok(true)
 }

@@ -211,7 +211,8 @@ fn set(ctx: &CallContext<'_>, args: Value) -> Result<Value, ToolError> {
     } else {
         PutMode::CreateOnly
     };
-    let outcome = store.put_condition(&condition, mode)?;
+    let actor = store::Actor::of_call(ctx, Some(&condition.session_id));
+    let outcome = store.put_condition(&condition, mode, &actor)?;
     Ok(json!({
         "name": condition.name,
         "status": match outcome { PutOutcome::Created => "created", PutOutcome::Replaced => "replaced" },
@@ -332,7 +333,8 @@ fn clear(ctx: &CallContext<'_>, args: Value) -> Result<Value, ToolError> {
     let session_id = ctx.session_id(args.session_id.as_deref())?;
     let store = ctx.service::<StoreHandle>()?;
     check_gate(ctx, store, &session_id)?;
-    if !store.delete_condition(&args.name)? {
+    let actor = store::Actor::of_call(ctx, Some(&session_id));
+    if !store.delete_condition(&args.name, &actor, ctx.now_ms())? {
         return Err(not_found(&args.name));
     }
     Ok(json!({ "removed": args.name }))

@@ -36,7 +36,9 @@ fn env() -> Env {
 /// An environment whose session `s1` has an open gate.
 fn armed() -> Env {
     let env = env();
-    env.store.arm_gate("s1", NOW + GATE_WINDOW_MS).unwrap();
+    env.store
+        .arm_gate("s1", NOW + GATE_WINDOW_MS, &store::Actor::Daemon, 0)
+        .unwrap();
     env
 }
 
@@ -89,7 +91,9 @@ fn set_list_show_clear_round_trip() {
                        "script": "print(1)", "language": "python", "run_async": true,
                        "session_id": "s9"});
     refused(env.call("condition_set", audit.clone())); // s9's gate is closed
-    env.store.arm_gate("s9", NOW + 1).unwrap();
+    env.store
+        .arm_gate("s9", NOW + 1, &store::Actor::Daemon, 0)
+        .unwrap();
     env.call("condition_set", audit).unwrap();
 
     let list = env.call("condition_list", json!({})).unwrap();
@@ -151,7 +155,9 @@ fn gate_closed_refuses_every_change() {
     assert!(env.names().is_empty());
 
     // Install one with the gate open, then close it: removal is refused too.
-    env.store.arm_gate("s1", NOW + 1).unwrap();
+    env.store
+        .arm_gate("s1", NOW + 1, &store::Actor::Daemon, 0)
+        .unwrap();
     env.call("condition_set", set_args("guard")).unwrap();
     env.store.disarm_gate("s1").unwrap();
     refused(env.call("condition_clear", json!({"name": "guard"})));

@@ -18,7 +18,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use catalogue::{CallContext, ToolError};
-use store::{Millis, NewReminder, Reminder, ReminderScope, StoreError, StoreHandle};
+use store::{NewReminder, Reminder, ReminderScope, StoreError, StoreHandle};
 
 #[cfg(test)]
 mod tests;
@@ -30,17 +30,17 @@ pub const CADENCE_MAX: u32 = 10_000;
 /// Longest tag.
 pub const TAG_MAX: usize = 64;
 
-/// Counts one tool call of `session_id` and returns its number (1 for the session's first call)
-/// with the reminders due on it: a reminder of cadence N is due on calls N, 2N, 3N...
+/// Counts one tool call of the sighting's session (recording the sighting in the same
+/// transaction) and returns its number (1 for the session's first call) with the reminders due
+/// on it: a reminder of cadence N is due on calls N, 2N, 3N...
 ///
 /// # Errors
 /// The store's error when counting or reading fails.
 pub fn due_reminders(
     store: &dyn store::Store,
-    session_id: &str,
-    now: Millis,
+    sighting: &store::Sighting,
 ) -> Result<(u64, Vec<Reminder>), StoreError> {
-    let call = store.count_tool_call(session_id, now)?;
+    let call = store.count_sighted_call(sighting)?;
     let due = store
         .reminders()?
         .into_iter()
@@ -109,12 +109,15 @@ fn set(ctx: &CallContext<'_>, args: Value) -> Result<Value, ToolError> {
         check_tag(tag)?;
     }
     let store = ctx.service::<StoreHandle>()?;
-    let reminder = store.add_reminder(&NewReminder {
-        message: args.message,
-        cadence,
-        tag: args.tag,
-        created_at: ctx.now_ms(),
-    })?;
+    let reminder = store.add_reminder(
+        &NewReminder {
+            message: args.message,
+            cadence,
+            tag: args.tag,
+            created_at: ctx.now_ms(),
+        },
+        &store::Actor::of_call(ctx, None),
+    )?;
     Ok(json!({ "id": reminder.id, "cadence": reminder.cadence, "tag": reminder.tag }))
 }
 
@@ -191,7 +194,7 @@ fn clear(ctx: &CallContext<'_>, args: Value) -> Result<Value, ToolError> {
         }
     };
     let store = ctx.service::<StoreHandle>()?;
-    let removed = store.clear_reminders(&scope)?;
+    let removed = store.clear_reminders(&scope, &store::Actor::of_call(ctx, None), ctx.now_ms())?;
     if let (ReminderScope::Id(id), 0) = (&scope, removed) {
         return Err(ToolError::NotFound(format!(
             "enforcement_id: no reminder has id {id}; enforcement_list shows the ids"

@@ -204,10 +204,18 @@ fn due_reminders_follow_cadence_per_session() {
         every3["id"].as_i64().unwrap(),
     );
     let store: &dyn store::Store = &*env.store.0;
+    let sighting = |session: &str| store::Sighting {
+        session_id: session.into(),
+        at: NOW,
+        event: "PreToolUse".into(),
+        transport: store::Transport::Hook,
+        cwd: None,
+        subscriptions: None,
+    };
 
     let mut seen = Vec::new();
     for _ in 0..6 {
-        let (call, due) = crate::due_reminders(store, "s1", NOW).unwrap();
+        let (call, due) = crate::due_reminders(store, &sighting("s1")).unwrap();
         seen.push((call, due.iter().map(|r| r.id).collect::<Vec<_>>()));
     }
     assert_eq!(
@@ -223,9 +231,9 @@ fn due_reminders_follow_cadence_per_session() {
     );
 
     // Another session counts from 1 on its own.
-    let (call, due) = crate::due_reminders(store, "s2", NOW).unwrap();
+    let (call, due) = crate::due_reminders(store, &sighting("s2")).unwrap();
     assert_eq!((call, due.len()), (1, 0));
-    let (call, due) = crate::due_reminders(store, "s2", NOW).unwrap();
+    let (call, due) = crate::due_reminders(store, &sighting("s2")).unwrap();
     assert_eq!(
         (call, due.iter().map(|r| r.id).collect::<Vec<_>>()),
         (2, vec![id2])

@@ -261,16 +261,19 @@ fn schedule_create(ctx: &CallContext<'_>, args: Value) -> Result<Value, ToolErro
     let now = ctx.now_ms();
     let (trigger, next_fire_at) = trigger_of(&args, now)?;
     let store = ctx.service::<StoreHandle>()?;
-    let schedule = store.create_schedule(&NewSchedule {
-        name: args.name,
-        channel: args.channel,
-        message: args.message,
-        severity: args.severity.map_or(Severity::Info, Severity::from),
-        ttl_seconds,
-        trigger,
-        next_fire_at,
-        created_at: now,
-    })?;
+    let schedule = store.create_schedule(
+        &NewSchedule {
+            name: args.name,
+            channel: args.channel,
+            message: args.message,
+            severity: args.severity.map_or(Severity::Info, Severity::from),
+            ttl_seconds,
+            trigger,
+            next_fire_at,
+            created_at: now,
+        },
+        &store::Actor::of_call(ctx, None),
+    )?;
     Ok(json!({
         "id": schedule.id,
         "next_fire_at": to_rfc3339(next_fire_at),
@@ -288,6 +291,10 @@ fn schedule_list(ctx: &CallContext<'_>, args: Value) -> Result<Value, ToolError>
 fn schedule_cancel(ctx: &CallContext<'_>, args: Value) -> Result<Value, ToolError> {
     let args: CancelArgs = catalogue::parse_args(args)?;
     let store = ctx.service::<StoreHandle>()?;
-    let schedule = store.cancel_schedule(args.schedule_id, ctx.now_ms())?;
+    let schedule = store.cancel_schedule(
+        args.schedule_id,
+        ctx.now_ms(),
+        &store::Actor::of_call(ctx, None),
+    )?;
     Ok(summary(&schedule))
 }

@@ -109,13 +109,14 @@ pub fn plan_next(schedule: &Schedule, now: Millis) -> NextFire {
 }
 
 /// Fires every due schedule of `store` at `now` with [`plan_next`]: what the daemon tick and the
-/// hooks call.
+/// hooks call; `actor` (the daemon, or the hook's session) is recorded with each firing.
 ///
 /// # Errors
 /// The store's error; nothing is fired then.
 pub fn fire_due(
     store: &dyn store::Store,
     now: Millis,
+    actor: &store::Actor,
 ) -> Result<Vec<store::Firing>, store::StoreError> {
-    store.fire_due(now, &plan_next)
+    store.fire_due(now, &plan_next, actor)
 }

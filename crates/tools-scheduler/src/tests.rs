@@ -384,12 +384,14 @@ fn fire_due_one_shot_interval_and_catch_up() {
     .unwrap();
     let store = &*env.store;
     assert!(
-        fire_due(store, t).unwrap().is_empty(),
+        fire_due(store, t, &store::Actor::Daemon)
+            .unwrap()
+            .is_empty(),
         "nothing due at creation"
     );
 
     // t + 1 min: both are due and fire once each.
-    let firings = fire_due(store, t + MINUTE).unwrap();
+    let firings = fire_due(store, t + MINUTE, &store::Actor::Daemon).unwrap();
     assert_eq!(
         firings.iter().map(|f| f.schedule_id).collect::<Vec<_>>(),
         vec![1, 2]
@@ -397,7 +399,9 @@ fn fire_due_one_shot_interval_and_catch_up() {
     assert_eq!(firings[0].message.body, "once");
     assert_eq!(firings[0].message.expires_at, t + MINUTE + 90_000);
     assert!(
-        fire_due(store, t + MINUTE).unwrap().is_empty(),
+        fire_due(store, t + MINUTE, &store::Actor::Daemon)
+            .unwrap()
+            .is_empty(),
         "the same instant fires nothing"
     );
     let list = env.list();
@@ -408,7 +412,7 @@ fn fire_due_one_shot_interval_and_catch_up() {
     assert_eq!(list[1]["next_fire_at"], "2026-12-01T12:04:30Z");
 
     // The next period fires the interval only.
-    let firings = fire_due(store, t + 2 * MINUTE).unwrap();
+    let firings = fire_due(store, t + 2 * MINUTE, &store::Actor::Daemon).unwrap();
     assert_eq!(
         firings.iter().map(|f| f.schedule_id).collect::<Vec<_>>(),
         vec![2]
@@ -417,7 +421,7 @@ fn fire_due_one_shot_interval_and_catch_up() {
     // Back 3.5 periods after the occurrence due at t + 3 min: one firing, three skipped
     // (t + 4, 5 and 6 min), and the next on the grid at t + 7 min.
     let back = t + 3 * MINUTE + 7 * MINUTE / 2;
-    let firings = fire_due(store, back).unwrap();
+    let firings = fire_due(store, back, &store::Actor::Daemon).unwrap();
     assert_eq!(firings.len(), 1);
     assert_eq!(
         (firings[0].scheduled_for, firings[0].skipped),

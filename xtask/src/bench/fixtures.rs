@@ -69,7 +69,8 @@ impl ToolBench {
             "channel_list" => json!({}),
             "channel_read" => json!({ "limit": 20 }),
             "channel_acknowledge" | "channel_clear" => {
-                let message = store.publish(&message(i, Severity::Alert, now))?;
+                let message =
+                    store.publish(&message(i, Severity::Alert, now), &store::Actor::Daemon)?;
                 json!({ "message_id": message.id })
             }
             "condition_set" => json!({
@@ -83,7 +84,11 @@ impl ToolBench {
             "condition_show" => json!({ "name": "baseline_0" }),
             "condition_clear" => {
                 let name = format!("to_clear_{i}");
-                store.put_condition(&condition(&name, now), PutMode::CreateOnly)?;
+                store.put_condition(
+                    &condition(&name, now),
+                    PutMode::CreateOnly,
+                    &store::Actor::Daemon,
+                )?;
                 json!({ "name": name })
             }
             "enforcement_set" => json!({
@@ -93,7 +98,7 @@ impl ToolBench {
             }),
             "enforcement_list" => json!({}),
             "enforcement_clear" => {
-                let reminder = store.add_reminder(&reminder(i, now))?;
+                let reminder = store.add_reminder(&reminder(i, now), &store::Actor::Daemon)?;
                 json!({ "enforcement_id": reminder.id })
             }
             "schedule_create" => json!({
@@ -104,7 +109,7 @@ impl ToolBench {
             }),
             "schedule_list" => json!({}),
             "schedule_cancel" => {
-                let schedule = store.create_schedule(&schedule(i, now))?;
+                let schedule = store.create_schedule(&schedule(i, now), &store::Actor::Daemon)?;
                 json!({ "schedule_id": schedule.id })
             }
             other => bail!(
@@ -119,19 +124,20 @@ impl ToolBench {
 fn seed(store: &StoreHandle, now: Millis) -> anyhow::Result<()> {
     const SEVERITIES: [Severity; 3] = [Severity::Info, Severity::Alert, Severity::Critical];
     for i in 0..20 {
-        store.publish(&message(i, SEVERITIES[i % 3], now))?;
+        store.publish(&message(i, SEVERITIES[i % 3], now), &store::Actor::Daemon)?;
     }
     for i in 0..5 {
         store.put_condition(
             &condition(&format!("baseline_{i}"), now),
             PutMode::CreateOnly,
+            &store::Actor::Daemon,
         )?;
     }
     for i in 0..10 {
-        store.add_reminder(&reminder(i, now))?;
+        store.add_reminder(&reminder(i, now), &store::Actor::Daemon)?;
     }
     for i in 0..10 {
-        store.create_schedule(&schedule(i, now))?;
+        store.create_schedule(&schedule(i, now), &store::Actor::Daemon)?;
     }
     Ok(())
 }

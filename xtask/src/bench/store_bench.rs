@@ -102,7 +102,10 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
         "`publish`",
         series(n, |i| {
             store
-                .publish(&message(i, Severity::Alert, now_ms()))
+                .publish(
+                    &message(i, Severity::Alert, now_ms()),
+                    &store::Actor::Daemon,
+                )
                 .map(drop)
         })?,
     );
@@ -123,12 +126,18 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
     let now = now_ms();
     let mut ids = Vec::with_capacity(WARM_UP + n);
     for i in 0..WARM_UP + n {
-        ids.push(store.publish(&message(i, Severity::Alert, now))?.id);
+        ids.push(
+            store
+                .publish(&message(i, Severity::Alert, now), &store::Actor::Daemon)?
+                .id,
+        );
     }
     add(
         "`acknowledge` (a new message each time)",
         series(n, |i| {
-            store.acknowledge(ids[i], "session-1", now_ms()).map(drop)
+            store
+                .acknowledge(ids[i], "session-1", now_ms(), &store::Actor::Daemon)
+                .map(drop)
         })?,
     );
 
@@ -178,12 +187,12 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
     let store = backend.fresh()?;
     let later = now_ms() + 3_600_000;
     for i in 0..PENDING {
-        store.create_schedule(&one_shot(i, later))?;
+        store.create_schedule(&one_shot(i, later), &store::Actor::Daemon)?;
     }
     add(
         "`fire_due` with nothing due, 100 schedules pending (an idle tick)",
         series(n, |_| {
-            tools_scheduler::fire_due(&**store, now_ms()).map(drop)
+            tools_scheduler::fire_due(&**store, now_ms(), &store::Actor::Daemon).map(drop)
         })?,
     );
     println!(
@@ -353,7 +362,7 @@ fn claim(backend: Backend, firers: usize, schedules: usize) -> anyhow::Result<Cl
     let fresh = backend.fresh()?;
     let due = now_ms() - 1_000;
     for i in 0..schedules {
-        fresh.create_schedule(&one_shot(i, due))?;
+        fresh.create_schedule(&one_shot(i, due), &store::Actor::Daemon)?;
     }
     let handles = (0..firers)
         .map(|_| fresh.open_another())
@@ -377,7 +386,9 @@ fn claim(backend: Backend, firers: usize, schedules: usize) -> anyhow::Result<Cl
                         if Instant::now() > deadline {
                             bail!("the claim-rate round did not finish within 10 minutes");
                         }
-                        let got = tools_scheduler::fire_due(&**handle, now_ms())?.len();
+                        let got =
+                            tools_scheduler::fire_due(&**handle, now_ms(), &store::Actor::Daemon)?
+                                .len();
                         calls += 1;
                         mine += got;
                         fired.fetch_add(got, Ordering::AcqRel);
@@ -625,7 +636,7 @@ fn seeded(backend: Backend, active: usize) -> anyhow::Result<Fresh> {
     let store = backend.fresh()?;
     let now = now_ms();
     for i in 0..active {
-        store.publish(&message(i, SEVERITIES[i % 3], now))?;
+        store.publish(&message(i, SEVERITIES[i % 3], now), &store::Actor::Daemon)?;
     }
     Ok(store)
 }
@@ -744,7 +755,7 @@ pub(crate) fn worker(args: &WorkerArgs) -> anyhow::Result<()> {
     let publish = |i: usize| {
         let mut m = message(i, Severity::Info, now_ms());
         m.channel.clone_from(&channel);
-        store.publish(&m).map(drop)
+        store.publish(&m, &store::Actor::Daemon).map(drop)
     };
     // Warm up like the sequential series: statements prepared, pages cached.
     for i in 0..WARM_UP {

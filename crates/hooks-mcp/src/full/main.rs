@@ -3,6 +3,7 @@
 //! Agents start `hooks-mcp`, which `exec`s this binary on the first request it cannot answer
 //! itself; it can also be run directly.
 
+mod fleet;
 mod ops;
 
 use std::process::ExitCode;
@@ -67,6 +68,10 @@ enum Cmd {
     Condition(ops::ConditionArgs),
     /// Create, list and cancel schedules.
     Schedule(ops::ScheduleArgs),
+    /// Show the audit trail: every change, who made it and when.
+    Audit(fleet::AuditArgs),
+    /// List the live sessions (--all: every recorded one): last seen, last event, tool calls.
+    Sessions(fleet::SessionsArgs),
 }
 
 /// `hooks-mcp init [--transport …] [--remove] [--dry-run]`
@@ -112,6 +117,8 @@ fn main() -> ExitCode {
         Cmd::Enforcement(args) => return ops::enforcement(args),
         Cmd::Condition(args) => return ops::condition(args),
         Cmd::Schedule(args) => return ops::schedule(args),
+        Cmd::Audit(args) => return fleet::audit(args),
+        Cmd::Sessions(args) => return fleet::sessions(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -75,6 +75,12 @@ enum ChannelCmd {
         #[arg(long)]
         session_id: Option<String>,
     },
+    /// Who received a message: deliveries and acknowledgements against the live sessions
+    /// subscribed to its channel.
+    Status {
+        /// The message's id.
+        message_id: i64,
+    },
     /// Delete one message or every message of a channel (channel_clear).
     Clear {
         /// Delete every message of this channel.
@@ -220,6 +226,9 @@ impl ToolArgs {
 /// Runs `hooks-mcp channel ...`.
 pub(crate) fn channel(args: ChannelArgs) -> ExitCode {
     let (tool, call) = match args.command {
+        ChannelCmd::Status { message_id } => {
+            return crate::fleet::channel_status(message_id, args.common.json);
+        }
         ChannelCmd::Publish {
             channel,
             message,
@@ -360,7 +369,8 @@ fn execute(tool: &str, args: ToolArgs, common: &Common) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let extensions = server_full::Settings::extensions(store);
+    let mut extensions = server_full::Settings::extensions(store);
+    extensions.insert(operator_actor());
     let session = SessionPolicy::Fallback(
         SESSION_ENV
             .iter()
@@ -382,6 +392,16 @@ fn execute(tool: &str, args: ToolArgs, common: &Common) -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// The operator, as the audit trail records the changes these commands make: `$USER`, else
+/// `$LOGNAME`, else the user id.
+pub(crate) fn operator_actor() -> store::Actor {
+    let name = ["USER", "LOGNAME"]
+        .iter()
+        .find_map(|k| std::env::var(k).ok().filter(|v| !v.trim().is_empty()))
+        .unwrap_or_else(|| format!("uid {}", rustix::process::getuid().as_raw()));
+    store::Actor::Operator(name)
 }
 
 /// Writes the answer on stdout (the operator's terminal: no MCP stream here).

@@ -92,16 +92,19 @@ fn three_daemons_share_one_postgres_database() {
     for i in 0..SCHEDULES {
         let at = created_at + 1_000 + i64::try_from(i).unwrap();
         store
-            .create_schedule(&NewSchedule {
-                name: None,
-                channel: "fleet".into(),
-                message: format!("fleet-{i}"),
-                severity: Severity::Info,
-                ttl_seconds: 3600,
-                trigger: Trigger::At(at),
-                next_fire_at: at,
-                created_at,
-            })
+            .create_schedule(
+                &NewSchedule {
+                    name: None,
+                    channel: "fleet".into(),
+                    message: format!("fleet-{i}"),
+                    severity: Severity::Info,
+                    ttl_seconds: 3600,
+                    trigger: Trigger::At(at),
+                    next_fire_at: at,
+                    created_at,
+                },
+                &store::Actor::Daemon,
+            )
             .unwrap();
     }
     let total = i64::try_from(SCHEDULES).unwrap();

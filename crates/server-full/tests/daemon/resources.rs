@@ -60,13 +60,16 @@ fn publish(home: &std::path::Path, channel: &str) -> Instant {
     let store = SqliteStore::create(home.join("state.db")).unwrap();
     let now = server_full::now_ms();
     store
-        .publish(&NewMessage {
-            channel: channel.into(),
-            body: format!("news on {channel}"),
-            severity: Severity::Info,
-            created_at: now,
-            expires_at: now + 3_600_000,
-        })
+        .publish(
+            &NewMessage {
+                channel: channel.into(),
+                body: format!("news on {channel}"),
+                severity: Severity::Info,
+                created_at: now,
+                expires_at: now + 3_600_000,
+            },
+            &store::Actor::Daemon,
+        )
         .unwrap();
     Instant::now()
 }

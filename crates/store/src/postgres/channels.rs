@@ -6,10 +6,10 @@
 
 use postgres::Row;
 
-use super::{Db, Fail, PostgresStore, parse_column, to_u64};
+use super::{Db, Fail, PostgresStore, audit, parse_column, to_u64};
 use crate::{
-    ChannelStore, ChannelSummary, DeliveryPoint, Message, MessageQuery, MessageScope, MessageView,
-    Millis, NewMessage, Severity, StoreError, StoreResult,
+    Actor, ChannelStore, ChannelSummary, DeliveryPoint, Message, MessageQuery, MessageScope,
+    MessageView, Millis, NewMessage, Severity, StoreError, StoreResult,
 };
 
 /// The message columns, in the order [`message_from_row`] reads them.
@@ -102,8 +102,8 @@ fn count_of(rows: &[Row]) -> Result<u64, Fail> {
 }
 
 impl ChannelStore for PostgresStore {
-    fn publish(&self, message: &NewMessage) -> StoreResult<Message> {
-        self.run(|db| {
+    fn publish(&self, message: &NewMessage, actor: &Actor) -> StoreResult<Message> {
+        self.transaction(|db| {
             let row = db.query_one(
                 "WITH m AS (
                      INSERT INTO messages (channel, body, severity, created_at, expires_at)
@@ -119,14 +119,21 @@ impl ChannelStore for PostgresStore {
                     &message.expires_at,
                 ],
             )?;
-            Ok(Message {
+            let stored = Message {
                 id: row.try_get(0)?,
                 channel: message.channel.clone(),
                 body: message.body.clone(),
                 severity: message.severity,
                 created_at: message.created_at,
                 expires_at: message.expires_at,
-            })
+            };
+            audit::insert(
+                db,
+                actor,
+                message.created_at,
+                &crate::audit::publish(&stored, message),
+            )?;
+            Ok(stored)
         })
     }
 
@@ -204,33 +211,50 @@ impl ChannelStore for PostgresStore {
         })
     }
 
-    fn acknowledge(&self, message_id: i64, session_id: &str, now: Millis) -> StoreResult<Message> {
-        self.run(|db| {
-            // One statement: the message row is share-locked against a concurrent delete, and a
-            // second acknowledgement keeps the first one's time.
+    fn acknowledge(
+        &self,
+        message_id: i64,
+        session_id: &str,
+        now: Millis,
+        actor: &Actor,
+    ) -> StoreResult<Message> {
+        self.transaction(|db| {
+            // The message row is share-locked against a concurrent delete; a second
+            // acknowledgement keeps the first one's time and changes nothing to audit.
             let row = db.query_opt(
                 concat!(
-                    "WITH m AS (SELECT ",
+                    "SELECT ",
                     message_columns!(),
-                    " FROM messages m WHERE m.id = $1 AND m.expires_at > $3 FOR KEY SHARE),
-                     ack AS (INSERT INTO message_acks (message_id, session_id, acked_at)
-                             SELECT id, $2, $3 FROM m ON CONFLICT DO NOTHING)
-                     SELECT * FROM m"
+                    " FROM messages m WHERE m.id = $1 AND m.expires_at > $2 FOR KEY SHARE"
                 ),
-                &[&message_id, &session_id, &now],
+                &[&message_id, &now],
             )?;
-            match row {
-                Some(row) => message_from_row(&row),
-                None => Err(Fail::Store(StoreError::NotFound {
+            let Some(row) = row else {
+                return Err(Fail::Store(StoreError::NotFound {
                     what: "message",
                     id: message_id.to_string(),
-                })),
+                }));
+            };
+            let message = message_from_row(&row)?;
+            let added = db.execute(
+                "INSERT INTO message_acks (message_id, session_id, acked_at)
+                 VALUES ($1, $2, $3) ON CONFLICT DO NOTHING",
+                &[&message_id, &session_id, &now],
+            )?;
+            if added > 0 {
+                audit::insert(
+                    db,
+                    actor,
+                    now,
+                    &crate::audit::acknowledge(&message, session_id),
+                )?;
             }
+            Ok(message)
         })
     }
 
-    fn clear_messages(&self, scope: &MessageScope) -> StoreResult<u64> {
-        self.run(|db| {
+    fn clear_messages(&self, scope: &MessageScope, actor: &Actor, now: Millis) -> StoreResult<u64> {
+        self.transaction(|db| {
             let rows = match scope {
                 MessageScope::All => db.query(cleared_notifying!(""), &[])?,
                 MessageScope::Channel(channel) => {
@@ -238,7 +262,11 @@ impl ChannelStore for PostgresStore {
                 }
                 MessageScope::Id(id) => db.query(cleared_notifying!("WHERE id = $1"), &[id])?,
             };
-            count_of(&rows)
+            let n = count_of(&rows)?;
+            if n > 0 {
+                audit::insert(db, actor, now, &crate::audit::clear(scope, n))?;
+            }
+            Ok(n)
         })
     }
 

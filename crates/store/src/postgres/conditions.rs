@@ -2,8 +2,10 @@
 
 use postgres::Row;
 
-use super::{Fail, PostgresStore, parse_column};
-use crate::{Condition, ConditionStore, Millis, PutMode, PutOutcome, StoreError, StoreResult};
+use super::{Fail, PostgresStore, audit, parse_column};
+use crate::{
+    Actor, Condition, ConditionStore, Millis, PutMode, PutOutcome, StoreError, StoreResult,
+};
 
 macro_rules! condition_columns {
     () => {
@@ -26,9 +28,15 @@ fn condition_from_row(row: &Row) -> Result<Condition, Fail> {
 }
 
 impl ConditionStore for PostgresStore {
-    /// One statement either way, so two callers racing for a new name cannot both create it.
-    fn put_condition(&self, condition: &Condition, mode: PutMode) -> StoreResult<PutOutcome> {
-        self.run(|db| {
+    /// Inside one transaction: the existing row (if any) is locked first, so the old script's
+    /// hash is the one replaced; two callers racing for a new name cannot both create it.
+    fn put_condition(
+        &self,
+        condition: &Condition,
+        mode: PutMode,
+        actor: &Actor,
+    ) -> StoreResult<PutOutcome> {
+        self.transaction(|db| {
             let params: [&(dyn postgres::types::ToSql + Sync); 9] = [
                 &condition.name,
                 &condition.step.as_str(),
@@ -40,52 +48,75 @@ impl ConditionStore for PostgresStore {
                 &condition.created_at,
                 &condition.updated_at,
             ];
-            match mode {
-                PutMode::CreateOnly => {
-                    let inserted = db.execute(
-                        concat!(
-                            "INSERT INTO conditions (",
-                            condition_columns!(),
-                            ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
-                             ON CONFLICT (name) DO NOTHING"
-                        ),
-                        &params,
+            let locked = |db: &mut super::Db| -> Result<Option<String>, Fail> {
+                Ok(db
+                    .query_opt(
+                        "SELECT script FROM conditions WHERE name = $1 FOR UPDATE",
+                        &[&condition.name],
+                    )?
+                    .map(|r| r.try_get(0))
+                    .transpose()?)
+            };
+            let mut old = locked(db)?;
+            if old.is_none() {
+                let inserted = db.execute(
+                    concat!(
+                        "INSERT INTO conditions (",
+                        condition_columns!(),
+                        ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+                         ON CONFLICT (name) DO NOTHING"
+                    ),
+                    &params,
+                )?;
+                if inserted == 1 {
+                    audit::insert(
+                        db,
+                        actor,
+                        condition.updated_at,
+                        &crate::audit::condition_set(condition, None),
                     )?;
-                    if inserted == 0 {
-                        return Err(Fail::Store(StoreError::Conflict(format!(
-                            "a condition named `{}` already exists; pass replace=true to replace \
-                             it, or choose another name",
-                            condition.name
-                        ))));
-                    }
-                    Ok(PutOutcome::Created)
+                    return Ok(PutOutcome::Created);
                 }
-                PutMode::Replace => {
-                    // Replacing keeps the original creation time; `xmax = 0` marks a fresh row.
-                    let created: bool = db
-                        .query_one(
-                            concat!(
-                                "INSERT INTO conditions AS c (",
-                                condition_columns!(),
-                                ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
-                                 ON CONFLICT (name) DO UPDATE
-                                 SET step = excluded.step, matcher = excluded.matcher,
-                                     script = excluded.script, language = excluded.language,
-                                     run_async = excluded.run_async,
-                                     session_id = excluded.session_id,
-                                     updated_at = excluded.updated_at
-                                 RETURNING (c.xmax = 0)"
-                            ),
-                            &params,
-                        )?
-                        .try_get(0)?;
-                    Ok(if created {
-                        PutOutcome::Created
-                    } else {
-                        PutOutcome::Replaced
-                    })
-                }
+                // Created by a concurrent caller since: replace that one (it is committed).
+                old = locked(db)?;
             }
+            let Some(old) = old else {
+                return Err(Fail::Store(StoreError::Conflict(format!(
+                    "the condition `{}` was created and removed concurrently; retry",
+                    condition.name
+                ))));
+            };
+            if mode == PutMode::CreateOnly {
+                return Err(Fail::Store(StoreError::Conflict(format!(
+                    "a condition named `{}` already exists; pass replace=true to replace it, or \
+                     choose another name",
+                    condition.name
+                ))));
+            }
+            // Replacing keeps the original creation time.
+            db.execute(
+                "UPDATE conditions
+                 SET step = $2, matcher = $3, script = $4, language = $5, run_async = $6,
+                     session_id = $7, updated_at = $8
+                 WHERE name = $1",
+                &[
+                    &condition.name,
+                    &condition.step.as_str(),
+                    &condition.matcher,
+                    &condition.script,
+                    &condition.language.as_str(),
+                    &condition.run_async,
+                    &condition.session_id,
+                    &condition.updated_at,
+                ],
+            )?;
+            audit::insert(
+                db,
+                actor,
+                condition.updated_at,
+                &crate::audit::condition_set(condition, Some(&old)),
+            )?;
+            Ok(PutOutcome::Replaced)
         })
     }
 
@@ -121,17 +152,40 @@ impl ConditionStore for PostgresStore {
         })
     }
 
-    fn delete_condition(&self, name: &str) -> StoreResult<bool> {
-        self.run(|db| Ok(db.execute("DELETE FROM conditions WHERE name = $1", &[&name])? > 0))
+    fn delete_condition(&self, name: &str, actor: &Actor, now: Millis) -> StoreResult<bool> {
+        self.transaction(|db| {
+            let Some(row) = db.query_opt(
+                "DELETE FROM conditions WHERE name = $1 RETURNING script",
+                &[&name],
+            )?
+            else {
+                return Ok(false);
+            };
+            let script: String = row.try_get(0)?;
+            audit::insert(
+                db,
+                actor,
+                now,
+                &crate::audit::condition_clear(name, &script),
+            )?;
+            Ok(true)
+        })
     }
 
-    fn arm_gate(&self, session_id: &str, until: Millis) -> StoreResult<()> {
-        self.run(|db| {
+    fn arm_gate(
+        &self,
+        session_id: &str,
+        until: Millis,
+        actor: &Actor,
+        now: Millis,
+    ) -> StoreResult<()> {
+        self.transaction(|db| {
             db.execute(
                 "INSERT INTO condition_gates (session_id, armed_until) VALUES ($1, $2)
                  ON CONFLICT (session_id) DO UPDATE SET armed_until = excluded.armed_until",
                 &[&session_id, &until],
             )?;
+            audit::insert(db, actor, now, &crate::audit::gate_open(session_id, until))?;
             Ok(())
         })
     }

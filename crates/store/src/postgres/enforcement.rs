@@ -2,9 +2,9 @@
 
 use postgres::Row;
 
-use super::{Fail, PostgresStore, to_u64};
+use super::{Fail, PostgresStore, audit, to_u64};
 use crate::{
-    EnforcementStore, Millis, NewReminder, Reminder, ReminderScope, StoreError, StoreResult,
+    Actor, EnforcementStore, Millis, NewReminder, Reminder, ReminderScope, StoreError, StoreResult,
 };
 
 fn reminder_from_row(row: &Row) -> Result<Reminder, Fail> {
@@ -23,8 +23,8 @@ fn reminder_from_row(row: &Row) -> Result<Reminder, Fail> {
 }
 
 impl EnforcementStore for PostgresStore {
-    fn add_reminder(&self, reminder: &NewReminder) -> StoreResult<Reminder> {
-        self.run(|db| {
+    fn add_reminder(&self, reminder: &NewReminder, actor: &Actor) -> StoreResult<Reminder> {
+        self.transaction(|db| {
             let row = db.query_one(
                 "INSERT INTO reminders (message, cadence, tag, created_at)
                  VALUES ($1, $2, $3, $4) RETURNING id",
@@ -35,13 +35,20 @@ impl EnforcementStore for PostgresStore {
                     &reminder.created_at,
                 ],
             )?;
-            Ok(Reminder {
+            let stored = Reminder {
                 id: row.try_get(0)?,
                 message: reminder.message.clone(),
                 cadence: reminder.cadence,
                 tag: reminder.tag.clone(),
                 created_at: reminder.created_at,
-            })
+            };
+            audit::insert(
+                db,
+                actor,
+                reminder.created_at,
+                &crate::audit::reminder_set(&stored),
+            )?;
+            Ok(stored)
         })
     }
 
@@ -57,16 +64,30 @@ impl EnforcementStore for PostgresStore {
         })
     }
 
-    fn clear_reminders(&self, scope: &ReminderScope) -> StoreResult<u64> {
-        self.run(|db| {
-            Ok(match scope {
+    fn clear_reminders(
+        &self,
+        scope: &ReminderScope,
+        actor: &Actor,
+        now: Millis,
+    ) -> StoreResult<u64> {
+        self.transaction(|db| {
+            let removed = match scope {
                 ReminderScope::Id(id) => {
                     db.execute("DELETE FROM reminders WHERE id = $1", &[id])?
                 }
                 ReminderScope::Tag(tag) => {
                     db.execute("DELETE FROM reminders WHERE tag = $1", &[tag])?
                 }
-            })
+            };
+            if removed > 0 {
+                audit::insert(
+                    db,
+                    actor,
+                    now,
+                    &crate::audit::reminder_clear(scope, removed),
+                )?;
+            }
+            Ok(removed)
         })
     }
 

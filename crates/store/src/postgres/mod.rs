@@ -8,11 +8,13 @@
 //! schedules with `FOR UPDATE SKIP LOCKED`.
 
 mod admin;
+mod audit;
 mod channels;
 mod conditions;
 mod config;
 mod enforcement;
 mod scheduler;
+mod sessions;
 mod tls;
 
 use std::collections::HashMap;
@@ -30,7 +32,10 @@ use crate::DATABASE_URL_ENV;
 use crate::{Opened, SCHEMA_VERSION, StoreError, StoreResult};
 
 /// Migrations, in order: `MIGRATIONS[i]` takes a database from version `i` to `i + 1`.
-const MIGRATIONS: &[&str] = &[include_str!("migrations/0001_initial.sql")];
+const MIGRATIONS: &[&str] = &[
+    include_str!("migrations/0001_initial.sql"),
+    include_str!("migrations/0002_fleet.sql"),
+];
 
 /// The table holding the schema version (one row).
 const META_DDL: &str = "CREATE TABLE IF NOT EXISTS hooks_mcp_meta (

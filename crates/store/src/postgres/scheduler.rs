@@ -8,9 +8,9 @@
 
 use postgres::Row;
 
-use super::{Fail, PostgresStore, parse_column, to_i64, to_u64};
+use super::{Fail, PostgresStore, audit, parse_column, to_i64, to_u64};
 use crate::{
-    Firing, FiringRecord, Message, Millis, NewSchedule, NextFire, Schedule, ScheduleStatus,
+    Actor, Firing, FiringRecord, Message, Millis, NewSchedule, NextFire, Schedule, ScheduleStatus,
     ScheduleStore, StoreError, StoreResult, Trigger,
 };
 
@@ -70,8 +70,8 @@ fn trigger_columns(trigger: &Trigger) -> (&'static str, Option<i64>, Option<i64>
 }
 
 impl ScheduleStore for PostgresStore {
-    fn create_schedule(&self, schedule: &NewSchedule) -> StoreResult<Schedule> {
-        self.run(|db| {
+    fn create_schedule(&self, schedule: &NewSchedule, actor: &Actor) -> StoreResult<Schedule> {
+        self.transaction(|db| {
             let (kind, at_ms, every_seconds, cron) = trigger_columns(&schedule.trigger);
             let row = db.query_one(
                 "WITH s AS (
@@ -96,8 +96,15 @@ impl ScheduleStore for PostgresStore {
                     &schedule.created_at,
                 ],
             )?;
+            let id: i64 = row.try_get(0)?;
+            audit::insert(
+                db,
+                actor,
+                schedule.created_at,
+                &crate::audit::schedule_create(id, schedule),
+            )?;
             Ok(Schedule {
-                id: row.try_get(0)?,
+                id,
                 name: schedule.name.clone(),
                 channel: schedule.channel.clone(),
                 message: schedule.message.clone(),
@@ -156,8 +163,8 @@ impl ScheduleStore for PostgresStore {
         })
     }
 
-    fn cancel_schedule(&self, id: i64, _now: Millis) -> StoreResult<Schedule> {
-        self.run(|db| {
+    fn cancel_schedule(&self, id: i64, now: Millis, actor: &Actor) -> StoreResult<Schedule> {
+        self.transaction(|db| {
             let cancelled = db.query_opt(
                 concat!(
                     "WITH s AS (UPDATE schedules SET status = 'cancelled', next_fire_at = NULL
@@ -171,7 +178,9 @@ impl ScheduleStore for PostgresStore {
                 &[&id],
             )?;
             if let Some(row) = cancelled {
-                return schedule_from_row(&row);
+                let schedule = schedule_from_row(&row)?;
+                audit::insert(db, actor, now, &crate::audit::schedule_cancel(id))?;
+                return Ok(schedule);
             }
             let status = db.query_opt("SELECT status FROM schedules WHERE id = $1", &[&id])?;
             Err(Fail::Store(match status {
@@ -204,6 +213,7 @@ impl ScheduleStore for PostgresStore {
         &self,
         now: Millis,
         plan: &dyn Fn(&Schedule, Millis) -> NextFire,
+        actor: &Actor,
     ) -> StoreResult<Vec<Firing>> {
         self.transaction(|db| {
             let due = db
@@ -278,17 +288,29 @@ impl ScheduleStore for PostgresStore {
                             &schedule.id,
                         ],
                     )?;
+                    let message = Message {
+                        id: message_id,
+                        channel: schedule.channel.clone(),
+                        body: schedule.message.clone(),
+                        severity: schedule.severity,
+                        created_at: now,
+                        expires_at,
+                    };
+                    audit::insert(
+                        db,
+                        actor,
+                        now,
+                        &crate::audit::schedule_fire(
+                            schedule.id,
+                            scheduled_for,
+                            &message,
+                            next.skipped,
+                        ),
+                    )?;
                     firings.push(Firing {
                         schedule_id: schedule.id,
                         scheduled_for,
-                        message: Message {
-                            id: message_id,
-                            channel: schedule.channel.clone(),
-                            body: schedule.message.clone(),
-                            severity: schedule.severity,
-                            created_at: now,
-                            expires_at,
-                        },
+                        message,
                         skipped: next.skipped,
                     });
                 } else {

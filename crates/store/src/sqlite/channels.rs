@@ -5,10 +5,10 @@
 
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
-use super::{Fail, SqliteStore, parse_column};
+use super::{Fail, SqliteStore, audit, parse_column};
 use crate::{
-    ChannelStore, ChannelSummary, DeliveryPoint, Message, MessageQuery, MessageScope, MessageView,
-    Millis, NewMessage, Severity, StoreError, StoreResult,
+    Actor, ChannelStore, ChannelSummary, DeliveryPoint, Message, MessageQuery, MessageScope,
+    MessageView, Millis, NewMessage, Severity, StoreError, StoreResult,
 };
 
 /// The message columns, in the order [`message_from_row`] reads them.
@@ -95,7 +95,7 @@ fn due(
 }
 
 impl ChannelStore for SqliteStore {
-    fn publish(&self, message: &NewMessage) -> StoreResult<Message> {
+    fn publish(&self, message: &NewMessage, actor: &Actor) -> StoreResult<Message> {
         self.write(|tx| {
             let id: i64 = tx.query_row(
                 "INSERT INTO messages (channel, body, severity, created_at, expires_at)
@@ -109,14 +109,21 @@ impl ChannelStore for SqliteStore {
                 ],
                 |r| r.get(0),
             )?;
-            Ok(Message {
+            let stored = Message {
                 id,
                 channel: message.channel.clone(),
                 body: message.body.clone(),
                 severity: message.severity,
                 created_at: message.created_at,
                 expires_at: message.expires_at,
-            })
+            };
+            audit::insert(
+                tx,
+                actor,
+                message.created_at,
+                &crate::audit::publish(&stored, message),
+            )?;
+            Ok(stored)
         })
     }
 
@@ -191,7 +198,13 @@ impl ChannelStore for SqliteStore {
         })
     }
 
-    fn acknowledge(&self, message_id: i64, session_id: &str, now: Millis) -> StoreResult<Message> {
+    fn acknowledge(
+        &self,
+        message_id: i64,
+        session_id: &str,
+        now: Millis,
+        actor: &Actor,
+    ) -> StoreResult<Message> {
         self.write(|tx| {
             let raw = tx
                 .query_row(
@@ -209,17 +222,26 @@ impl ChannelStore for SqliteStore {
                     id: message_id.to_string(),
                 }));
             };
-            // A second acknowledgement keeps the first one's time.
-            tx.execute(
+            // A second acknowledgement keeps the first one's time, and changes nothing to audit.
+            let added = tx.execute(
                 "INSERT OR IGNORE INTO message_acks (message_id, session_id, acked_at)
                  VALUES (?1, ?2, ?3)",
                 params![message_id, session_id, now],
             )?;
-            finish(raw)
+            let message = finish(raw)?;
+            if added > 0 {
+                audit::insert(
+                    tx,
+                    actor,
+                    now,
+                    &crate::audit::acknowledge(&message, session_id),
+                )?;
+            }
+            Ok(message)
         })
     }
 
-    fn clear_messages(&self, scope: &MessageScope) -> StoreResult<u64> {
+    fn clear_messages(&self, scope: &MessageScope, actor: &Actor, now: Millis) -> StoreResult<u64> {
         self.write(|tx| {
             let n = match scope {
                 MessageScope::All => tx.execute("DELETE FROM messages", [])?,
@@ -227,8 +249,11 @@ impl ChannelStore for SqliteStore {
                     tx.execute("DELETE FROM messages WHERE channel = ?1", [channel])?
                 }
                 MessageScope::Id(id) => tx.execute("DELETE FROM messages WHERE id = ?1", [id])?,
-            };
-            Ok(n as u64)
+            } as u64;
+            if n > 0 {
+                audit::insert(tx, actor, now, &crate::audit::clear(scope, n))?;
+            }
+            Ok(n)
         })
     }
 

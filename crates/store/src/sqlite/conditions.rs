@@ -2,8 +2,10 @@
 
 use rusqlite::{OptionalExtension, Row, params};
 
-use super::{Fail, SqliteStore, parse_column};
-use crate::{Condition, ConditionStore, Millis, PutMode, PutOutcome, StoreError, StoreResult};
+use super::{Fail, SqliteStore, audit, parse_column};
+use crate::{
+    Actor, Condition, ConditionStore, Millis, PutMode, PutOutcome, StoreError, StoreResult,
+};
 
 const CONDITION_COLUMNS: &str =
     "name, step, matcher, script, language, run_async, session_id, created_at, updated_at";
@@ -52,17 +54,21 @@ impl RawCondition {
 }
 
 impl ConditionStore for SqliteStore {
-    fn put_condition(&self, condition: &Condition, mode: PutMode) -> StoreResult<PutOutcome> {
+    fn put_condition(
+        &self,
+        condition: &Condition,
+        mode: PutMode,
+        actor: &Actor,
+    ) -> StoreResult<PutOutcome> {
         self.write(|tx| {
-            let exists = tx
+            let old_script: Option<String> = tx
                 .query_row(
-                    "SELECT 1 FROM conditions WHERE name = ?1",
+                    "SELECT script FROM conditions WHERE name = ?1",
                     [&condition.name],
-                    |_| Ok(()),
+                    |r| r.get(0),
                 )
-                .optional()?
-                .is_some();
-            if !exists {
+                .optional()?;
+            let Some(old_script) = old_script else {
                 tx.execute(
                     &format!(
                         "INSERT INTO conditions ({CONDITION_COLUMNS})
@@ -80,8 +86,14 @@ impl ConditionStore for SqliteStore {
                         condition.updated_at,
                     ],
                 )?;
+                audit::insert(
+                    tx,
+                    actor,
+                    condition.updated_at,
+                    &crate::audit::condition_set(condition, None),
+                )?;
                 return Ok(PutOutcome::Created);
-            }
+            };
             if mode == PutMode::CreateOnly {
                 return Err(Fail::Store(StoreError::Conflict(format!(
                     "a condition named `{}` already exists; pass replace=true to replace it, \
@@ -105,6 +117,12 @@ impl ConditionStore for SqliteStore {
                     condition.session_id,
                     condition.updated_at,
                 ],
+            )?;
+            audit::insert(
+                tx,
+                actor,
+                condition.updated_at,
+                &crate::audit::condition_set(condition, Some(&old_script)),
             )?;
             Ok(PutOutcome::Replaced)
         })
@@ -135,17 +153,42 @@ impl ConditionStore for SqliteStore {
         })
     }
 
-    fn delete_condition(&self, name: &str) -> StoreResult<bool> {
-        self.write(|tx| Ok(tx.execute("DELETE FROM conditions WHERE name = ?1", [name])? > 0))
+    fn delete_condition(&self, name: &str, actor: &Actor, now: Millis) -> StoreResult<bool> {
+        self.write(|tx| {
+            let script: Option<String> = tx
+                .query_row(
+                    "DELETE FROM conditions WHERE name = ?1 RETURNING script",
+                    [name],
+                    |r| r.get(0),
+                )
+                .optional()?;
+            let Some(script) = script else {
+                return Ok(false);
+            };
+            audit::insert(
+                tx,
+                actor,
+                now,
+                &crate::audit::condition_clear(name, &script),
+            )?;
+            Ok(true)
+        })
     }
 
-    fn arm_gate(&self, session_id: &str, until: Millis) -> StoreResult<()> {
+    fn arm_gate(
+        &self,
+        session_id: &str,
+        until: Millis,
+        actor: &Actor,
+        now: Millis,
+    ) -> StoreResult<()> {
         self.write(|tx| {
             tx.execute(
                 "INSERT INTO condition_gates (session_id, armed_until) VALUES (?1, ?2)
                  ON CONFLICT (session_id) DO UPDATE SET armed_until = excluded.armed_until",
                 params![session_id, until],
             )?;
+            audit::insert(tx, actor, now, &crate::audit::gate_open(session_id, until))?;
             Ok(())
         })
     }

@@ -2,9 +2,9 @@
 
 use rusqlite::{OptionalExtension, Row, params};
 
-use super::{Fail, SqliteStore};
+use super::{Fail, SqliteStore, audit};
 use crate::{
-    EnforcementStore, Millis, NewReminder, Reminder, ReminderScope, StoreError, StoreResult,
+    Actor, EnforcementStore, Millis, NewReminder, Reminder, ReminderScope, StoreError, StoreResult,
 };
 
 const REMINDER_COLUMNS: &str = "id, message, cadence, tag, created_at";
@@ -29,7 +29,7 @@ fn to_count(n: i64) -> Result<u64, Fail> {
 }
 
 impl EnforcementStore for SqliteStore {
-    fn add_reminder(&self, reminder: &NewReminder) -> StoreResult<Reminder> {
+    fn add_reminder(&self, reminder: &NewReminder, actor: &Actor) -> StoreResult<Reminder> {
         self.write(|tx| {
             let id: i64 = tx.query_row(
                 "INSERT INTO reminders (message, cadence, tag, created_at)
@@ -42,13 +42,20 @@ impl EnforcementStore for SqliteStore {
                 ],
                 |r| r.get(0),
             )?;
-            Ok(Reminder {
+            let stored = Reminder {
                 id,
                 message: reminder.message.clone(),
                 cadence: reminder.cadence,
                 tag: reminder.tag.clone(),
                 created_at: reminder.created_at,
-            })
+            };
+            audit::insert(
+                tx,
+                actor,
+                reminder.created_at,
+                &crate::audit::reminder_set(&stored),
+            )?;
+            Ok(stored)
         })
     }
 
@@ -64,15 +71,28 @@ impl EnforcementStore for SqliteStore {
         })
     }
 
-    fn clear_reminders(&self, scope: &ReminderScope) -> StoreResult<u64> {
+    fn clear_reminders(
+        &self,
+        scope: &ReminderScope,
+        actor: &Actor,
+        now: Millis,
+    ) -> StoreResult<u64> {
         self.write(|tx| {
             let removed = match scope {
                 ReminderScope::Id(id) => tx.execute("DELETE FROM reminders WHERE id = ?1", [id])?,
                 ReminderScope::Tag(tag) => {
                     tx.execute("DELETE FROM reminders WHERE tag = ?1", [tag])?
                 }
-            };
-            Ok(removed as u64)
+            } as u64;
+            if removed > 0 {
+                audit::insert(
+                    tx,
+                    actor,
+                    now,
+                    &crate::audit::reminder_clear(scope, removed),
+                )?;
+            }
+            Ok(removed)
         })
     }
 

@@ -1,10 +1,12 @@
 //! The embedded SQLite backend.
 
 mod admin;
+mod audit;
 mod channels;
 mod conditions;
 mod enforcement;
 mod scheduler;
+mod sessions;
 #[cfg(test)]
 mod tests;
 
@@ -17,10 +19,13 @@ use rusqlite::{Connection, ErrorCode, OpenFlags, Transaction, TransactionBehavio
 use crate::{StoreError, StoreLocation, StoreResult, no_wait};
 
 /// The schema version this build writes and understands.
-pub const SCHEMA_VERSION: u32 = 1;
+pub const SCHEMA_VERSION: u32 = 2;
 
 /// Migrations, in order: `MIGRATIONS[i]` takes a database from version `i` to `i + 1`.
-const MIGRATIONS: &[&str] = &[include_str!("migrations/0001_initial.sql")];
+const MIGRATIONS: &[&str] = &[
+    include_str!("migrations/0001_initial.sql"),
+    include_str!("migrations/0002_fleet.sql"),
+];
 
 /// Tables [`crate::StoreAdmin::verify`] requires.
 pub(crate) const REQUIRED_TABLES: &[&str] = &[
@@ -33,6 +38,8 @@ pub(crate) const REQUIRED_TABLES: &[&str] = &[
     "condition_gates",
     "schedules",
     "schedule_firings",
+    "audit_log",
+    "sessions",
 ];
 
 /// The WAL size past which closing a store checkpoints and truncates it: the first connection

@@ -7,9 +7,9 @@
 
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
-use super::{Fail, SqliteStore, parse_column};
+use super::{Fail, SqliteStore, audit, parse_column};
 use crate::{
-    Firing, FiringRecord, Message, Millis, NewSchedule, NextFire, Schedule, ScheduleStatus,
+    Actor, Firing, FiringRecord, Message, Millis, NewSchedule, NextFire, Schedule, ScheduleStatus,
     ScheduleStore, StoreError, StoreResult, Trigger,
 };
 
@@ -120,7 +120,7 @@ fn trigger_columns(trigger: &Trigger) -> (&'static str, Option<i64>, Option<i64>
 }
 
 impl ScheduleStore for SqliteStore {
-    fn create_schedule(&self, schedule: &NewSchedule) -> StoreResult<Schedule> {
+    fn create_schedule(&self, schedule: &NewSchedule, actor: &Actor) -> StoreResult<Schedule> {
         self.write(|tx| {
             let (kind, at_ms, every_seconds, cron) = trigger_columns(&schedule.trigger);
             tx.execute(
@@ -141,8 +141,15 @@ impl ScheduleStore for SqliteStore {
                     schedule.created_at,
                 ],
             )?;
+            let id = tx.last_insert_rowid();
+            audit::insert(
+                tx,
+                actor,
+                schedule.created_at,
+                &crate::audit::schedule_create(id, schedule),
+            )?;
             Ok(Schedule {
-                id: tx.last_insert_rowid(),
+                id,
                 name: schedule.name.clone(),
                 channel: schedule.channel.clone(),
                 message: schedule.message.clone(),
@@ -193,7 +200,7 @@ impl ScheduleStore for SqliteStore {
         })
     }
 
-    fn cancel_schedule(&self, id: i64, _now: Millis) -> StoreResult<Schedule> {
+    fn cancel_schedule(&self, id: i64, now: Millis, actor: &Actor) -> StoreResult<Schedule> {
         self.write(|tx| {
             let schedule = schedule_by_id(tx, id)?.ok_or_else(|| StoreError::NotFound {
                 what: "schedule",
@@ -209,6 +216,7 @@ impl ScheduleStore for SqliteStore {
                 "UPDATE schedules SET status = 'cancelled', next_fire_at = NULL WHERE id = ?1",
                 [id],
             )?;
+            audit::insert(tx, actor, now, &crate::audit::schedule_cancel(id))?;
             Ok(Schedule {
                 status: ScheduleStatus::Cancelled,
                 next_fire_at: None,
@@ -221,6 +229,7 @@ impl ScheduleStore for SqliteStore {
         &self,
         now: Millis,
         plan: &dyn Fn(&Schedule, Millis) -> NextFire,
+        actor: &Actor,
     ) -> StoreResult<Vec<Firing>> {
         // Hooks call this around every tool call: when nothing is due (the usual case), a
         // plain read answers without queueing for the write lock.
@@ -291,17 +300,29 @@ impl ScheduleStore for SqliteStore {
                          WHERE schedule_id = ?2 AND scheduled_for = ?3",
                         params![message_id, schedule.id, scheduled_for],
                     )?;
+                    let message = Message {
+                        id: message_id,
+                        channel: schedule.channel.clone(),
+                        body: schedule.message.clone(),
+                        severity: schedule.severity,
+                        created_at: now,
+                        expires_at,
+                    };
+                    audit::insert(
+                        tx,
+                        actor,
+                        now,
+                        &crate::audit::schedule_fire(
+                            schedule.id,
+                            scheduled_for,
+                            &message,
+                            next.skipped,
+                        ),
+                    )?;
                     firings.push(Firing {
                         schedule_id: schedule.id,
                         scheduled_for,
-                        message: Message {
-                            id: message_id,
-                            channel: schedule.channel.clone(),
-                            body: schedule.message.clone(),
-                            severity: schedule.severity,
-                            created_at: now,
-                            expires_at,
-                        },
+                        message,
                         skipped: next.skipped,
                     });
                 }

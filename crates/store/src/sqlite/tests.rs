@@ -21,13 +21,16 @@ fn fresh() -> (TempDir, SqliteStore) {
 
 fn publish(store: &SqliteStore, channel: &str, severity: Severity, at: i64, ttl: i64) -> Message {
     store
-        .publish(&NewMessage {
-            channel: channel.into(),
-            body: format!("{severity} on {channel} at {at}"),
-            severity,
-            created_at: at,
-            expires_at: at + ttl,
-        })
+        .publish(
+            &NewMessage {
+                channel: channel.into(),
+                body: format!("{severity} on {channel} at {at}"),
+                severity,
+                created_at: at,
+                expires_at: at + ttl,
+            },
+            &crate::Actor::Daemon,
+        )
         .unwrap()
 }
 
@@ -112,13 +115,16 @@ fn a_read_only_store_reports_read_only() {
     std::fs::set_permissions(&path, read_only.clone()).unwrap();
     std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o555)).unwrap();
     let outcome = open(&path, false).and_then(|(store, _)| {
-        store.publish(&NewMessage {
-            channel: "a".into(),
-            body: "b".into(),
-            severity: Severity::Info,
-            created_at: T0,
-            expires_at: T0 + HOUR,
-        })
+        store.publish(
+            &NewMessage {
+                channel: "a".into(),
+                body: "b".into(),
+                severity: Severity::Info,
+                created_at: T0,
+                expires_at: T0 + HOUR,
+            },
+            &crate::Actor::Daemon,
+        )
     });
     std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
     match outcome {
@@ -135,13 +141,16 @@ fn a_long_foreign_write_lock_reports_locked() {
     let (store, _) = open(&path, false).unwrap();
     let holder = Connection::open(&path).unwrap();
     holder.execute_batch("BEGIN EXCLUSIVE").unwrap();
-    let published = store.publish(&NewMessage {
-        channel: "a".into(),
-        body: "b".into(),
-        severity: Severity::Info,
-        created_at: T0,
-        expires_at: T0 + HOUR,
-    });
+    let published = store.publish(
+        &NewMessage {
+            channel: "a".into(),
+            body: "b".into(),
+            severity: Severity::Info,
+            created_at: T0,
+            expires_at: T0 + HOUR,
+        },
+        &crate::Actor::Daemon,
+    );
     match published {
         Err(StoreError::Locked { path: got, .. }) => assert_eq!(got, path),
         other => panic!("expected Locked, got {other:?}"),
@@ -167,13 +176,16 @@ fn closing_keeps_a_short_wal_and_truncates_a_long_one() {
     let body = "x".repeat(3000);
     for i in 0..100 {
         store
-            .publish(&NewMessage {
-                channel: "ops".into(),
-                body: body.clone(),
-                severity: Severity::Info,
-                created_at: T0 + i,
-                expires_at: T0 + HOUR,
-            })
+            .publish(
+                &NewMessage {
+                    channel: "ops".into(),
+                    body: body.clone(),
+                    severity: Severity::Info,
+                    created_at: T0 + i,
+                    expires_at: T0 + HOUR,
+                },
+                &crate::Actor::Daemon,
+            )
             .unwrap();
     }
     assert!(std::fs::metadata(&wal).unwrap().len() >= super::WAL_TRUNCATE_BYTES);
@@ -214,13 +226,16 @@ fn a_no_wait_read_answers_beside_a_foreign_write_lock_and_a_write_refuses() {
     // A write would wait for that lock: it refuses (had it waited, it would have ended in
     // `Locked` after the busy timeout, a result, not a refusal).
     let write = try_without_waiting(|| {
-        store.publish(&NewMessage {
-            channel: "ops".into(),
-            body: "refused".into(),
-            severity: Severity::Info,
-            created_at: T0,
-            expires_at: T0 + HOUR,
-        })
+        store.publish(
+            &NewMessage {
+                channel: "ops".into(),
+                body: "refused".into(),
+                severity: Severity::Info,
+                created_at: T0,
+                expires_at: T0 + HOUR,
+            },
+            &crate::Actor::Daemon,
+        )
     });
     assert!(write.is_none());
     foreign.execute_batch("ROLLBACK").unwrap();
@@ -270,10 +285,10 @@ fn the_change_version_moves_on_every_commit_and_only_then() {
         created_at: 1,
         expires_at: i64::MAX,
     };
-    crate::ChannelStore::publish(&store, &message).unwrap();
+    crate::ChannelStore::publish(&store, &message, &crate::Actor::Daemon).unwrap();
     let second = store.change_version().unwrap().unwrap();
     assert_ne!(second, first, "this process's own commit");
-    crate::ChannelStore::publish(&other, &message).unwrap();
+    crate::ChannelStore::publish(&other, &message, &crate::Actor::Daemon).unwrap();
     assert_ne!(
         store.change_version().unwrap().unwrap(),
         second,

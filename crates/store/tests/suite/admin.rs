@@ -8,7 +8,7 @@ const T0: i64 = 1_800_000_000_000;
 const HOUR: i64 = 3_600_000;
 
 /// The tables every backend's schema has, in the order verification reports them.
-const TABLES: [&str; 9] = [
+const TABLES: [&str; 11] = [
     "messages",
     "message_acks",
     "message_deliveries",
@@ -18,6 +18,8 @@ const TABLES: [&str; 9] = [
     "condition_gates",
     "schedules",
     "schedule_firings",
+    "audit_log",
+    "sessions",
 ];
 
 pub(crate) fn a_fresh_store_has_the_current_schema_and_reopening_keeps_it(b: &dyn Backend) {
@@ -25,13 +27,16 @@ pub(crate) fn a_fresh_store_has_the_current_schema_and_reopening_keeps_it(b: &dy
     let (store, opened) = location.open(true).unwrap();
     assert_eq!(opened, Opened::Created);
     let message = store
-        .publish(&NewMessage {
-            channel: "a".into(),
-            body: "kept".into(),
-            severity: Severity::Info,
-            created_at: T0,
-            expires_at: T0 + HOUR,
-        })
+        .publish(
+            &NewMessage {
+                channel: "a".into(),
+                body: "kept".into(),
+                severity: Severity::Info,
+                created_at: T0,
+                expires_at: T0 + HOUR,
+            },
+            &store::Actor::Daemon,
+        )
         .unwrap();
     drop(store);
     assert_eq!(location.schema_version(), SCHEMA_VERSION);
@@ -54,6 +59,42 @@ pub(crate) fn a_fresh_store_has_the_current_schema_and_reopening_keeps_it(b: &dy
     assert_eq!(report.schema_version, SCHEMA_VERSION);
     assert_eq!(report.tables, TABLES);
     store.ping().unwrap();
+}
+
+/// A store of schema version 1 (before the audit trail and sessions) is migrated when opened,
+/// keeping its data.
+pub(crate) fn a_version_1_store_is_migrated_to_the_current_schema(b: &dyn Backend) {
+    let store = fresh(b);
+    let message = store
+        .publish(
+            &NewMessage {
+                channel: "a".into(),
+                body: "kept".into(),
+                severity: Severity::Info,
+                created_at: T0,
+                expires_at: T0 + 60_000,
+            },
+            &store::Actor::Daemon,
+        )
+        .unwrap();
+    store.location.drop_table("audit_log");
+    store.location.drop_table("sessions");
+    store.location.set_schema_version(1);
+    let (reopened, opened) = store.location.open(false).unwrap();
+    assert_eq!(opened, Opened::Existing);
+    assert_eq!(store.location.schema_version(), SCHEMA_VERSION);
+    assert_eq!(reopened.verify().unwrap().tables, TABLES);
+    assert_eq!(store.count("messages"), 1);
+    assert_eq!(store.count("audit_log"), 0);
+    reopened
+        .acknowledge(
+            message.id,
+            "s1",
+            T0 + 1,
+            &store::Actor::Session("s1".into()),
+        )
+        .unwrap();
+    assert_eq!(store.count("audit_log"), 1);
 }
 
 pub(crate) fn a_newer_schema_is_refused_unchanged(b: &dyn Backend) {
@@ -140,13 +181,16 @@ pub(crate) fn the_change_version_moves_when_another_handle_publishes_or_clears(b
     let start = version_when(&*store, |_| true);
     let other = store.open_another();
     let message = other
-        .publish(&NewMessage {
-            channel: "a".into(),
-            body: "news".into(),
-            severity: Severity::Info,
-            created_at: T0,
-            expires_at: T0 + HOUR,
-        })
+        .publish(
+            &NewMessage {
+                channel: "a".into(),
+                body: "news".into(),
+                severity: Severity::Info,
+                created_at: T0,
+                expires_at: T0 + HOUR,
+            },
+            &store::Actor::Daemon,
+        )
         .unwrap();
     let published = version_when(&*store, |v| v != start);
     // Nothing committed since: the version stays.
@@ -154,7 +198,11 @@ pub(crate) fn the_change_version_moves_when_another_handle_publishes_or_clears(b
     assert_eq!(store.change_version().unwrap(), Some(published));
     assert_eq!(
         other
-            .clear_messages(&store::MessageScope::Id(message.id))
+            .clear_messages(
+                &store::MessageScope::Id(message.id),
+                &store::Actor::Daemon,
+                T0,
+            )
             .unwrap(),
         1
     );
@@ -162,7 +210,11 @@ pub(crate) fn the_change_version_moves_when_another_handle_publishes_or_clears(b
     assert_ne!(cleared, start);
     assert_eq!(
         other
-            .clear_messages(&store::MessageScope::Channel("a".into()))
+            .clear_messages(
+                &store::MessageScope::Channel("a".into()),
+                &store::Actor::Daemon,
+                T0,
+            )
             .unwrap(),
         0,
         "a clear of nothing counts nothing"

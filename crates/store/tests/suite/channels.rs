@@ -9,13 +9,16 @@ const HOUR: i64 = 3_600_000;
 
 fn publish(store: &Fixture, channel: &str, severity: Severity, at: i64, ttl: i64) -> Message {
     store
-        .publish(&NewMessage {
-            channel: channel.into(),
-            body: format!("{severity} on {channel} at {at}"),
-            severity,
-            created_at: at,
-            expires_at: at + ttl,
-        })
+        .publish(
+            &NewMessage {
+                channel: channel.into(),
+                body: format!("{severity} on {channel} at {at}"),
+                severity,
+                created_at: at,
+                expires_at: at + ttl,
+            },
+            &store::Actor::Daemon,
+        )
         .unwrap()
 }
 
@@ -85,7 +88,9 @@ pub(crate) fn read_hides_or_marks_what_the_session_acknowledged(b: &dyn Backend)
     let store = fresh(b);
     let acked = publish(&store, "a", Severity::Alert, T0, HOUR);
     let open = publish(&store, "a", Severity::Alert, T0 + 1, HOUR);
-    store.acknowledge(acked.id, "s1", T0 + 2).unwrap();
+    store
+        .acknowledge(acked.id, "s1", T0 + 2, &store::Actor::Daemon)
+        .unwrap();
 
     let hidden = store
         .read_messages(&query(None, Some("s1"), false))
@@ -130,7 +135,7 @@ pub(crate) fn acknowledge_refuses_unknown_and_expired_ids_and_accepts_repeats(b:
     let live = publish(&store, "a", Severity::Alert, T0, HOUR);
     let expired = publish(&store, "a", Severity::Alert, T0 - HOUR, HOUR);
     for id in [expired.id, live.id + 100] {
-        match store.acknowledge(id, "s1", T0) {
+        match store.acknowledge(id, "s1", T0, &store::Actor::Daemon) {
             Err(StoreError::NotFound {
                 what: "message",
                 id: got,
@@ -140,8 +145,18 @@ pub(crate) fn acknowledge_refuses_unknown_and_expired_ids_and_accepts_repeats(b:
             other => panic!("expected NotFound for {id}, got {other:?}"),
         }
     }
-    assert_eq!(store.acknowledge(live.id, "s1", T0).unwrap(), live);
-    assert_eq!(store.acknowledge(live.id, "s1", T0 + 1).unwrap(), live);
+    assert_eq!(
+        store
+            .acknowledge(live.id, "s1", T0, &store::Actor::Daemon)
+            .unwrap(),
+        live
+    );
+    assert_eq!(
+        store
+            .acknowledge(live.id, "s1", T0 + 1, &store::Actor::Daemon)
+            .unwrap(),
+        live
+    );
     assert_eq!(store.count("message_acks"), 1);
 }
 
@@ -150,7 +165,9 @@ pub(crate) fn clear_deletes_by_scope_with_acks_and_deliveries(b: &dyn Backend) {
     let a1 = publish(&store, "a", Severity::Alert, T0, HOUR);
     let a2 = publish(&store, "a", Severity::Info, T0, HOUR);
     let b = publish(&store, "b", Severity::Info, T0, HOUR);
-    store.acknowledge(a1.id, "s1", T0).unwrap();
+    store
+        .acknowledge(a1.id, "s1", T0, &store::Actor::Daemon)
+        .unwrap();
     store
         .deliver("s1", None, DeliveryPoint::Prompt, T0)
         .unwrap();
@@ -158,14 +175,19 @@ pub(crate) fn clear_deletes_by_scope_with_acks_and_deliveries(b: &dyn Backend) {
 
     assert_eq!(
         store
-            .clear_messages(&MessageScope::Id(a2.id + 100))
+            .clear_messages(&MessageScope::Id(a2.id + 100), &store::Actor::Daemon, 0)
             .unwrap(),
         0
     );
-    assert_eq!(store.clear_messages(&MessageScope::Id(a2.id)).unwrap(), 1);
     assert_eq!(
         store
-            .clear_messages(&MessageScope::Channel("a".into()))
+            .clear_messages(&MessageScope::Id(a2.id), &store::Actor::Daemon, 0)
+            .unwrap(),
+        1
+    );
+    assert_eq!(
+        store
+            .clear_messages(&MessageScope::Channel("a".into()), &store::Actor::Daemon, 0)
             .unwrap(),
         1
     );
@@ -176,7 +198,12 @@ pub(crate) fn clear_deletes_by_scope_with_acks_and_deliveries(b: &dyn Backend) {
         left.iter().map(|v| v.message.id).collect::<Vec<_>>(),
         [b.id]
     );
-    assert_eq!(store.clear_messages(&MessageScope::All).unwrap(), 1);
+    assert_eq!(
+        store
+            .clear_messages(&MessageScope::All, &store::Actor::Daemon, 0)
+            .unwrap(),
+        1
+    );
     assert_eq!(store.count("messages"), 0);
     assert_eq!(store.count("message_deliveries"), 0);
 }
@@ -185,7 +212,9 @@ pub(crate) fn prune_removes_only_expired_messages_and_their_records(b: &dyn Back
     let store = fresh(b);
     let short = publish(&store, "a", Severity::Alert, T0, 1_000);
     let long = publish(&store, "a", Severity::Alert, T0, HOUR);
-    store.acknowledge(short.id, "s1", T0).unwrap();
+    store
+        .acknowledge(short.id, "s1", T0, &store::Actor::Daemon)
+        .unwrap();
     store
         .deliver("s2", None, DeliveryPoint::Prompt, T0)
         .unwrap();
@@ -256,7 +285,9 @@ pub(crate) fn alert_repeats_every_prompt_until_acknowledged(b: &dyn Backend) {
             .unwrap()
             .is_empty()
     );
-    store.acknowledge(alert.id, "s1", T0 + 3).unwrap();
+    store
+        .acknowledge(alert.id, "s1", T0 + 3, &store::Actor::Daemon)
+        .unwrap();
     assert!(
         store
             .deliver("s1", None, DeliveryPoint::Prompt, T0 + 4)
@@ -287,7 +318,9 @@ pub(crate) fn critical_is_delivered_at_tool_calls_too_until_acknowledged(b: &dyn
         .deliver("s1", None, DeliveryPoint::Prompt, T0 + 2)
         .unwrap();
     assert_eq!(ids(&due), [critical.id, alert.id]);
-    store.acknowledge(critical.id, "s1", T0 + 3).unwrap();
+    store
+        .acknowledge(critical.id, "s1", T0 + 3, &store::Actor::Daemon)
+        .unwrap();
     assert!(
         store
             .deliver("s1", None, DeliveryPoint::ToolCall, T0 + 4)
@@ -344,7 +377,9 @@ pub(crate) fn session_state_holds_across_handles(b: &dyn Backend) {
     let other = store.open_another();
     let alert = publish(&store, "a", Severity::Alert, T0, HOUR);
     let info = publish(&store, "a", Severity::Info, T0, HOUR);
-    store.acknowledge(alert.id, "s1", T0 + 1).unwrap();
+    store
+        .acknowledge(alert.id, "s1", T0 + 1, &store::Actor::Daemon)
+        .unwrap();
     assert_eq!(
         ids(&other
             .deliver("s1", None, DeliveryPoint::Prompt, T0 + 2)
@@ -358,7 +393,9 @@ pub(crate) fn session_state_holds_across_handles(b: &dyn Backend) {
             .is_empty(),
         "the info went out through the other handle"
     );
-    other.arm_gate("s1", T0 + HOUR).unwrap();
+    other
+        .arm_gate("s1", T0 + HOUR, &store::Actor::Daemon, 0)
+        .unwrap();
     assert_eq!(store.gate_open_until("s1", T0).unwrap(), Some(T0 + HOUR));
 
     // Concurrent prompts of one session on two handles deliver a new info exactly once.

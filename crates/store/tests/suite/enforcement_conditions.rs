@@ -32,13 +32,16 @@ fn condition(name: &str, script: &str, at: i64) -> Condition {
 pub(crate) fn reminders_round_trip_and_clear_by_id_and_tag(b: &dyn Backend) {
     let store = fresh(b);
     let a = store
-        .add_reminder(&reminder("run the tests", 3, Some("qa")))
+        .add_reminder(
+            &reminder("run the tests", 3, Some("qa")),
+            &store::Actor::Daemon,
+        )
         .unwrap();
     let b = store
-        .add_reminder(&reminder("update the log", 5, None))
+        .add_reminder(&reminder("update the log", 5, None), &store::Actor::Daemon)
         .unwrap();
     let c = store
-        .add_reminder(&reminder("lint", 2, Some("qa")))
+        .add_reminder(&reminder("lint", 2, Some("qa")), &store::Actor::Daemon)
         .unwrap();
     assert!(a.id < b.id && b.id < c.id);
     assert_eq!(
@@ -49,19 +52,33 @@ pub(crate) fn reminders_round_trip_and_clear_by_id_and_tag(b: &dyn Backend) {
 
     assert_eq!(
         store
-            .clear_reminders(&ReminderScope::Tag("qa".into()))
+            .clear_reminders(&ReminderScope::Tag("qa".into()), &store::Actor::Daemon, 0)
             .unwrap(),
         2
     );
     assert_eq!(store.reminders().unwrap(), vec![b.clone()]);
-    assert_eq!(store.clear_reminders(&ReminderScope::Id(b.id)).unwrap(), 1);
-    assert_eq!(store.clear_reminders(&ReminderScope::Id(b.id)).unwrap(), 0);
+    assert_eq!(
+        store
+            .clear_reminders(&ReminderScope::Id(b.id), &store::Actor::Daemon, 0)
+            .unwrap(),
+        1
+    );
+    assert_eq!(
+        store
+            .clear_reminders(&ReminderScope::Id(b.id), &store::Actor::Daemon, 0)
+            .unwrap(),
+        0
+    );
     assert!(store.reminders().unwrap().is_empty());
 }
 
 pub(crate) fn zero_cadence_is_rejected_by_the_schema(b: &dyn Backend) {
     let store = fresh(b);
-    assert!(store.add_reminder(&reminder("never", 0, None)).is_err());
+    assert!(
+        store
+            .add_reminder(&reminder("never", 0, None), &store::Actor::Daemon)
+            .is_err()
+    );
     assert!(store.reminders().unwrap().is_empty());
 }
 
@@ -104,7 +121,9 @@ pub(crate) fn put_condition_creates_refuses_duplicates_and_replaces_keeping_crea
     let store = fresh(b);
     let first = condition("no_force_push", "exit 0", 100);
     assert_eq!(
-        store.put_condition(&first, PutMode::CreateOnly).unwrap(),
+        store
+            .put_condition(&first, PutMode::CreateOnly, &store::Actor::Daemon)
+            .unwrap(),
         PutOutcome::Created
     );
     assert_eq!(
@@ -117,7 +136,7 @@ pub(crate) fn put_condition_creates_refuses_duplicates_and_replaces_keeping_crea
     second.language = ScriptLanguage::Python;
     second.run_async = true;
     second.session_id = "s2".into();
-    match store.put_condition(&second, PutMode::CreateOnly) {
+    match store.put_condition(&second, PutMode::CreateOnly, &store::Actor::Daemon) {
         Err(StoreError::Conflict(msg)) => assert!(msg.contains("replace=true"), "{msg}"),
         other => panic!("expected a conflict, got {other:?}"),
     }
@@ -127,7 +146,9 @@ pub(crate) fn put_condition_creates_refuses_duplicates_and_replaces_keeping_crea
     );
 
     assert_eq!(
-        store.put_condition(&second, PutMode::Replace).unwrap(),
+        store
+            .put_condition(&second, PutMode::Replace, &store::Actor::Daemon)
+            .unwrap(),
         PutOutcome::Replaced
     );
     let stored = store.condition("no_force_push").unwrap().unwrap();
@@ -142,7 +163,9 @@ pub(crate) fn put_condition_creates_refuses_duplicates_and_replaces_keeping_crea
     // Replace mode on a new name creates it.
     let other = condition("audit", "true", 300);
     assert_eq!(
-        store.put_condition(&other, PutMode::Replace).unwrap(),
+        store
+            .put_condition(&other, PutMode::Replace, &store::Actor::Daemon)
+            .unwrap(),
         PutOutcome::Created
     );
     let names: Vec<String> = store
@@ -158,17 +181,31 @@ pub(crate) fn put_condition_creates_refuses_duplicates_and_replaces_keeping_crea
 pub(crate) fn delete_condition_reports_whether_it_existed(b: &dyn Backend) {
     let store = fresh(b);
     store
-        .put_condition(&condition("a", "true", 1), PutMode::CreateOnly)
+        .put_condition(
+            &condition("a", "true", 1),
+            PutMode::CreateOnly,
+            &store::Actor::Daemon,
+        )
         .unwrap();
-    assert!(store.delete_condition("a").unwrap());
-    assert!(!store.delete_condition("a").unwrap());
+    assert!(
+        store
+            .delete_condition("a", &store::Actor::Daemon, 0)
+            .unwrap()
+    );
+    assert!(
+        !store
+            .delete_condition("a", &store::Actor::Daemon, 0)
+            .unwrap()
+    );
     assert_eq!(store.condition("a").unwrap(), None);
 }
 
 pub(crate) fn gate_opens_until_expiry_per_session_and_disarms(b: &dyn Backend) {
     let store = fresh(b);
     assert_eq!(store.gate_open_until("s1", 0).unwrap(), None);
-    store.arm_gate("s1", 1_000).unwrap();
+    store
+        .arm_gate("s1", 1_000, &store::Actor::Daemon, 0)
+        .unwrap();
     assert_eq!(store.gate_open_until("s1", 999).unwrap(), Some(1_000));
     assert_eq!(
         store.gate_open_until("s1", 1_000).unwrap(),
@@ -180,7 +217,9 @@ pub(crate) fn gate_opens_until_expiry_per_session_and_disarms(b: &dyn Backend) {
         None,
         "other sessions stay closed"
     );
-    store.arm_gate("s1", 5_000).unwrap();
+    store
+        .arm_gate("s1", 5_000, &store::Actor::Daemon, 0)
+        .unwrap();
     assert_eq!(store.gate_open_until("s1", 2_000).unwrap(), Some(5_000));
     store.disarm_gate("s1").unwrap();
     assert_eq!(store.gate_open_until("s1", 2_000).unwrap(), None);

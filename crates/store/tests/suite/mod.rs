@@ -14,6 +14,7 @@
 pub(crate) mod admin;
 pub(crate) mod channels;
 pub(crate) mod enforcement_conditions;
+pub(crate) mod fleet;
 pub(crate) mod model;
 pub(crate) mod multiprocess;
 #[cfg(feature = "postgres")]

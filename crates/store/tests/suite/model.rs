@@ -864,7 +864,11 @@ fn new_condition(op: &Op, now: Millis) -> Condition {
 fn apply_store(store: &dyn Store, op: &Op, now: Millis) -> Outcome {
     let fail = |e: StoreError| Failure::from(e);
     match op {
-        Op::Publish { .. } => Outcome::Message(store.publish(&new_message(op, now)).map_err(fail)),
+        Op::Publish { .. } => Outcome::Message(
+            store
+                .publish(&new_message(op, now), &store::Actor::Daemon)
+                .map_err(fail),
+        ),
         Op::Deliver {
             session,
             channels,
@@ -880,36 +884,64 @@ fn apply_store(store: &dyn Store, op: &Op, now: Millis) -> Outcome {
         Op::Read { .. } => Outcome::Views(store.read_messages(&read_query(op, now)).map_err(fail)),
         Op::Acknowledge { id, session } => Outcome::Message(
             store
-                .acknowledge(*id, SESSIONS[*session], now)
+                .acknowledge(*id, SESSIONS[*session], now, &store::Actor::Daemon)
                 .map_err(fail),
         ),
-        Op::ClearAll => Outcome::Count(store.clear_messages(&MessageScope::All).map_err(fail)),
+        Op::ClearAll => Outcome::Count(
+            store
+                .clear_messages(&MessageScope::All, &store::Actor::Daemon, 0)
+                .map_err(fail),
+        ),
         Op::ClearChannel { channel } => Outcome::Count(
             store
-                .clear_messages(&MessageScope::Channel(CHANNELS[*channel].to_owned()))
+                .clear_messages(
+                    &MessageScope::Channel(CHANNELS[*channel].to_owned()),
+                    &store::Actor::Daemon,
+                    0,
+                )
                 .map_err(fail),
         ),
-        Op::ClearId { id } => {
-            Outcome::Count(store.clear_messages(&MessageScope::Id(*id)).map_err(fail))
-        }
+        Op::ClearId { id } => Outcome::Count(
+            store
+                .clear_messages(&MessageScope::Id(*id), &store::Actor::Daemon, 0)
+                .map_err(fail),
+        ),
         Op::Prune => Outcome::Count(store.prune_expired(now).map_err(fail)),
         Op::CountToolCall { session } => {
             Outcome::Count(store.count_tool_call(SESSIONS[*session], now).map_err(fail))
         }
-        Op::CreateSchedule { .. } => {
-            Outcome::Schedule(store.create_schedule(&new_schedule(op, now)).map_err(fail))
-        }
-        Op::Cancel { id } => Outcome::Schedule(store.cancel_schedule(*id, now).map_err(fail)),
-        Op::FireDue => Outcome::Firings(store.fire_due(now, &plan).map_err(fail)),
-        Op::AddReminder { .. } => {
-            Outcome::Reminder(store.add_reminder(&new_reminder(op, now)).map_err(fail))
-        }
-        Op::ClearReminderId { id } => {
-            Outcome::Count(store.clear_reminders(&ReminderScope::Id(*id)).map_err(fail))
-        }
+        Op::CreateSchedule { .. } => Outcome::Schedule(
+            store
+                .create_schedule(&new_schedule(op, now), &store::Actor::Daemon)
+                .map_err(fail),
+        ),
+        Op::Cancel { id } => Outcome::Schedule(
+            store
+                .cancel_schedule(*id, now, &store::Actor::Daemon)
+                .map_err(fail),
+        ),
+        Op::FireDue => Outcome::Firings(
+            store
+                .fire_due(now, &plan, &store::Actor::Daemon)
+                .map_err(fail),
+        ),
+        Op::AddReminder { .. } => Outcome::Reminder(
+            store
+                .add_reminder(&new_reminder(op, now), &store::Actor::Daemon)
+                .map_err(fail),
+        ),
+        Op::ClearReminderId { id } => Outcome::Count(
+            store
+                .clear_reminders(&ReminderScope::Id(*id), &store::Actor::Daemon, 0)
+                .map_err(fail),
+        ),
         Op::ClearReminderTag { tag } => Outcome::Count(
             store
-                .clear_reminders(&ReminderScope::Tag(TAGS[*tag].to_owned()))
+                .clear_reminders(
+                    &ReminderScope::Tag(TAGS[*tag].to_owned()),
+                    &store::Actor::Daemon,
+                    0,
+                )
                 .map_err(fail),
         ),
         Op::PutCondition { replace, .. } => {
@@ -920,16 +952,18 @@ fn apply_store(store: &dyn Store, op: &Op, now: Millis) -> Outcome {
             };
             Outcome::Put(
                 store
-                    .put_condition(&new_condition(op, now), mode)
+                    .put_condition(&new_condition(op, now), mode, &store::Actor::Daemon)
                     .map_err(fail),
             )
         }
-        Op::DeleteCondition { name } => {
-            Outcome::Deleted(store.delete_condition(CONDITION_NAMES[*name]).map_err(fail))
-        }
+        Op::DeleteCondition { name } => Outcome::Deleted(
+            store
+                .delete_condition(CONDITION_NAMES[*name], &store::Actor::Daemon, 0)
+                .map_err(fail),
+        ),
         Op::ArmGate { session, for_ms } => Outcome::Done(
             store
-                .arm_gate(SESSIONS[*session], now + for_ms)
+                .arm_gate(SESSIONS[*session], now + for_ms, &store::Actor::Daemon, 0)
                 .map_err(fail),
         ),
         Op::DisarmGate { session } => {

@@ -28,25 +28,28 @@ pub(crate) fn child_writer(store: Arc<dyn Store>, worker: &str) {
     for i in 0..PER_WORKER {
         let shared = i % 10 == 0;
         let message = store
-            .publish(&NewMessage {
-                channel: if shared {
-                    "all".into()
-                } else {
-                    format!("w{worker}")
+            .publish(
+                &NewMessage {
+                    channel: if shared {
+                        "all".into()
+                    } else {
+                        format!("w{worker}")
+                    },
+                    body: format!("w{worker}-{i}"),
+                    severity: if shared {
+                        Severity::Info
+                    } else {
+                        Severity::Alert
+                    },
+                    created_at: T0 + i as i64,
+                    expires_at: T0 + HOUR,
                 },
-                body: format!("w{worker}-{i}"),
-                severity: if shared {
-                    Severity::Info
-                } else {
-                    Severity::Alert
-                },
-                created_at: T0 + i as i64,
-                expires_at: T0 + HOUR,
-            })
+                &store::Actor::Daemon,
+            )
             .unwrap();
         if i % 4 == 0 {
             store
-                .acknowledge(message.id, &session, T0 + i as i64)
+                .acknowledge(message.id, &session, T0 + i as i64, &store::Actor::Daemon)
                 .unwrap();
         }
         store

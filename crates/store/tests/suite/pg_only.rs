@@ -75,24 +75,29 @@ pub(crate) fn the_change_feed_reports_publications_and_schedule_changes(b: &Post
 
     // Another handle (another daemon) makes the changes.
     let other = store.open_another();
-    let published = other.publish(&message("hello")).unwrap();
+    let published = other
+        .publish(&message("hello"), &store::Actor::Daemon)
+        .unwrap();
     let schedule = other
-        .create_schedule(&NewSchedule {
-            name: None,
-            channel: "ops".into(),
-            message: "tick".into(),
-            severity: Severity::Info,
-            ttl_seconds: 60,
-            trigger: Trigger::At(T0),
-            next_fire_at: T0,
-            created_at: T0,
-        })
+        .create_schedule(
+            &NewSchedule {
+                name: None,
+                channel: "ops".into(),
+                message: "tick".into(),
+                severity: Severity::Info,
+                ttl_seconds: 60,
+                trigger: Trigger::At(T0),
+                next_fire_at: T0,
+                created_at: T0,
+            },
+            &store::Actor::Daemon,
+        )
         .unwrap();
     let once = |_: &store::Schedule, _: i64| NextFire {
         next_fire_at: None,
         skipped: 0,
     };
-    let fired = other.fire_due(T0, &once).unwrap();
+    let fired = other.fire_due(T0, &once, &store::Actor::Daemon).unwrap();
     assert_eq!(fired.len(), 1);
     let wait = Duration::from_secs(10);
     assert_eq!(
@@ -111,17 +116,25 @@ pub(crate) fn the_change_feed_reports_publications_and_schedule_changes(b: &Post
 
     // Clears and prunes say how many went; clearing nothing says nothing.
     other
-        .clear_messages(&store::MessageScope::Id(published.id))
+        .clear_messages(
+            &store::MessageScope::Id(published.id),
+            &store::Actor::Daemon,
+            T0,
+        )
         .unwrap();
     assert_eq!(feed.wait(wait).unwrap(), Some(Change::Cleared(1)));
     assert_eq!(other.prune_expired(T0 + 2 * HOUR).unwrap(), 1);
     assert_eq!(feed.wait(wait).unwrap(), Some(Change::Cleared(1)));
-    other.clear_messages(&store::MessageScope::All).unwrap();
+    other
+        .clear_messages(&store::MessageScope::All, &store::Actor::Daemon, T0)
+        .unwrap();
     assert_eq!(feed.wait(Duration::from_millis(200)).unwrap(), None);
 
     // Another store (schema) in the same database does not wake this feed.
     let elsewhere = fresh(b);
-    elsewhere.publish(&message("elsewhere")).unwrap();
+    elsewhere
+        .publish(&message("elsewhere"), &store::Actor::Daemon)
+        .unwrap();
     assert_eq!(feed.wait(Duration::from_millis(200)).unwrap(), None);
 }
 
@@ -146,7 +159,10 @@ pub(crate) fn a_server_restart_fails_calls_clearly_and_loses_nothing(_: &Postgre
     };
     let (store, _) = PostgresStore::open(&server.url(), &options).unwrap();
     let kept = store
-        .publish(&message("acknowledged before the restart"))
+        .publish(
+            &message("acknowledged before the restart"),
+            &store::Actor::Daemon,
+        )
         .unwrap();
     // The server's Unix socket works as a host too (a percent-encoded directory).
     let socket_url = format!(
@@ -160,7 +176,9 @@ pub(crate) fn a_server_restart_fails_calls_clearly_and_loses_nothing(_: &Postgre
 
     server.down();
     for result in [
-        store.publish(&message("while down")).map(|_| ()),
+        store
+            .publish(&message("while down"), &store::Actor::Daemon)
+            .map(|_| ()),
         store.ping(),
     ] {
         match result {
@@ -175,7 +193,9 @@ pub(crate) fn a_server_restart_fails_calls_clearly_and_loses_nothing(_: &Postgre
 
     server.up();
     store.ping().unwrap();
-    let after = store.publish(&message("after the restart")).unwrap();
+    let after = store
+        .publish(&message("after the restart"), &store::Actor::Daemon)
+        .unwrap();
     let bodies: Vec<String> = store
         .read_messages(&everything())
         .unwrap()

@@ -63,29 +63,36 @@ pub(crate) fn create_list_and_cancel(b: &dyn Backend) {
     let store = fresh(b);
     let mut named = new_schedule("standup", Trigger::Cron("0 9 * * 1-5".into()), T0);
     named.name = Some("standup".into());
-    let a = store.create_schedule(&named).unwrap();
+    let a = store
+        .create_schedule(&named, &store::Actor::Daemon)
+        .unwrap();
     let b = store
-        .create_schedule(&new_schedule("tick", Trigger::Every(60), T0))
+        .create_schedule(
+            &new_schedule("tick", Trigger::Every(60), T0),
+            &store::Actor::Daemon,
+        )
         .unwrap();
     assert_eq!(store.schedules().unwrap(), vec![a.clone(), b.clone()]);
     assert_eq!(a.trigger, Trigger::Cron("0 9 * * 1-5".into()));
     assert_eq!(a.status, ScheduleStatus::Active);
 
-    let cancelled = store.cancel_schedule(a.id, T0).unwrap();
+    let cancelled = store
+        .cancel_schedule(a.id, T0, &store::Actor::Daemon)
+        .unwrap();
     assert_eq!(cancelled.status, ScheduleStatus::Cancelled);
     assert_eq!(cancelled.next_fire_at, None);
     assert_eq!(store.schedules().unwrap()[0], cancelled);
 
-    match store.cancel_schedule(a.id, T0) {
+    match store.cancel_schedule(a.id, T0, &store::Actor::Daemon) {
         Err(StoreError::Conflict(msg)) => assert!(msg.contains("already cancelled"), "{msg}"),
         other => panic!("expected a conflict, got {other:?}"),
     }
     assert!(matches!(
-        store.cancel_schedule(9999, T0),
+        store.cancel_schedule(9999, T0, &store::Actor::Daemon),
         Err(StoreError::NotFound { .. })
     ));
     // A cancelled schedule never fires; the other one does.
-    let firings = store.fire_due(T0, &plan).unwrap();
+    let firings = store.fire_due(T0, &plan, &store::Actor::Daemon).unwrap();
     assert_eq!(
         firings.iter().map(|f| f.schedule_id).collect::<Vec<_>>(),
         vec![b.id]
@@ -95,20 +102,32 @@ pub(crate) fn create_list_and_cancel(b: &dyn Backend) {
 pub(crate) fn fire_due_publishes_and_advances_once(b: &dyn Backend) {
     let store = fresh(b);
     let once = store
-        .create_schedule(&new_schedule("once", Trigger::At(T0), T0))
+        .create_schedule(
+            &new_schedule("once", Trigger::At(T0), T0),
+            &store::Actor::Daemon,
+        )
         .unwrap();
     let every = store
-        .create_schedule(&new_schedule("every", Trigger::Every(60), T0))
+        .create_schedule(
+            &new_schedule("every", Trigger::Every(60), T0),
+            &store::Actor::Daemon,
+        )
         .unwrap();
     let later = store
-        .create_schedule(&new_schedule("later", Trigger::At(T0 + 1), T0 + 1))
+        .create_schedule(
+            &new_schedule("later", Trigger::At(T0 + 1), T0 + 1),
+            &store::Actor::Daemon,
+        )
         .unwrap();
 
     assert!(
-        store.fire_due(T0 - 1, &plan).unwrap().is_empty(),
+        store
+            .fire_due(T0 - 1, &plan, &store::Actor::Daemon)
+            .unwrap()
+            .is_empty(),
         "nothing is due yet"
     );
-    let firings = store.fire_due(T0, &plan).unwrap();
+    let firings = store.fire_due(T0, &plan, &store::Actor::Daemon).unwrap();
     assert_eq!(firings.len(), 2);
     let first = &firings[0];
     assert_eq!(
@@ -123,7 +142,10 @@ pub(crate) fn fire_due_publishes_and_advances_once(b: &dyn Backend) {
         (T0, T0 + 600_000)
     );
     assert!(
-        store.fire_due(T0, &plan).unwrap().is_empty(),
+        store
+            .fire_due(T0, &plan, &store::Actor::Daemon)
+            .unwrap()
+            .is_empty(),
         "the same instant fires nothing"
     );
 
@@ -140,7 +162,7 @@ pub(crate) fn fire_due_publishes_and_advances_once(b: &dyn Backend) {
 
     // Down for 3.5 periods: the interval fires once and records the three it skipped.
     let late = T0 + MINUTE + 7 * MINUTE / 2;
-    let firings = store.fire_due(late, &plan).unwrap();
+    let firings = store.fire_due(late, &plan, &store::Actor::Daemon).unwrap();
     let interval = firings.iter().find(|f| f.schedule_id == every.id).unwrap();
     assert_eq!((interval.scheduled_for, interval.skipped), (T0 + MINUTE, 3));
     let again = store
@@ -181,16 +203,35 @@ pub(crate) fn fire_due_publishes_and_advances_once(b: &dyn Backend) {
 pub(crate) fn a_recorded_occurrence_is_never_published_again(b: &dyn Backend) {
     let store = fresh(b);
     let s = store
-        .create_schedule(&new_schedule("stuck", Trigger::Every(60), T0))
+        .create_schedule(
+            &new_schedule("stuck", Trigger::Every(60), T0),
+            &store::Actor::Daemon,
+        )
         .unwrap();
     // A faulty plan that keeps the fired occurrence due: the firing row still refuses it.
     let stuck = |_: &Schedule, _: Millis| NextFire {
         next_fire_at: Some(T0),
         skipped: 0,
     };
-    assert_eq!(store.fire_due(T0, &stuck).unwrap().len(), 1);
-    assert!(store.fire_due(T0, &stuck).unwrap().is_empty());
-    assert!(store.fire_due(T0 + MINUTE, &stuck).unwrap().is_empty());
+    assert_eq!(
+        store
+            .fire_due(T0, &stuck, &store::Actor::Daemon)
+            .unwrap()
+            .len(),
+        1
+    );
+    assert!(
+        store
+            .fire_due(T0, &stuck, &store::Actor::Daemon)
+            .unwrap()
+            .is_empty()
+    );
+    assert!(
+        store
+            .fire_due(T0 + MINUTE, &stuck, &store::Actor::Daemon)
+            .unwrap()
+            .is_empty()
+    );
     let after = &store.schedules().unwrap()[0];
     assert_eq!((after.id, after.fire_count), (s.id, 1));
 }
@@ -206,7 +247,10 @@ pub(crate) fn child_fire_due(store: Arc<dyn Store>, go: &Path) {
     }
     let mut fired = 0;
     for _ in 0..ROUNDS {
-        fired += store.fire_due(T0, &plan).unwrap().len();
+        fired += store
+            .fire_due(T0, &plan, &store::Actor::Daemon)
+            .unwrap()
+            .len();
     }
     println!("FIRED {fired}");
 }
@@ -221,7 +265,10 @@ pub(crate) fn fire_due_is_exactly_once_across_processes(b: &dyn Backend) {
             Trigger::Every(60)
         };
         store
-            .create_schedule(&new_schedule(&format!("s{i}"), trigger, due))
+            .create_schedule(
+                &new_schedule(&format!("s{i}"), trigger, due),
+                &store::Actor::Daemon,
+            )
             .unwrap();
     }
 

@@ -1,0 +1,164 @@
+//! Sessions and delivery reports in the PostgreSQL backend.
+//!
+//! A sighting is one statement, and a counted tool call with its sighting is one statement too
+//! (data-modifying common table expressions): the hook pays no extra round trip.
+
+use super::{Fail, PostgresStore, parse_column, to_u64};
+use crate::fleet::{ReportRows, subscriptions_from_text, subscriptions_text};
+use crate::{
+    DeliveryReport, Millis, ReportQuery, SessionQuery, SessionRecord, SessionStore, Sighting,
+    StoreResult,
+};
+
+/// The sighting upsert, `$1`-`$6`: session, time, event, transport, cwd, subscriptions.
+macro_rules! upsert_sql {
+    () => {
+        "INSERT INTO sessions AS s
+             (session_id, first_seen, last_seen, last_event, transport, cwd, subscriptions)
+         VALUES ($1, $2, $2, $3, $4, $5, $6)
+         ON CONFLICT (session_id) DO UPDATE SET
+             first_seen = LEAST(s.first_seen, excluded.first_seen),
+             last_seen = GREATEST(s.last_seen, excluded.last_seen),
+             last_event = excluded.last_event,
+             transport = excluded.transport,
+             cwd = coalesce(excluded.cwd, s.cwd),
+             subscriptions = coalesce(excluded.subscriptions, s.subscriptions)"
+    };
+}
+
+impl SessionStore for PostgresStore {
+    fn record_sighting(&self, sighting: &Sighting) -> StoreResult<()> {
+        let subscriptions = subscriptions_text(sighting.subscriptions.as_ref());
+        self.run(|db| {
+            db.execute(
+                upsert_sql!(),
+                &[
+                    &sighting.session_id,
+                    &sighting.at,
+                    &sighting.event,
+                    &sighting.transport.as_str(),
+                    &sighting.cwd,
+                    &subscriptions,
+                ],
+            )?;
+            Ok(())
+        })
+    }
+
+    fn count_sighted_call(&self, sighting: &Sighting) -> StoreResult<u64> {
+        let subscriptions = subscriptions_text(sighting.subscriptions.as_ref());
+        self.run(|db| {
+            let n: i64 = db
+                .query_one(
+                    concat!(
+                        "WITH seen AS (",
+                        upsert_sql!(),
+                        ")
+                         INSERT INTO session_counters AS c (session_id, tool_calls, updated_at)
+                         VALUES ($1, 1, $2)
+                         ON CONFLICT (session_id) DO UPDATE
+                             SET tool_calls = c.tool_calls + 1, updated_at = excluded.updated_at
+                         RETURNING tool_calls"
+                    ),
+                    &[
+                        &sighting.session_id,
+                        &sighting.at,
+                        &sighting.event,
+                        &sighting.transport.as_str(),
+                        &sighting.cwd,
+                        &subscriptions,
+                    ],
+                )?
+                .try_get(0)?;
+            to_u64(n, "tool-call count")
+        })
+    }
+
+    fn sessions(&self, query: &SessionQuery) -> StoreResult<Vec<SessionRecord>> {
+        self.run(|db| {
+            let rows = db.query(
+                "SELECT s.session_id, s.first_seen, s.last_seen, s.last_event, s.transport,
+                        s.cwd, s.subscriptions, coalesce(c.tool_calls, 0)
+                 FROM sessions s LEFT JOIN session_counters c ON c.session_id = s.session_id
+                 WHERE $1::bigint IS NULL OR s.last_seen >= $1
+                 ORDER BY s.last_seen DESC, s.session_id COLLATE \"C\"
+                 LIMIT $2 OFFSET $3",
+                &[
+                    &query.seen_since,
+                    &i64::from(query.limit),
+                    &i64::from(query.offset),
+                ],
+            )?;
+            rows.iter()
+                .map(|r| {
+                    let session_id: String = r.try_get(0)?;
+                    let subscriptions: Option<&str> = r.try_get(6)?;
+                    Ok(SessionRecord {
+                        subscriptions: subscriptions_from_text(&session_id, subscriptions)?,
+                        first_seen: r.try_get(1)?,
+                        last_seen: r.try_get(2)?,
+                        last_event: r.try_get(3)?,
+                        transport: parse_column(r.try_get::<_, &str>(4)?)?,
+                        cwd: r.try_get(5)?,
+                        tool_calls: to_u64(r.try_get(7)?, "tool-call count")?,
+                        session_id,
+                    })
+                })
+                .collect()
+        })
+    }
+
+    fn prune_sessions(&self, before: Millis) -> StoreResult<u64> {
+        self.run(|db| Ok(db.execute("DELETE FROM sessions WHERE last_seen < $1", &[&before])?))
+    }
+
+    fn delivery_report(&self, query: &ReportQuery) -> StoreResult<Option<DeliveryReport>> {
+        // One snapshot for the three reads.
+        self.transaction(|db| {
+            db.batch("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")?;
+            let Some(row) = db.query_opt(
+                "SELECT m.id, m.channel, m.body, m.severity, m.created_at, m.expires_at
+                 FROM messages m WHERE m.id = $1",
+                &[&query.message_id],
+            )?
+            else {
+                return Ok(None);
+            };
+            let message = super::channels::message_from_row(&row)?;
+            let received = db
+                .query(
+                    "SELECT session_id, max(delivered_at), max(acked_at) FROM (
+                         SELECT session_id, delivered_at, NULL::bigint AS acked_at
+                         FROM message_deliveries WHERE message_id = $1
+                         UNION ALL
+                         SELECT session_id, NULL::bigint, acked_at
+                         FROM message_acks WHERE message_id = $1) r
+                     GROUP BY session_id",
+                    &[&query.message_id],
+                )?
+                .iter()
+                .map(|r| Ok((r.try_get(0)?, r.try_get(1)?, r.try_get(2)?)))
+                .collect::<Result<Vec<_>, Fail>>()?;
+            let live = db
+                .query(
+                    "SELECT session_id, subscriptions FROM sessions WHERE last_seen >= $1",
+                    &[&query.live_since],
+                )?
+                .iter()
+                .map(|r| {
+                    let session_id: String = r.try_get(0)?;
+                    let subscriptions = subscriptions_from_text(&session_id, r.try_get(1)?)?;
+                    Ok((session_id, subscriptions))
+                })
+                .collect::<Result<Vec<_>, Fail>>()?;
+            Ok(Some(crate::fleet::report(
+                ReportRows {
+                    message,
+                    received,
+                    live,
+                },
+                query,
+            )))
+        })
+    }
+}

@@ -1,0 +1,173 @@
+//! Sessions and delivery reports in the SQLite backend.
+
+use rusqlite::{Connection, OptionalExtension, params};
+
+use super::{Fail, SqliteStore, parse_column};
+use crate::fleet::{ReportRows, subscriptions_from_text, subscriptions_text};
+use crate::{
+    DeliveryReport, Message, Millis, ReportQuery, SessionQuery, SessionRecord, SessionStore,
+    Sighting, StoreError, StoreResult,
+};
+
+/// Records `sighting` inside the caller's transaction.
+fn upsert(tx: &Connection, sighting: &Sighting) -> Result<(), Fail> {
+    tx.prepare_cached(
+        "INSERT INTO sessions
+             (session_id, first_seen, last_seen, last_event, transport, cwd, subscriptions)
+         VALUES (?1, ?2, ?2, ?3, ?4, ?5, ?6)
+         ON CONFLICT (session_id) DO UPDATE SET
+             first_seen = min(first_seen, excluded.first_seen),
+             last_seen = max(last_seen, excluded.last_seen),
+             last_event = excluded.last_event,
+             transport = excluded.transport,
+             cwd = coalesce(excluded.cwd, cwd),
+             subscriptions = coalesce(excluded.subscriptions, subscriptions)",
+    )?
+    .execute(params![
+        sighting.session_id,
+        sighting.at,
+        sighting.event,
+        sighting.transport.as_str(),
+        sighting.cwd,
+        subscriptions_text(sighting.subscriptions.as_ref()),
+    ])?;
+    Ok(())
+}
+
+impl SessionStore for SqliteStore {
+    fn record_sighting(&self, sighting: &Sighting) -> StoreResult<()> {
+        self.write(|tx| upsert(tx, sighting))
+    }
+
+    fn count_sighted_call(&self, sighting: &Sighting) -> StoreResult<u64> {
+        self.write(|tx| {
+            upsert(tx, sighting)?;
+            let n: i64 = tx
+                .prepare_cached(
+                    "INSERT INTO session_counters (session_id, tool_calls, updated_at)
+                     VALUES (?1, 1, ?2)
+                     ON CONFLICT (session_id) DO UPDATE
+                         SET tool_calls = tool_calls + 1, updated_at = excluded.updated_at
+                     RETURNING tool_calls",
+                )?
+                .query_row(params![sighting.session_id, sighting.at], |r| r.get(0))?;
+            u64::try_from(n).map_err(|_| {
+                Fail::Store(StoreError::InvalidData(format!(
+                    "negative tool-call count {n}"
+                )))
+            })
+        })
+    }
+
+    fn sessions(&self, query: &SessionQuery) -> StoreResult<Vec<SessionRecord>> {
+        self.read(|tx| {
+            let mut stmt = tx.prepare_cached(
+                "SELECT s.session_id, s.first_seen, s.last_seen, s.last_event, s.transport,
+                        s.cwd, s.subscriptions, coalesce(c.tool_calls, 0)
+                 FROM sessions s LEFT JOIN session_counters c ON c.session_id = s.session_id
+                 WHERE ?1 IS NULL OR s.last_seen >= ?1
+                 ORDER BY s.last_seen DESC, s.session_id
+                 LIMIT ?2 OFFSET ?3",
+            )?;
+            let rows =
+                stmt.query_map(params![query.seen_since, query.limit, query.offset], |r| {
+                    Ok((
+                        r.get::<_, String>(0)?,
+                        r.get::<_, i64>(1)?,
+                        r.get::<_, i64>(2)?,
+                        r.get::<_, String>(3)?,
+                        r.get::<_, String>(4)?,
+                        r.get::<_, Option<String>>(5)?,
+                        r.get::<_, Option<String>>(6)?,
+                        r.get::<_, i64>(7)?,
+                    ))
+                })?;
+            let mut out = Vec::new();
+            for row in rows {
+                let (session_id, first_seen, last_seen, last_event, transport, cwd, subs, calls) =
+                    row?;
+                out.push(SessionRecord {
+                    subscriptions: subscriptions_from_text(&session_id, subs.as_deref())?,
+                    session_id,
+                    first_seen,
+                    last_seen,
+                    last_event,
+                    transport: parse_column(&transport)?,
+                    cwd,
+                    tool_calls: u64::try_from(calls).unwrap_or(0),
+                });
+            }
+            Ok(out)
+        })
+    }
+
+    fn prune_sessions(&self, before: Millis) -> StoreResult<u64> {
+        self.write(|tx| {
+            Ok(tx.execute("DELETE FROM sessions WHERE last_seen < ?1", [before])? as u64)
+        })
+    }
+
+    fn delivery_report(&self, query: &ReportQuery) -> StoreResult<Option<DeliveryReport>> {
+        self.read(|tx| {
+            let raw = tx
+                .query_row(
+                    "SELECT id, channel, body, severity, created_at, expires_at
+                     FROM messages WHERE id = ?1",
+                    [query.message_id],
+                    |r| {
+                        Ok((
+                            Message {
+                                id: r.get(0)?,
+                                channel: r.get(1)?,
+                                body: r.get(2)?,
+                                severity: crate::Severity::Info,
+                                created_at: r.get(4)?,
+                                expires_at: r.get(5)?,
+                            },
+                            r.get::<_, String>(3)?,
+                        ))
+                    },
+                )
+                .optional()?;
+            let Some((mut message, severity)) = raw else {
+                return Ok(None);
+            };
+            message.severity = parse_column(&severity)?;
+            let received = tx
+                .prepare_cached(
+                    "SELECT session_id, max(delivered_at), max(acked_at) FROM (
+                         SELECT session_id, delivered_at, NULL AS acked_at
+                         FROM message_deliveries WHERE message_id = ?1
+                         UNION ALL
+                         SELECT session_id, NULL, acked_at
+                         FROM message_acks WHERE message_id = ?1)
+                     GROUP BY session_id",
+                )?
+                .query_map([query.message_id], |r| {
+                    Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+                })?
+                .collect::<Result<Vec<_>, _>>()?;
+            let live_rows = tx
+                .prepare_cached(
+                    "SELECT session_id, subscriptions FROM sessions WHERE last_seen >= ?1",
+                )?
+                .query_map([query.live_since], |r| {
+                    Ok((r.get::<_, String>(0)?, r.get::<_, Option<String>>(1)?))
+                })?
+                .collect::<Result<Vec<_>, _>>()?;
+            let mut live = Vec::with_capacity(live_rows.len());
+            for (session_id, subs) in live_rows {
+                let subscriptions = subscriptions_from_text(&session_id, subs.as_deref())?;
+                live.push((session_id, subscriptions));
+            }
+            Ok(Some(crate::fleet::report(
+                ReportRows {
+                    message,
+                    received,
+                    live,
+                },
+                query,
+            )))
+        })
+    }
+}
