@@ -1,14 +1,15 @@
 //! The operator's read API: versioned JSON at `/api/v1/...` for what an operator looks at
-//! (overview, channels and their messages, one message, schedules with their recent firings,
-//! reminders, conditions), behind the same token, `Host` and `Origin` checks as `/mcp`.
+//! (overview, sessions, channels and their messages, one message with its delivery report,
+//! schedules with their recent firings, reminders, conditions, the audit trail), behind the
+//! same token, `Host` and `Origin` checks as `/mcp`.
 //!
 //! The OpenAPI document (`GET /api/v1/openapi.json`) is generated from these handlers and
 //! types: each route is registered together with its description ([`utoipa_axum::routes!`]),
 //! so the document lists exactly the routes served.
 //!
-//! Times are RFC 3339 strings in UTC. Lists that grow (messages) are paged newest first: a
-//! page answers `next`, the cursor to pass as `before` for the following page, or `null` on
-//! the last one.
+//! Times are RFC 3339 strings in UTC. Lists that grow are paged: a page answers `next`, the
+//! cursor to pass back (as `before` for messages, newest first; `after` for the audit trail,
+//! oldest first; `offset` for sessions, most recently seen first), or `null` on the last one.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -18,7 +19,10 @@ use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
-use store::{MessageCursor, MessageQuery, StoreError, StoreHandle, to_rfc3339};
+use store::{
+    AuditQuery, MessageCursor, MessageQuery, ReportQuery, Retention, SessionQuery, StoreError,
+    StoreHandle, to_rfc3339,
+};
 use utoipa::{IntoParams, OpenApi, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
@@ -44,10 +48,12 @@ const FIRINGS_PER_SCHEDULE: u32 = 10;
     ),
     tags(
         (name = "overview", description = "The daemon and the store at a glance"),
+        (name = "sessions", description = "The agent sessions the store has heard of"),
         (name = "channels", description = "Broadcast channels and their messages"),
         (name = "scheduler", description = "Schedules and their firings"),
         (name = "enforcement", description = "Reminders"),
         (name = "conditions", description = "Operator scripts run on tool calls"),
+        (name = "audit", description = "Who changed what, and when"),
     )
 )]
 struct ApiDoc;
@@ -57,6 +63,8 @@ struct ApiDoc;
 pub(crate) struct ApiState {
     pub(crate) shared: Arc<Shared>,
     pub(crate) store: StoreHandle,
+    /// The live window and retention periods.
+    pub(crate) retention: Retention,
 }
 
 /// The API's routes (and the document describing them).
@@ -76,12 +84,15 @@ pub(crate) fn router(state: ApiState) -> axum::Router {
 fn routes() -> OpenApiRouter<ApiState> {
     OpenApiRouter::with_openapi(ApiDoc::openapi())
         .routes(routes!(overview))
+        .routes(routes!(sessions))
         .routes(routes!(channels))
         .routes(routes!(channel_messages))
         .routes(routes!(message))
+        .routes(routes!(delivery))
         .routes(routes!(schedules))
         .routes(routes!(reminders))
         .routes(routes!(conditions))
+        .routes(routes!(audit))
 }
 
 /// The OpenAPI document, as the daemon serves it (for `cargo xtask` and tests).
@@ -152,6 +163,10 @@ pub(crate) struct Overview {
     scheduler: SchedulerState,
     /// Open MCP sessions by transport.
     sessions: OpenSessions,
+    /// Agent sessions seen within the live window.
+    live_sessions: u64,
+    /// The live window, in seconds.
+    live_window_s: i64,
 }
 
 /// Live records in the store.
@@ -209,14 +224,16 @@ pub(crate) struct OpenSessions {
 )]
 async fn overview(State(state): State<ApiState>) -> Response {
     let now = now_ms();
+    let live_since = state.retention.live_since(now);
     let read = blocking(&state.store, move |store| {
         let counts = store.counts(now)?;
         let channels = store.channels(now)?.len();
         let next = store.next_fire_after(now - 1)?;
-        Ok((counts, channels, next, store.describe()))
+        let live = store.count_sessions(live_since)?;
+        Ok((counts, channels, next, live, store.describe()))
     })
     .await;
-    let (counts, channels, next, describe) = match read {
+    let (counts, channels, next, live, describe) = match read {
         Ok(read) => read,
         Err(response) => return response,
     };
@@ -258,6 +275,8 @@ async fn overview(State(state): State<ApiState>) -> Response {
             sse: count("sse"),
             max: count("max"),
         },
+        live_sessions: live,
+        live_window_s: state.retention.live_ms / 1000,
     })
     .into_response()
 }
@@ -359,14 +378,7 @@ pub(crate) struct PageQuery {
 
 impl PageQuery {
     fn limit(&self) -> Result<u32, Response> {
-        match self.limit {
-            None => Ok(DEFAULT_LIMIT),
-            Some(n) if (1..=MAX_LIMIT).contains(&n) => Ok(n),
-            Some(n) => Err(error(
-                StatusCode::BAD_REQUEST,
-                format!("limit: {n} is out of range; pass 1 to {MAX_LIMIT}"),
-            )),
-        }
+        check_limit(self.limit)
     }
 
     /// The cursor: `CREATED_AT_MS.ID`, as `next` gives it.
@@ -679,6 +691,374 @@ async fn conditions(State(state): State<ApiState>) -> Response {
                 .collect::<Vec<_>>(),
         )
         .into_response(),
+        Err(response) => response,
+    }
+}
+
+// --- Sessions -------------------------------------------------------------------------------
+
+/// An agent session the store heard of.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct ApiSession {
+    /// Its id.
+    session_id: String,
+    /// Whether it was seen within the live window.
+    live: bool,
+    /// When it was first seen.
+    first_seen: String,
+    /// When it was last seen.
+    last_seen: String,
+    /// The last event heard (a hook event or `tool_call`).
+    last_event: String,
+    /// How it was last reached: `stdio`, `streamable-http`, `sse` or `hook`.
+    transport: String,
+    /// Its working directory, from its hooks.
+    cwd: Option<String>,
+    /// The channels it receives (`null`: not reported; `["*"]`: every channel).
+    channels: Option<Vec<String>>,
+    /// Tool calls counted.
+    tool_calls: u64,
+}
+
+/// A page of sessions, most recently seen first.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct SessionPage {
+    /// The sessions.
+    items: Vec<ApiSession>,
+    /// The `offset` of the next page; `null` on the last page.
+    next: Option<u32>,
+}
+
+/// Which sessions.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub(crate) struct SessionsQuery {
+    /// `true` (the default): only sessions seen within the live window; `false`: every
+    /// session still kept.
+    live: Option<bool>,
+    /// Sessions on the page (1 to 500; 100 by default).
+    limit: Option<u32>,
+    /// How many to skip: the `next` of the previous page.
+    offset: Option<u32>,
+}
+
+fn channels_of(subscribed: Option<&store::Subscribed>) -> Option<Vec<String>> {
+    subscribed.map(|s| match s {
+        store::Subscribed::All => vec!["*".to_owned()],
+        store::Subscribed::Channels(list) => list.clone(),
+    })
+}
+
+fn check_limit(limit: Option<u32>) -> Result<u32, Response> {
+    match limit {
+        None => Ok(DEFAULT_LIMIT),
+        Some(n) if (1..=MAX_LIMIT).contains(&n) => Ok(n),
+        Some(n) => Err(error(
+            StatusCode::BAD_REQUEST,
+            format!("limit: {n} is out of range; pass 1 to {MAX_LIMIT}"),
+        )),
+    }
+}
+
+/// Live (or all kept) sessions, most recently seen first.
+#[utoipa::path(
+    get,
+    path = "/api/v1/sessions",
+    tag = "sessions",
+    params(SessionsQuery),
+    responses(
+        (status = 200, description = "A page of sessions", body = SessionPage),
+        (status = 400, description = "A bad limit", body = ApiError),
+        (status = 503, description = "The store cannot be reached", body = ApiError),
+    )
+)]
+async fn sessions(State(state): State<ApiState>, Query(q): Query<SessionsQuery>) -> Response {
+    let limit = match check_limit(q.limit) {
+        Ok(limit) => limit,
+        Err(response) => return response,
+    };
+    let now = now_ms();
+    let live_since = state.retention.live_since(now);
+    let query = SessionQuery {
+        seen_since: q.live.unwrap_or(true).then_some(live_since),
+        offset: q.offset.unwrap_or(0),
+        limit: limit + 1,
+    };
+    let offset = query.offset;
+    match blocking(&state.store, move |store| store.sessions(&query)).await {
+        Ok(mut list) => {
+            let more = list.len() > limit as usize;
+            list.truncate(limit as usize);
+            Json(SessionPage {
+                next: more.then(|| offset.saturating_add(limit)),
+                items: list
+                    .into_iter()
+                    .map(|r| ApiSession {
+                        live: r.last_seen >= live_since,
+                        channels: channels_of(r.subscriptions.as_ref()),
+                        first_seen: to_rfc3339(r.first_seen),
+                        last_seen: to_rfc3339(r.last_seen),
+                        last_event: r.last_event,
+                        transport: r.transport.as_str().to_owned(),
+                        cwd: r.cwd,
+                        tool_calls: r.tool_calls,
+                        session_id: r.session_id,
+                    })
+                    .collect(),
+            })
+            .into_response()
+        }
+        Err(response) => response,
+    }
+}
+
+// --- Delivery reports -----------------------------------------------------------------------
+
+/// Who a message reached: counts over every session, and a page of the sessions.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct ApiDelivery {
+    /// The message.
+    message: ApiMessage,
+    /// Live sessions subscribed to its channel.
+    live_subscribed: u64,
+    /// Of those, how many it was delivered to.
+    delivered_live: u64,
+    /// Sessions it was delivered to, live or not.
+    delivered: u64,
+    /// Sessions that acknowledged it.
+    acknowledged: u64,
+    /// One line: `critical #12 deploys: delivered 9 of 9 live sessions, acknowledged 7`.
+    summary: String,
+    /// Sessions it was delivered to, or that are live and subscribed, by session id.
+    sessions: Vec<ApiSessionDelivery>,
+    /// The `after` of the next page of sessions; `null` on the last page.
+    next: Option<String>,
+}
+
+/// One session's part in a delivery report.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct ApiSessionDelivery {
+    /// The session.
+    session_id: String,
+    /// When the message was delivered to it.
+    delivered_at: Option<String>,
+    /// When it acknowledged the message.
+    acknowledged_at: Option<String>,
+    /// Whether it is live.
+    live: bool,
+    /// Whether it receives the message's channel.
+    subscribed: bool,
+}
+
+/// A page of a delivery report.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub(crate) struct DeliveryQuery {
+    /// Sessions on the page (1 to 500; 100 by default).
+    limit: Option<u32>,
+    /// The `next` of the previous page.
+    after: Option<String>,
+}
+
+/// A message's delivery report: delivered and acknowledged, against the live sessions
+/// subscribed to its channel.
+#[utoipa::path(
+    get,
+    path = "/api/v1/messages/{id}/delivery",
+    tag = "channels",
+    params(("id" = i64, Path, description = "The message's id"), DeliveryQuery),
+    responses(
+        (status = 200, description = "The delivery report", body = ApiDelivery),
+        (status = 400, description = "A bad limit", body = ApiError),
+        (status = 404, description = "No stored message has this id", body = ApiError),
+        (status = 503, description = "The store cannot be reached", body = ApiError),
+    )
+)]
+async fn delivery(
+    State(state): State<ApiState>,
+    Path(id): Path<i64>,
+    Query(q): Query<DeliveryQuery>,
+) -> Response {
+    let limit = match check_limit(q.limit) {
+        Ok(limit) => limit,
+        Err(response) => return response,
+    };
+    let now = now_ms();
+    let query = ReportQuery {
+        message_id: id,
+        live_since: state.retention.live_since(now),
+        after_session: q.after,
+        limit: limit + 1,
+    };
+    match blocking(&state.store, move |store| store.delivery_report(&query)).await {
+        Ok(Some(mut report)) => {
+            let more = report.sessions.len() > limit as usize;
+            report.sessions.truncate(limit as usize);
+            let m = &report.message;
+            let message = store::Message {
+                id: m.id,
+                channel: m.channel.clone(),
+                body: m.body.clone(),
+                severity: m.severity,
+                created_at: m.created_at,
+                expires_at: m.expires_at,
+            };
+            Json(ApiDelivery {
+                summary: format!(
+                    "{} #{} {}: delivered {} of {} live sessions, acknowledged {}",
+                    m.severity,
+                    m.id,
+                    m.channel,
+                    report.delivered_live,
+                    report.live_subscribed,
+                    report.acknowledged
+                ),
+                message: ApiMessage::new(&message, now),
+                live_subscribed: report.live_subscribed,
+                delivered_live: report.delivered_live,
+                delivered: report.delivered,
+                acknowledged: report.acknowledged,
+                next: more
+                    .then(|| report.sessions.last().map(|s| s.session_id.clone()))
+                    .flatten(),
+                sessions: report
+                    .sessions
+                    .into_iter()
+                    .map(|s| ApiSessionDelivery {
+                        delivered_at: s.delivered_at.map(to_rfc3339),
+                        acknowledged_at: s.acknowledged_at.map(to_rfc3339),
+                        live: s.live,
+                        subscribed: s.subscribed,
+                        session_id: s.session_id,
+                    })
+                    .collect(),
+            })
+            .into_response()
+        }
+        Ok(None) => error(
+            StatusCode::NOT_FOUND,
+            format!("no stored message has id {id}; list a channel's messages for ids"),
+        ),
+        Err(response) => response,
+    }
+}
+
+// --- Audit ----------------------------------------------------------------------------------
+
+/// One recorded change.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct ApiAuditEntry {
+    /// Its id (increasing).
+    id: i64,
+    /// When the change was made.
+    at: String,
+    /// Who made it: `session`, `operator`, `token`, `daemon` or `unknown`.
+    actor_kind: String,
+    /// The session id, user name or token label.
+    actor: String,
+    /// What kind of change (`publish`, `clear`, `acknowledge`, `reminder_set`, ...).
+    action: String,
+    /// What it changed.
+    subject: String,
+    /// The change's particulars (a script's hash, a message's channel...).
+    #[schema(value_type = Object)]
+    detail: serde_json::Value,
+}
+
+/// A page of the audit trail, oldest first.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct AuditPage {
+    /// The entries.
+    items: Vec<ApiAuditEntry>,
+    /// The `after` of the next page; `null` on the last page.
+    next: Option<i64>,
+}
+
+/// Which audit entries.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub(crate) struct AuditParams {
+    /// Only changes made at or after this RFC 3339 time.
+    since: Option<String>,
+    /// Only entries after this id: the `next` of the previous page.
+    after: Option<i64>,
+    /// Only this action (`publish`, `clear`, `acknowledge`, ...).
+    action: Option<String>,
+    /// Entries on the page (1 to 500; 100 by default).
+    limit: Option<u32>,
+}
+
+/// The audit trail, oldest first, a page at a time.
+#[utoipa::path(
+    get,
+    path = "/api/v1/audit",
+    tag = "audit",
+    params(AuditParams),
+    responses(
+        (status = 200, description = "A page of audit entries", body = AuditPage),
+        (status = 400, description = "A bad time, action or limit", body = ApiError),
+        (status = 503, description = "The store cannot be reached", body = ApiError),
+    )
+)]
+async fn audit(State(state): State<ApiState>, Query(q): Query<AuditParams>) -> Response {
+    let limit = match check_limit(q.limit) {
+        Ok(limit) => limit,
+        Err(response) => return response,
+    };
+    let since = match q.since.as_deref().map(store::from_rfc3339).transpose() {
+        Ok(since) => since,
+        Err(problem) => return error(StatusCode::BAD_REQUEST, format!("since: {problem}")),
+    };
+    let action = match q.action.as_deref().map(str::parse::<store::AuditAction>) {
+        Some(Err(e)) => return error(StatusCode::BAD_REQUEST, format!("action: {e}")),
+        Some(Ok(action)) => Some(action),
+        None => None,
+    };
+    // The filter on the action is applied to each page the store returns; pages are read
+    // until one is full or the trail ends.
+    let store_query = AuditQuery {
+        since,
+        after_id: q.after,
+        limit: limit + 1,
+    };
+    let read = blocking(&state.store, move |store| {
+        let mut query = store_query;
+        let mut out = Vec::new();
+        loop {
+            let page = store.audit(&query)?;
+            let ended = page.len() < query.limit as usize;
+            query.after_id = page.last().map(|e| e.id).or(query.after_id);
+            out.extend(
+                page.into_iter()
+                    .filter(|e| action.is_none_or(|a| e.action == a)),
+            );
+            if ended || out.len() > limit as usize {
+                return Ok(out);
+            }
+        }
+    })
+    .await;
+    match read {
+        Ok(mut entries) => {
+            let more = entries.len() > limit as usize;
+            entries.truncate(limit as usize);
+            Json(AuditPage {
+                next: more.then(|| entries.last().map(|e| e.id)).flatten(),
+                items: entries
+                    .into_iter()
+                    .map(|e| ApiAuditEntry {
+                        id: e.id,
+                        at: to_rfc3339(e.at),
+                        actor_kind: e.actor.kind().to_owned(),
+                        actor: e.actor.name().to_owned(),
+                        action: e.action.as_str().to_owned(),
+                        subject: e.subject,
+                        detail: e.detail,
+                    })
+                    .collect(),
+            })
+            .into_response()
+        }
         Err(response) => response,
     }
 }

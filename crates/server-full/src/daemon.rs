@@ -837,6 +837,8 @@ async fn start(
         crate::api::router(crate::api::ApiState {
             shared: shared.clone(),
             store: store.clone(),
+            // An unreadable setting is reported by the scheduler, which uses the defaults too.
+            retention: store::Retention::from_env().unwrap_or_default(),
         }),
     );
     let _ = shared.mcp.set(router);

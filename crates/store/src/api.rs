@@ -967,6 +967,8 @@ pub trait SessionStore {
     fn count_sighted_call(&self, sighting: &Sighting) -> StoreResult<u64>;
     /// One page of sessions, most recently seen first.
     fn sessions(&self, query: &SessionQuery) -> StoreResult<Vec<SessionRecord>>;
+    /// How many sessions were seen at or after `seen_since`.
+    fn count_sessions(&self, seen_since: Millis) -> StoreResult<u64>;
     /// Deletes the records of sessions last seen before `before`; returns how many.
     fn prune_sessions(&self, before: Millis) -> StoreResult<u64>;
     /// Who received a message; `None` when no message has that id.

@@ -74,6 +74,16 @@ impl SessionStore for PostgresStore {
         })
     }
 
+    fn count_sessions(&self, seen_since: Millis) -> StoreResult<u64> {
+        self.run(|db| {
+            let row = db.query_one(
+                "SELECT count(*) FROM sessions WHERE last_seen >= $1",
+                &[&seen_since],
+            )?;
+            to_u64(row.try_get(0)?, "count")
+        })
+    }
+
     fn sessions(&self, query: &SessionQuery) -> StoreResult<Vec<SessionRecord>> {
         self.run(|db| {
             let rows = db.query(

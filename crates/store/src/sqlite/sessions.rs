@@ -59,6 +59,15 @@ impl SessionStore for SqliteStore {
         })
     }
 
+    fn count_sessions(&self, seen_since: Millis) -> StoreResult<u64> {
+        self.read(|tx| {
+            let n: i64 = tx
+                .prepare_cached("SELECT count(*) FROM sessions WHERE last_seen >= ?1")?
+                .query_row([seen_since], |r| r.get(0))?;
+            Ok(u64::try_from(n).unwrap_or(0))
+        })
+    }
+
     fn sessions(&self, query: &SessionQuery) -> StoreResult<Vec<SessionRecord>> {
         self.read(|tx| {
             let mut stmt = tx.prepare_cached(

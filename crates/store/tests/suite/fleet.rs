@@ -374,6 +374,9 @@ pub(crate) fn sightings_build_session_records(b: &dyn Backend) {
             .len()
     };
     assert_eq!(recent(T0 + 25), 1);
+    assert_eq!(store.count_sessions(T0 + 25).unwrap(), 1);
+    assert_eq!(store.count_sessions(T0).unwrap(), 2);
+    assert_eq!(store.count_sessions(T0 + 31).unwrap(), 0);
     let second_page = store
         .sessions(&SessionQuery {
             seen_since: None,
