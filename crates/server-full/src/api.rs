@@ -118,6 +118,16 @@ fn error(status: StatusCode, message: impl Into<String>) -> Response {
         .into_response()
 }
 
+/// A request parameter that cannot be taken: answered 400 with what was wrong.
+#[derive(Debug)]
+struct BadParameter(String);
+
+impl IntoResponse for BadParameter {
+    fn into_response(self) -> Response {
+        error(StatusCode::BAD_REQUEST, self.0)
+    }
+}
+
 fn store_error(e: &StoreError) -> Response {
     match e {
         StoreError::NotFound { .. } => error(StatusCode::NOT_FOUND, e.to_string()),
@@ -377,12 +387,12 @@ pub(crate) struct PageQuery {
 }
 
 impl PageQuery {
-    fn limit(&self) -> Result<u32, Response> {
+    fn limit(&self) -> Result<u32, BadParameter> {
         check_limit(self.limit)
     }
 
     /// The cursor: `CREATED_AT_MS.ID`, as `next` gives it.
-    fn cursor(&self) -> Result<Option<MessageCursor>, Response> {
+    fn cursor(&self) -> Result<Option<MessageCursor>, BadParameter> {
         let Some(text) = self.before.as_deref() else {
             return Ok(None);
         };
@@ -391,13 +401,10 @@ impl PageQuery {
             .and_then(|(t, id)| Some((t.parse().ok()?, id.parse().ok()?)));
         match parsed {
             Some((created_at, id)) => Ok(Some(MessageCursor { created_at, id })),
-            None => Err(error(
-                StatusCode::BAD_REQUEST,
-                format!(
-                    "before: `{}` is not a cursor; pass the `next` of the previous page",
-                    text.escape_debug()
-                ),
-            )),
+            None => Err(BadParameter(format!(
+                "before: `{}` is not a cursor; pass the `next` of the previous page",
+                text.escape_debug()
+            ))),
         }
     }
 }
@@ -426,7 +433,7 @@ async fn channel_messages(
 ) -> Response {
     let (limit, before) = match (page.limit(), page.cursor()) {
         (Ok(limit), Ok(before)) => (limit, before),
-        (Err(response), _) | (_, Err(response)) => return response,
+        (Err(bad), _) | (_, Err(bad)) => return bad.into_response(),
     };
     let now = now_ms();
     let query = MessageQuery {
@@ -749,14 +756,13 @@ fn channels_of(subscribed: Option<&store::Subscribed>) -> Option<Vec<String>> {
     })
 }
 
-fn check_limit(limit: Option<u32>) -> Result<u32, Response> {
+fn check_limit(limit: Option<u32>) -> Result<u32, BadParameter> {
     match limit {
         None => Ok(DEFAULT_LIMIT),
         Some(n) if (1..=MAX_LIMIT).contains(&n) => Ok(n),
-        Some(n) => Err(error(
-            StatusCode::BAD_REQUEST,
-            format!("limit: {n} is out of range; pass 1 to {MAX_LIMIT}"),
-        )),
+        Some(n) => Err(BadParameter(format!(
+            "limit: {n} is out of range; pass 1 to {MAX_LIMIT}"
+        ))),
     }
 }
 
@@ -775,7 +781,7 @@ fn check_limit(limit: Option<u32>) -> Result<u32, Response> {
 async fn sessions(State(state): State<ApiState>, Query(q): Query<SessionsQuery>) -> Response {
     let limit = match check_limit(q.limit) {
         Ok(limit) => limit,
-        Err(response) => return response,
+        Err(bad) => return bad.into_response(),
     };
     let now = now_ms();
     let live_since = state.retention.live_since(now);
@@ -881,7 +887,7 @@ async fn delivery(
 ) -> Response {
     let limit = match check_limit(q.limit) {
         Ok(limit) => limit,
-        Err(response) => return response,
+        Err(bad) => return bad.into_response(),
     };
     let now = now_ms();
     let query = ReportQuery {
@@ -1003,7 +1009,7 @@ pub(crate) struct AuditParams {
 async fn audit(State(state): State<ApiState>, Query(q): Query<AuditParams>) -> Response {
     let limit = match check_limit(q.limit) {
         Ok(limit) => limit,
-        Err(response) => return response,
+        Err(bad) => return bad.into_response(),
     };
     let since = match q.since.as_deref().map(store::from_rfc3339).transpose() {
         Ok(since) => since,

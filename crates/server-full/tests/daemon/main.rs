@@ -5,6 +5,7 @@
 //! child), so exit codes, signals and the start-up log are the real ones.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_macros)]
 
+mod api;
 mod fleet;
 mod hardening;
 mod hook_route;
