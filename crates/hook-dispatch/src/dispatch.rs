@@ -123,7 +123,13 @@ fn direct(
     now: i64,
 ) -> StorePart {
     match open::store_from_env(false) {
-        Ok((store, _)) => store_part(event, payload, subscriptions, gate, &*store, now),
+        Ok((store, _)) => {
+            let part = store_part(event, payload, subscriptions, gate, &*store, now);
+            // This process exits once it has answered: closing the store would only free
+            // memory the exit frees anyway.
+            store.close_at_exit();
+            part
+        }
         // No store yet: nothing was ever published, so there is nothing to deliver.
         Err(StoreError::Missing { .. }) => StorePart::default(),
         Err(e) => StorePart {
@@ -174,6 +180,11 @@ pub fn complete(
 /// `subscriptions` (and the conditions gate `gate_enforced`): fires due schedules, delivers
 /// broadcasts, counts the tool call and its due reminders, arms the gate, and finds the
 /// matching conditions. The same function runs in the hook process and in the daemon.
+///
+/// The calls of one event run as one unit ([`store::StoreAdmin::in_one_transaction`]): on
+/// SQLite, `PreToolUse` (which always counts the call) takes the write lock once and commits
+/// once, and `UserPromptSubmit` reads in one transaction, writing only when something is new
+/// to record.
 pub fn store_part(
     event: Event,
     payload: &Payload,
@@ -183,12 +194,40 @@ pub fn store_part(
     now: i64,
 ) -> StorePart {
     let mut part = StorePart::default();
+    let writes = event == Event::PreToolUse;
+    let unit = store.in_one_transaction(writes, &mut || {
+        event_calls(
+            event,
+            payload,
+            subscriptions,
+            gate_enforced,
+            store,
+            now,
+            &mut part,
+        );
+    });
+    if let Err(e) = unit {
+        part.report(event, "record this event in the store", e);
+    }
+    part
+}
+
+/// The store calls of one event, in order, each reporting its own failure into `part`.
+fn event_calls(
+    event: Event,
+    payload: &Payload,
+    subscriptions: &Subscriptions,
+    gate_enforced: bool,
+    store: &dyn Store,
+    now: i64,
+    part: &mut StorePart,
+) {
     let session = payload.session_id.as_str();
     let channels = subscriptions.channels.as_deref();
     match event {
-        Event::SessionStart => fire_schedules(store, now, event, &mut part),
+        Event::SessionStart => fire_schedules(store, now, event, part),
         Event::UserPromptSubmit => {
-            fire_schedules(store, now, event, &mut part);
+            fire_schedules(store, now, event, part);
             if gate_enforced {
                 match tools_conditions::arm_gate_for_prompt(store, session, payload.prompt(), now) {
                     Ok(true) => part.add_context(format!(
@@ -206,7 +245,7 @@ pub fn store_part(
             }
         }
         Event::PreToolUse => {
-            fire_schedules(store, now, event, &mut part);
+            fire_schedules(store, now, event, part);
             match store.deliver(session, channels, DeliveryPoint::ToolCall, now) {
                 Ok(messages) => part.add_context(tools_channels::render_delivery(&messages)),
                 Err(e) => part.report(event, "deliver critical broadcasts", e),
@@ -221,11 +260,10 @@ pub fn store_part(
                 }
                 Err(e) => part.report(event, "count the tool call", e),
             }
-            matching_conditions(store, Step::Pre, payload, &mut part);
+            matching_conditions(store, Step::Pre, payload, part);
         }
-        Event::PostToolUse => matching_conditions(store, Step::Post, payload, &mut part),
+        Event::PostToolUse => matching_conditions(store, Step::Post, payload, part),
     }
-    part
 }
 
 /// Finds the conditions of `step` that match the payload's tool call.
