@@ -386,7 +386,7 @@ fn measure_cases(
                     .filter_map(Value::as_f64),
             );
             let peak = num("peak_rss_kib");
-            if !(peak <= peaks[i].0) {
+            if peaks[i].0.is_nan() || peak > peaks[i].0 {
                 peaks[i] = (peak, peak <= num("own_peak_kib"));
             }
         }

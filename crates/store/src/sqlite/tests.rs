@@ -418,3 +418,30 @@ fn another_thread_waits_for_a_unit_to_end() {
     assert_eq!(other.join().unwrap(), 1);
     assert_eq!(store.tool_calls("s").unwrap(), 1);
 }
+
+#[test]
+fn closing_at_exit_truncates_a_long_wal_as_closing_does() {
+    let (dir, store) = fresh();
+    let wal = dir.path().join("state.db-wal");
+    let body = "x".repeat(3000);
+    for i in 0..100 {
+        store
+            .publish(&NewMessage {
+                channel: "ops".into(),
+                body: body.clone(),
+                severity: Severity::Info,
+                created_at: T0 + i,
+                expires_at: T0 + HOUR,
+            })
+            .unwrap();
+    }
+    assert!(std::fs::metadata(&wal).unwrap().len() >= super::WAL_TRUNCATE_BYTES);
+    crate::StoreHandle(std::sync::Arc::new(store)).close_at_exit();
+    assert_eq!(
+        std::fs::metadata(&wal).unwrap().len(),
+        0,
+        "a long WAL is folded back before the exit"
+    );
+    let (store, _) = open(&dir.path().join("state.db"), false).unwrap();
+    assert_eq!(count(&store, "messages"), 100, "nothing was lost");
+}
