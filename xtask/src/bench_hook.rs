@@ -2,12 +2,16 @@
 //! client runs twice around every tool call.
 //!
 //! On a realistic store (100 broadcasts of mixed severity on five channels, 20 enforcement
-//! reminders, no conditions), it runs `hook PreToolUse` and `hook UserPromptSubmit` through both
-//! binaries (`hooks-mcp`, which `exec`s the full binary, and `hooks-mcp-full` directly) beside
-//! `floor-hook`, a std-only program that only parses the payload, all in one run. Each command
-//! is measured by a worker process of its own (this program, re-run with `--measure`), whose
-//! `getrusage(RUSAGE_CHILDREN)` maximum resident size is the command's peak. Nothing here
-//! asserts a timing: it prints a markdown table and the ratio to the floor (target ≤ 2×).
+//! reminders, no conditions), it runs `hook PreToolUse` and `hook UserPromptSubmit` through the
+//! three binaries (`hooks-mcp-hook`, `hooks-mcp-full`, and `hooks-mcp`, which `exec`s the full
+//! binary) beside two floors, all in one run: `floor-hook`, a std-only program that only parses
+//! the payload, and `floor-hook-store`, which then also opens the same SQLite store and runs
+//! one indexed read and one small write in one transaction. Each command is measured by worker
+//! processes of its own (this program, re-run with `--measure`), in rounds that take turns
+//! among the commands (so a change of the machine's load falls on all of them alike); the
+//! workers' `getrusage(RUSAGE_CHILDREN)` maximum resident size is the command's peak. Nothing
+//! here asserts a timing: it prints a markdown table and the ratios to both floors (targets:
+//! ≤ 2× the std-only floor, ≤ 1.5× the store floor).
 //!
 //! The same run measures Claude Code's HTTP hooks: a daemon (`hooks-mcp-full serve`, streamable
 //! HTTP on 127.0.0.1) on the same store, and one keep-alive connection posting each payload to
@@ -32,12 +36,15 @@ use serde_json::{Value, json};
 /// Options of `cargo xtask bench hook`.
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
-    /// Timed runs of each command.
+    /// Timed runs of each command (in all rounds together).
     #[arg(long, default_value_t = 300)]
     runs: usize,
-    /// Untimed runs of each command first.
+    /// Untimed runs of each command first (shared among the rounds).
     #[arg(long, default_value_t = 20)]
     warmup: usize,
+    /// Rounds the runs are split into: each round runs its share of every command in turn.
+    #[arg(long, default_value_t = 10)]
+    rounds: usize,
     /// Use the release binaries already built instead of building them.
     #[arg(long)]
     skip_build: bool,
@@ -103,7 +110,8 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
     let full = release.join("hooks-mcp-full");
     let lean = release.join("hooks-mcp-hook");
     let floor = release.join("floor-hook");
-    for bin in [&front, &full, &lean, &floor] {
+    let floor_store = release.join("floor-hook-store");
+    for bin in [&front, &full, &lean, &floor, &floor_store] {
         if !bin.exists() {
             bail!(
                 "{} is missing; build with `cargo build --release -p hooks-mcp -p bench-floor \
@@ -124,65 +132,53 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
     std::fs::write(&ups, USER_PROMPT_SUBMIT)?;
 
     let exe = std::env::current_exe().context("locating this program")?;
-    let cases: Vec<(String, &Path, Vec<OsString>)> = vec![
-        (
-            "floor-hook (std only, PreToolUse payload)".into(),
-            &pre,
-            vec![floor.clone().into()],
-        ),
-        (
-            "hooks-mcp-hook hook PreToolUse (registered by init)".into(),
-            &pre,
-            vec![lean.clone().into(), "hook".into(), "PreToolUse".into()],
-        ),
-        (
-            "hooks-mcp-full hook PreToolUse".into(),
-            &pre,
-            vec![full.clone().into(), "hook".into(), "PreToolUse".into()],
-        ),
-        (
-            "hooks-mcp hook PreToolUse (exec)".into(),
-            &pre,
-            vec![front.clone().into(), "hook".into(), "PreToolUse".into()],
-        ),
-        (
-            "floor-hook (std only, UserPromptSubmit payload)".into(),
-            &ups,
-            vec![floor.into()],
-        ),
-        (
-            "hooks-mcp-hook hook UserPromptSubmit (registered by init)".into(),
-            &ups,
-            vec![lean.into(), "hook".into(), "UserPromptSubmit".into()],
-        ),
-        (
-            "hooks-mcp-full hook UserPromptSubmit".into(),
-            &ups,
-            vec![
-                full.clone().into(),
-                "hook".into(),
-                "UserPromptSubmit".into(),
-            ],
-        ),
-        (
-            "hooks-mcp hook UserPromptSubmit (exec)".into(),
-            &ups,
-            vec![front.into(), "hook".into(), "UserPromptSubmit".into()],
-        ),
-    ];
+    let mut cases: Vec<(String, &Path, Vec<OsString>)> = Vec::new();
+    for (event, payload) in [("PreToolUse", &pre), ("UserPromptSubmit", &ups)] {
+        let hook = |bin: &Path| -> Vec<OsString> { vec![bin.into(), "hook".into(), event.into()] };
+        cases.extend([
+            (
+                format!("floor-hook (std only, {event} payload)"),
+                payload.as_path(),
+                vec![floor.clone().into()],
+            ),
+            (
+                format!("floor-hook-store (std + one SQLite read and write, {event} payload)"),
+                payload.as_path(),
+                vec![floor_store.clone().into()],
+            ),
+            (
+                format!("hooks-mcp-hook hook {event} (registered by init)"),
+                payload.as_path(),
+                hook(&lean),
+            ),
+            (
+                format!("hooks-mcp-full hook {event}"),
+                payload.as_path(),
+                hook(&full),
+            ),
+            (
+                format!("hooks-mcp hook {event} (exec)"),
+                payload.as_path(),
+                hook(&front),
+            ),
+        ]);
+    }
     let cases = cases
         .into_iter()
         .map(|(label, payload, command)| (label, payload, command, Vec::new()))
         .collect();
     let mut results = measure_cases(args, &exe, home.path(), cases)?;
     let http = measure_http_hooks(args, &full, home.path())?;
-    // Each HTTP row follows its event's command rows (4 per event).
+    // Each HTTP row follows its event's command rows (5 per event).
     for (i, m) in http.into_iter().enumerate() {
-        results.insert(4 * (i + 1) + i, m);
+        results.insert(CASES_PER_EVENT * (i + 1) + i, m);
     }
     print_report(&results, args.runs);
     Ok(())
 }
+
+/// Command rows per event in the SQLite series: two floors and three commands.
+const CASES_PER_EVENT: usize = 5;
 
 /// The bearer token of the HTTP-hook daemon.
 const BENCH_TOKEN: &str = "bench-hook-token-0123456789abcdef";
@@ -331,50 +327,85 @@ fn percentiles(mut samples: Vec<f64>) -> (f64, f64, f64) {
 /// One case: its label, its payload file, the command, and variables for the command.
 type Case<'a> = (String, &'a Path, Vec<OsString>, Vec<(&'static str, String)>);
 
-/// Measures each case in a worker process of its own.
+/// Measures each case in worker processes of its own, in `--rounds` rounds: every round runs
+/// a share of each case's runs, case after case, so a change in the machine's load during the
+/// series falls on every case alike and the ratios measured in one run stay comparable.
 fn measure_cases(
     args: &Args,
     exe: &Path,
     home: &Path,
     cases: Vec<Case<'_>>,
 ) -> anyhow::Result<Vec<Measured>> {
-    let mut results = Vec::new();
-    for (label, payload, command, vars) in cases {
+    let rounds = args.rounds.clamp(1, args.runs.max(1));
+    let share = |total: usize, round: usize| total / rounds + usize::from(round < total % rounds);
+    let mut samples: Vec<Vec<f64>> = vec![Vec::with_capacity(args.runs); cases.len()];
+    let mut peaks: Vec<(f64, bool)> = vec![(f64::NAN, true); cases.len()];
+    for (label, ..) in &cases {
         eprintln!("bench hook: {label}");
-        let output = Command::new(exe)
-            .args(["bench", "hook", "--runs", &args.runs.to_string()])
-            .args(["--warmup", &args.warmup.to_string(), "--measure"])
-            .arg(payload)
-            .arg("--")
-            .args(&command)
-            .env("HOOKS_MCP_HOME", home)
-            .env("HOME", home)
-            .env_remove("HOOKS_MCP_CHANNELS")
-            .env_remove("HOOKS_MCP_FULL_BIN")
-            .env_remove("MCP_TRANSPORT")
-            .env_remove("HOOKS_MCP_TOKEN")
-            .env_remove("HOOKS_MCP_TOKEN_FILE")
-            .env_remove(store::DATABASE_URL_ENV)
-            .envs(vars)
-            .stderr(Stdio::inherit())
-            .output()
-            .context("running a measuring worker")?;
-        if !output.status.success() {
-            bail!("the worker measuring `{label}` failed ({})", output.status);
-        }
-        let v: Value = serde_json::from_slice(&output.stdout)
-            .context("reading a measuring worker's answer")?;
-        let num = |k: &str| v.get(k).and_then(Value::as_f64).unwrap_or(f64::NAN);
-        results.push(Measured {
-            label,
-            median_ms: num("median_ms"),
-            p90_ms: num("p90_ms"),
-            p99_ms: num("p99_ms"),
-            peak_rss_mib: num("peak_rss_kib") / 1024.0,
-            masked: num("peak_rss_kib") <= num("own_peak_kib"),
-        });
     }
-    Ok(results)
+    for round in 0..rounds {
+        for (i, (label, payload, command, vars)) in cases.iter().enumerate() {
+            let output = Command::new(exe)
+                .args([
+                    "bench",
+                    "hook",
+                    "--runs",
+                    &share(args.runs, round).to_string(),
+                ])
+                .args([
+                    "--warmup",
+                    &share(args.warmup, round).to_string(),
+                    "--measure",
+                ])
+                .arg(payload)
+                .arg("--")
+                .args(command)
+                .env("HOOKS_MCP_HOME", home)
+                .env("HOME", home)
+                .env_remove("HOOKS_MCP_CHANNELS")
+                .env_remove("HOOKS_MCP_FULL_BIN")
+                .env_remove("MCP_TRANSPORT")
+                .env_remove("HOOKS_MCP_TOKEN")
+                .env_remove("HOOKS_MCP_TOKEN_FILE")
+                .env_remove(store::DATABASE_URL_ENV)
+                .envs(vars.iter().cloned())
+                .stderr(Stdio::inherit())
+                .output()
+                .context("running a measuring worker")?;
+            if !output.status.success() {
+                bail!("the worker measuring `{label}` failed ({})", output.status);
+            }
+            let v: Value = serde_json::from_slice(&output.stdout)
+                .context("reading a measuring worker's answer")?;
+            let num = |k: &str| v.get(k).and_then(Value::as_f64).unwrap_or(f64::NAN);
+            samples[i].extend(
+                v.get("samples_ms")
+                    .and_then(Value::as_array)
+                    .context("a measuring worker's answer lacks its samples")?
+                    .iter()
+                    .filter_map(Value::as_f64),
+            );
+            let peak = num("peak_rss_kib");
+            if peaks[i].0.is_nan() || peak > peaks[i].0 {
+                peaks[i] = (peak, peak <= num("own_peak_kib"));
+            }
+        }
+    }
+    Ok(cases
+        .into_iter()
+        .zip(samples.into_iter().zip(peaks))
+        .map(|((label, ..), (samples, (peak, masked)))| {
+            let (median, p90, p99) = percentiles(samples);
+            Measured {
+                label,
+                median_ms: median,
+                p90_ms: p90,
+                p99_ms: p99,
+                peak_rss_mib: peak / 1024.0,
+                masked,
+            }
+        })
+        .collect())
 }
 
 /// The PostgreSQL series: the same store seeded in a fresh schema, `hooks-mcp-hook` opening it
@@ -581,7 +612,7 @@ fn seed(full: &Path, home: &Path, vars: &[(&str, &str)]) -> anyhow::Result<()> {
 }
 
 /// The worker: runs `command` with `payload` on stdin `warmup + runs` times and prints the
-/// timed runs' median and 90th percentile, and the peak resident size of its children.
+/// timed runs' wall times and the peak resident size of its children.
 fn measure_worker(
     payload: &Path,
     command: &[OsString],
@@ -617,11 +648,8 @@ fn measure_worker(
             samples.push(elapsed.as_secs_f64() * 1000.0);
         }
     }
-    let (median, p90, p99) = percentiles(samples);
     let answer = json!({
-        "median_ms": median,
-        "p90_ms": p90,
-        "p99_ms": p99,
+        "samples_ms": samples,
         "peak_rss_kib": children_peak_rss_kib(),
         "own_peak_kib": own_peak_rss_kib(),
     });
@@ -673,21 +701,27 @@ fn print_report(results: &[Measured], runs: usize) {
         "## hook command ({runs} runs each; store: 100 broadcasts, 20 reminders, no conditions)\n"
     );
     println!(
-        "| command | median ms | p90 ms | p99 ms | median / floor | median / command hook | peak \
-         RSS MiB |"
+        "| command | median ms | p90 ms | p99 ms | median / floor | median / store floor | median \
+         / command hook | peak RSS MiB |"
     );
-    println!("|---|---:|---:|---:|---:|---:|---:|");
-    // Each payload's rows follow its floor row: compare with the latest floor, and with the
-    // latest `hooks-mcp-hook` row (the command hook init registers).
-    let (mut floor, mut command) = (f64::NAN, f64::NAN);
+    println!("|---|---:|---:|---:|---:|---:|---:|---:|");
+    // Each payload's rows follow its two floor rows: compare with the latest floors, and with
+    // the latest `hooks-mcp-hook` row (the command hook init registers).
+    let (mut floor, mut store_floor, mut command) = (f64::NAN, f64::NAN, f64::NAN);
+    let mut verdicts = Vec::new();
     for m in results {
-        if m.label.starts_with("floor-hook") {
+        let is_floor = m.label.starts_with("floor-hook");
+        if m.label.starts_with("floor-hook-store") {
+            store_floor = m.median_ms;
+        } else if is_floor {
             floor = m.median_ms;
-            // A new payload: its command hook row comes after its floor.
+            // A new payload: its store floor and command hook rows come after its floor.
+            store_floor = f64::NAN;
             command = f64::NAN;
         }
         if m.label.starts_with("hooks-mcp-hook ") {
             command = m.median_ms;
+            verdicts.push((m.label.clone(), m.median_ms, floor, store_floor));
         }
         let rss = if m.peak_rss_mib.is_nan() {
             "(daemon)".to_owned()
@@ -703,26 +737,47 @@ fn print_report(results: &[Measured], runs: usize) {
                 format!("{:.2}×", m.median_ms / to)
             }
         };
-        let versus_command = if m.label.starts_with("floor-hook") {
-            "–".to_owned()
-        } else {
-            ratio(command)
+        let versus = |to: f64| {
+            if is_floor {
+                "–".to_owned()
+            } else {
+                ratio(to)
+            }
         };
         println!(
-            "| {} | {:.2} | {:.2} | {:.2} | {} | {versus_command} | {rss} |",
+            "| {} | {:.2} | {:.2} | {:.2} | {} | {} | {} | {rss} |",
             m.label,
             m.median_ms,
             m.p90_ms,
             m.p99_ms,
             ratio(floor),
+            if m.label.starts_with("floor-hook-store") {
+                "1.00×".to_owned()
+            } else {
+                versus(store_floor)
+            },
+            versus(command),
         );
     }
     println!(
-        "\nTarget: median ≤ 2× the floor of the same payload. Peak RSS is the largest resident \
-         set of the command's process (`getrusage` of the measuring worker's children); `≤` \
-         marks a peak below the worker's own size, which then bounds it from above. HTTP hooks: \
-         expected median < 0.25× the command hook's."
+        "\nThe floors: `floor-hook` reads and scans the payload with the standard library alone; \
+         `floor-hook-store` does the same, then opens the same SQLite store and runs one indexed \
+         read and one small write in one transaction. Peak RSS is the largest resident set of \
+         the command's process (`getrusage` of the measuring worker's children); `≤` marks a \
+         peak below the worker's own size, which then bounds it from above. HTTP hooks: \
+         expected median < 0.25× the command hook's.\n"
     );
+    println!("| target (medians, same run) | measured | verdict |");
+    println!("|---|---:|---|");
+    for (label, median, floor, store_floor) in verdicts {
+        for (what, to, limit) in [("floor", floor, 2.0), ("store floor", store_floor, 1.5)] {
+            let ratio = median / to;
+            println!(
+                "| {label} ≤ {limit:.1}× the {what} | {ratio:.2}× | {} |",
+                if ratio <= limit { "met" } else { "not met" }
+            );
+        }
+    }
 }
 
 /// The workspace root (xtask lives one level below it).

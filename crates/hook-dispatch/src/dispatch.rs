@@ -123,7 +123,13 @@ fn direct(
     now: i64,
 ) -> StorePart {
     match open::store_from_env(false) {
-        Ok((store, _)) => store_part(event, payload, subscriptions, gate, &*store, now),
+        Ok((store, _)) => {
+            let part = store_part(event, payload, subscriptions, gate, &*store, now);
+            // This process exits once it has answered: closing the store would only free
+            // memory the exit frees anyway.
+            store.close_at_exit();
+            part
+        }
         // No store yet: nothing was ever published, so there is nothing to deliver.
         Err(StoreError::Missing { .. }) => StorePart::default(),
         Err(e) => StorePart {
@@ -174,6 +180,11 @@ pub fn complete(
 /// `subscriptions` (and the conditions gate `gate_enforced`): fires due schedules, delivers
 /// broadcasts, counts the tool call and its due reminders, arms the gate, and finds the
 /// matching conditions. The same function runs in the hook process and in the daemon.
+///
+/// The calls of one event run as one unit ([`store::StoreAdmin::in_one_transaction`]): on
+/// SQLite, `PreToolUse` (which always counts the call) takes the write lock once and commits
+/// once, and `UserPromptSubmit` reads in one transaction, writing only when something is new
+/// to record.
 pub fn store_part(
     event: Event,
     payload: &Payload,
@@ -183,19 +194,47 @@ pub fn store_part(
     now: i64,
 ) -> StorePart {
     let mut part = StorePart::default();
+    let writes = event == Event::PreToolUse;
+    let unit = store.in_one_transaction(writes, &mut || {
+        event_calls(
+            event,
+            payload,
+            subscriptions,
+            gate_enforced,
+            store,
+            now,
+            &mut part,
+        );
+    });
+    if let Err(e) = unit {
+        part.report(event, "record this event in the store", e);
+    }
+    part
+}
+
+/// The store calls of one event, in order, each reporting its own failure into `part`.
+fn event_calls(
+    event: Event,
+    payload: &Payload,
+    subscriptions: &Subscriptions,
+    gate_enforced: bool,
+    store: &dyn Store,
+    now: i64,
+    part: &mut StorePart,
+) {
     let session = payload.session_id.as_str();
     let channels = subscriptions.channels.as_deref();
     let sighting = sighting(event, payload, subscriptions, now);
     match event {
         Event::SessionStart => {
-            fire_schedules(store, session, now, event, &mut part);
+            fire_schedules(store, session, now, event, part);
             if let Err(e) = store.record_sighting(&sighting) {
                 part.report(event, "record the session", e);
             }
-            housekeeping(store, now, event, &mut part);
+            housekeeping(store, now, event, part);
         }
         Event::UserPromptSubmit => {
-            fire_schedules(store, session, now, event, &mut part);
+            fire_schedules(store, session, now, event, part);
             if let Err(e) = store.record_sighting(&sighting) {
                 part.report(event, "record the session", e);
             }
@@ -216,7 +255,7 @@ pub fn store_part(
             }
         }
         Event::PreToolUse => {
-            fire_schedules(store, session, now, event, &mut part);
+            fire_schedules(store, session, now, event, part);
             match store.deliver(session, channels, DeliveryPoint::ToolCall, now) {
                 Ok(messages) => part.add_context(tools_channels::render_delivery(&messages)),
                 Err(e) => part.report(event, "deliver critical broadcasts", e),
@@ -231,11 +270,10 @@ pub fn store_part(
                 }
                 Err(e) => part.report(event, "count the tool call", e),
             }
-            matching_conditions(store, Step::Pre, payload, &mut part);
+            matching_conditions(store, Step::Pre, payload, part);
         }
-        Event::PostToolUse => matching_conditions(store, Step::Post, payload, &mut part),
+        Event::PostToolUse => matching_conditions(store, Step::Post, payload, part),
     }
-    part
 }
 
 /// What the store records of the session for this event: the payload's working directory and

@@ -633,6 +633,26 @@ pub trait StoreAdmin {
     fn reads_without_waiting(&self) -> bool {
         false
     }
+    /// Runs `work`, which makes several store calls in a row (a hook event), as one unit: on
+    /// SQLite the calls it makes on this thread share one transaction, immediate when `writes`
+    /// (the write lock taken once, one commit; each write still atomic on its own, in a
+    /// savepoint), else deferred (one snapshot for the reads; the first write ends it and runs
+    /// as it would outside the unit). Other threads' calls wait for the unit to end. Where the
+    /// backend has no such unit (PostgreSQL, the default) the calls simply run. Every call
+    /// answers as it would outside a unit; when the unit cannot begin (the write lock stays
+    /// taken past the busy timeout) the calls run one by one.
+    ///
+    /// # Errors
+    /// The unit's commit failed: the writes made in it are undone.
+    fn in_one_transaction(&self, writes: bool, work: &mut dyn FnMut()) -> StoreResult<()> {
+        let _ = writes;
+        work();
+        Ok(())
+    }
+    /// What closing the store does that outlives the process, for a process about to exit
+    /// without closing it ([`StoreHandle::close_at_exit`]): on SQLite, a long WAL is
+    /// checkpointed and truncated; nothing where closing leaves nothing behind (the default).
+    fn prepare_exit(&self) {}
 }
 
 /// Who made a change, as the audit trail records it.
@@ -1011,6 +1031,18 @@ impl fmt::Debug for StoreHandle {
         f.debug_tuple("StoreHandle")
             .field(&self.0.describe())
             .finish()
+    }
+}
+
+impl StoreHandle {
+    /// For a process about to exit (a hook): does what closing the store does that outlives
+    /// the process ([`StoreAdmin::prepare_exit`]), and leaves the rest to the exit. Closing an
+    /// SQLite connection frees its statements, schema and page cache one by one, which the
+    /// exit does at once; the operating system releases its files and locks either way, and
+    /// every commit is already written. Other handles to the same store stay usable.
+    pub fn close_at_exit(self) {
+        self.0.prepare_exit();
+        std::mem::forget(self);
     }
 }
 

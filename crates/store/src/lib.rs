@@ -10,7 +10,9 @@
 //!   backend (PostgreSQL) can implement it without touching the tools.
 //! - [`SqliteStore`], the embedded default: WAL, a busy timeout, versioned migrations and
 //!   [`StoreAdmin::verify`]. Many processes (one stdio server per agent session, hooks, a daemon)
-//!   share one database file; every multi-statement write is one immediate transaction.
+//!   share one database file; every multi-statement write is one immediate transaction, and a
+//!   caller's run of calls can share one ([`StoreAdmin::in_one_transaction`], what a hook
+//!   event does). The connection is reentrant for that unit of work (`parking_lot`).
 //! - `PostgresStore` (feature `postgres`, on by default): one PostgreSQL database for a fleet of
 //!   machines, selected at run time by `HOOKS_MCP_DATABASE_URL`. Same API and semantics; a
 //!   bounded lazy pool, versioned migrations, `FOR UPDATE SKIP LOCKED` claims in `fire_due`,

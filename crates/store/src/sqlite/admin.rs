@@ -89,6 +89,14 @@ impl StoreAdmin for SqliteStore {
         true
     }
 
+    fn in_one_transaction(&self, writes: bool, work: &mut dyn FnMut()) -> StoreResult<()> {
+        self.one_transaction(writes, work)
+    }
+
+    fn prepare_exit(&self) {
+        self.truncate_long_wal();
+    }
+
     fn change_version(&self) -> StoreResult<Option<u64>> {
         self.data_version().map(Some)
     }

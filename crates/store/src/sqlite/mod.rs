@@ -10,11 +10,13 @@ mod sessions;
 #[cfg(test)]
 mod tests;
 
+use std::cell::Cell;
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, MutexGuard, OnceLock, TryLockError};
+use std::sync::{Mutex, OnceLock, TryLockError};
 use std::time::{Duration, Instant};
 
-use rusqlite::{Connection, ErrorCode, OpenFlags, Transaction, TransactionBehavior};
+use parking_lot::{ReentrantMutex, ReentrantMutexGuard};
+use rusqlite::{Connection, ErrorCode, OpenFlags};
 
 use crate::{StoreError, StoreLocation, StoreResult, no_wait};
 
@@ -78,7 +80,10 @@ pub enum Opened {
 /// A store in one SQLite database file, shared safely by many processes.
 #[derive(Debug)]
 pub struct SqliteStore {
-    conn: Mutex<Connection>,
+    /// The main connection. Reentrant: inside [`crate::StoreAdmin::in_one_transaction`] the
+    /// scope holds it for the whole unit of work and the store calls it makes lock it again on
+    /// the same thread; other threads wait for the unit to end.
+    conn: ReentrantMutex<Conn>,
     /// Answers reads that must not wait ([`no_wait`]), opened on the first of them: in WAL
     /// mode a reader never waits for writers, and this connection never waits for the main
     /// one. `None` when it could not be opened (such reads then refuse).
@@ -87,20 +92,39 @@ pub struct SqliteStore {
     busy_timeout: Duration,
 }
 
+/// The main connection and the unit of work open on it.
+#[derive(Debug)]
+pub(crate) struct Conn {
+    db: Connection,
+    /// What [`crate::StoreAdmin::in_one_transaction`] has open on `db`.
+    scope: Cell<Scope>,
+}
+
+impl std::ops::Deref for Conn {
+    type Target = Connection;
+
+    fn deref(&self) -> &Connection {
+        &self.db
+    }
+}
+
+/// The transaction a unit of work holds open on the main connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Scope {
+    /// None: every call runs its own transaction.
+    None,
+    /// One deferred (read) transaction that reads share; the first write ends it.
+    Read,
+    /// One immediate transaction: reads run in it, and each write in a savepoint of it.
+    Write,
+}
+
 impl Drop for SqliteStore {
     /// Folds a long WAL back into the database and truncates it (see [`WAL_TRUNCATE_BYTES`]).
     /// Best effort and never blocking: when another process is using the database, the next
     /// one to close does it.
     fn drop(&mut self) {
-        let mut wal = self.path.clone().into_os_string();
-        wal.push("-wal");
-        if std::fs::metadata(&wal).map_or(true, |m| m.len() < WAL_TRUNCATE_BYTES) {
-            return;
-        }
-        let conn = self.lock();
-        if conn.busy_timeout(Duration::ZERO).is_ok() {
-            let _ = conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()));
-        }
+        self.truncate_long_wal();
     }
 }
 
@@ -134,7 +158,10 @@ impl SqliteStore {
         let conn =
             Connection::open_with_flags(&path, flags).map_err(|e| map_err(&path, e, None))?;
         let store = SqliteStore {
-            conn: Mutex::new(conn),
+            conn: ReentrantMutex::new(Conn {
+                db: conn,
+                scope: Cell::new(Scope::None),
+            }),
             reader: OnceLock::new(),
             path,
             busy_timeout: options.busy_timeout,
@@ -144,7 +171,10 @@ impl SqliteStore {
         // steps (all idempotent) within the busy timeout.
         let started = Instant::now();
         loop {
-            match store.configure().and_then(|()| store.migrate()) {
+            match store
+                .configure(options.create)
+                .and_then(|()| store.migrate())
+            {
                 Err(StoreError::Locked { .. }) if started.elapsed() < options.busy_timeout => {
                     std::thread::sleep(Duration::from_millis(5));
                 }
@@ -179,7 +209,26 @@ impl SqliteStore {
         &self.path
     }
 
-    fn configure(&self) -> StoreResult<()> {
+    /// Checkpoints and truncates the WAL when it is longer than [`WAL_TRUNCATE_BYTES`]. Best
+    /// effort and never blocking: when another connection is using the database, the next one
+    /// to close does it.
+    pub(crate) fn truncate_long_wal(&self) {
+        let mut wal = self.path.clone().into_os_string();
+        wal.push("-wal");
+        if std::fs::metadata(&wal).map_or(true, |m| m.len() < WAL_TRUNCATE_BYTES) {
+            return;
+        }
+        let conn = self.lock();
+        if conn.busy_timeout(Duration::ZERO).is_ok() {
+            let _ = conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()));
+            let _ = conn.busy_timeout(self.busy_timeout);
+        }
+    }
+
+    /// Sets up the connection. `create`: the caller may create the store (servers, the
+    /// operator's commands), so the file is switched to WAL when it is not yet; processes that
+    /// never create it (hooks) skip the check, as the journal mode is a property of the file.
+    fn configure(&self, create: bool) -> StoreResult<()> {
         let conn = self.lock();
         conn.busy_timeout(self.busy_timeout)
             .map_err(|e| self.err(e, None))?;
@@ -188,19 +237,21 @@ impl SqliteStore {
         // against process crashes, which is the failure this store must survive.
         // WAL is a property of the file: switch only when it is not WAL yet (a new store), so
         // opening an existing one stays a read.
-        let mut mode: String = conn
-            .query_row("PRAGMA journal_mode", [], |r| r.get(0))
-            .map_err(|e| self.err(e, None))?;
-        if !mode.eq_ignore_ascii_case("wal") {
-            mode = conn
-                .query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))
+        if create {
+            let mut mode: String = conn
+                .query_row("PRAGMA journal_mode", [], |r| r.get(0))
                 .map_err(|e| self.err(e, None))?;
-        }
-        if !mode.eq_ignore_ascii_case("wal") {
-            return Err(StoreError::ReadOnly {
-                path: self.path.clone(),
-                detail: format!("cannot switch to WAL journal mode (got `{mode}`)"),
-            });
+            if !mode.eq_ignore_ascii_case("wal") {
+                mode = conn
+                    .query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))
+                    .map_err(|e| self.err(e, None))?;
+            }
+            if !mode.eq_ignore_ascii_case("wal") {
+                return Err(StoreError::ReadOnly {
+                    path: self.path.clone(),
+                    detail: format!("cannot switch to WAL journal mode (got `{mode}`)"),
+                });
+            }
         }
         conn.execute_batch("PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;")
             .map_err(|e| self.err(e, None))?;
@@ -242,37 +293,43 @@ impl SqliteStore {
         })
     }
 
-    /// Locks the connection. A panic while holding it cannot leave SQLite mid-transaction
-    /// (rusqlite rolls back on drop), so a poisoned lock is safe to reuse.
-    pub(crate) fn lock(&self) -> MutexGuard<'_, Connection> {
-        self.conn
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    /// Locks the main connection (again, on the thread of an open unit of work).
+    pub(crate) fn lock(&self) -> ReentrantMutexGuard<'_, Conn> {
+        self.conn.lock()
     }
 
     /// Runs `f` in one `BEGIN IMMEDIATE` transaction (the write lock is taken up front, so
-    /// concurrent writers queue instead of failing mid-way), committing on success. Refuses
-    /// inside [`no_wait::try_without_waiting`].
+    /// concurrent writers queue instead of failing mid-way), committing on success and rolling
+    /// back on failure. Inside a unit of work ([`SqliteStore::one_transaction`]) it runs in a
+    /// savepoint of the unit's immediate transaction (still atomic on its own), or ends the
+    /// unit's read transaction first. Refuses inside [`no_wait::try_without_waiting`].
     pub(crate) fn write<T>(
         &self,
-        f: impl FnOnce(&Transaction<'_>) -> Result<T, Fail>,
+        f: impl FnOnce(&Connection) -> Result<T, Fail>,
     ) -> StoreResult<T> {
         if no_wait::active() {
             return Err(no_wait::refuse());
         }
         let started = Instant::now();
-        let mut conn = self.lock();
-        let tx = conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(|e| self.err(e, Some(started)))?;
-        let value = f(&tx).map_err(|e| self.fail(e, started))?;
-        tx.commit().map_err(|e| self.err(e, Some(started)))?;
-        Ok(value)
+        let conn = self.lock();
+        match conn.scope.get() {
+            Scope::Write => {
+                return in_statements(&conn, SAVEPOINT, f).map_err(|e| self.fail(e, started));
+            }
+            Scope::Read => {
+                // A read transaction cannot be made a write one safely (another process may
+                // have committed since it began): end it, and write as outside the unit.
+                conn.scope.set(Scope::None);
+                run_cached(&conn, "COMMIT").map_err(|e| self.err(e, Some(started)))?;
+            }
+            Scope::None => {}
+        }
+        in_statements(&conn, IMMEDIATE, f).map_err(|e| self.fail(e, started))
     }
 
-    /// Runs `f` in one deferred (read) transaction, so it sees one consistent snapshot. Inside
-    /// [`no_wait::try_without_waiting`] it runs on the reader connection, or refuses when that
-    /// is in use or SQLite reports a lock.
+    /// Runs `f` in one deferred (read) transaction, so it sees one consistent snapshot (inside
+    /// a unit of work, in the unit's transaction). Inside [`no_wait::try_without_waiting`] it
+    /// runs on the reader connection, or refuses when that is in use or SQLite reports a lock.
     pub(crate) fn read<T>(&self, f: impl FnOnce(&Connection) -> Result<T, Fail>) -> StoreResult<T> {
         let started = Instant::now();
         if no_wait::active() {
@@ -280,19 +337,52 @@ impl SqliteStore {
                 return Err(no_wait::refuse());
             };
             // In use: refuse. Poisoned: a panic cannot leave SQLite mid-transaction (see
-            // `lock`), so the connection is reused.
+            // `in_statements`), so the connection is reused.
             let conn = match reader.try_lock() {
                 Ok(conn) => conn,
                 Err(TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
                 Err(TryLockError::WouldBlock) => return Err(no_wait::refuse()),
             };
-            return in_read_transaction(&conn, f).map_err(|e| match e {
+            return in_statements(&conn, DEFERRED, f).map_err(|e| match e {
                 Fail::Sql(e) if is_busy(&e) => no_wait::refuse(),
                 e => self.fail(e, started),
             });
         }
         let conn = self.lock();
-        in_read_transaction(&conn, f).map_err(|e| self.fail(e, started))
+        let outcome = match conn.scope.get() {
+            Scope::None => in_statements(&conn, DEFERRED, f),
+            Scope::Read | Scope::Write => f(&conn),
+        };
+        outcome.map_err(|e| self.fail(e, started))
+    }
+
+    /// Runs `work` as one unit: the store calls it makes on this thread share one transaction
+    /// (see [`crate::StoreAdmin::in_one_transaction`]). When the unit cannot begin (another
+    /// process holds the write lock past the busy timeout, or a unit is already open), the
+    /// calls run one by one as outside a unit, each reporting its own failure.
+    pub(crate) fn one_transaction(&self, writes: bool, work: &mut dyn FnMut()) -> StoreResult<()> {
+        let started = Instant::now();
+        let conn = self.lock();
+        if no_wait::active() || conn.scope.get() != Scope::None || !conn.is_autocommit() {
+            drop(conn);
+            work();
+            return Ok(());
+        }
+        let begin = if writes {
+            "BEGIN IMMEDIATE"
+        } else {
+            "BEGIN DEFERRED"
+        };
+        if run_cached(&conn, begin).is_err() {
+            drop(conn);
+            work();
+            return Ok(());
+        }
+        conn.scope
+            .set(if writes { Scope::Write } else { Scope::Read });
+        let open = OpenUnit(&conn);
+        work();
+        open.commit().map_err(|e| self.err(e, Some(started)))
     }
 
     /// `PRAGMA data_version` on the reader connection (which never writes, so every commit
@@ -305,7 +395,7 @@ impl SqliteStore {
         };
         match self.reader.get_or_init(|| self.open_reader()) {
             Some(reader) => query(&reader.lock().unwrap_or_else(|p| p.into_inner())),
-            None => query(&self.lock()),
+            None => query(&self.lock().db),
         }
     }
 
@@ -343,21 +433,97 @@ impl SqliteStore {
 /// Prepared statements each connection keeps (rusqlite's default is 16; the store has more).
 const STATEMENT_CACHE: usize = 64;
 
-/// Runs `f` between a cached `BEGIN DEFERRED` and `COMMIT` (parsing them on every call cost
-/// more than many of the reads themselves), rolling back when `f` fails.
-fn in_read_transaction<T>(
+/// How [`in_statements`] opens, closes and abandons its transaction or savepoint.
+struct Bracket {
+    begin: &'static str,
+    commit: &'static str,
+    rollback: &'static str,
+}
+
+/// A read transaction.
+const DEFERRED: Bracket = Bracket {
+    begin: "BEGIN DEFERRED",
+    commit: "COMMIT",
+    rollback: "ROLLBACK",
+};
+
+/// A write transaction, holding the write lock from its start.
+const IMMEDIATE: Bracket = Bracket {
+    begin: "BEGIN IMMEDIATE",
+    commit: "COMMIT",
+    rollback: "ROLLBACK",
+};
+
+/// One call's savepoint inside a unit of work's immediate transaction.
+const SAVEPOINT: Bracket = Bracket {
+    begin: "SAVEPOINT store_call",
+    commit: "RELEASE store_call",
+    rollback: "ROLLBACK TO store_call; RELEASE store_call",
+};
+
+/// Runs a cached statement that returns no rows (parsing `BEGIN` and `COMMIT` on every call
+/// cost more than many of the reads themselves).
+fn run_cached(conn: &Connection, sql: &str) -> rusqlite::Result<()> {
+    conn.prepare_cached(sql)?.execute([]).map(|_| ())
+}
+
+/// Runs `f` between the bracket's cached statements, abandoning the transaction (or
+/// savepoint) when `f` or the commit fails, or `f` panics, so a failed call leaves nothing
+/// behind and the connection is never left mid-transaction.
+fn in_statements<T>(
     conn: &Connection,
+    bracket: Bracket,
     f: impl FnOnce(&Connection) -> Result<T, Fail>,
 ) -> Result<T, Fail> {
-    conn.prepare_cached("BEGIN DEFERRED")?.execute([])?;
-    let outcome = f(conn).and_then(|value| {
-        conn.prepare_cached("COMMIT")?.execute([])?;
-        Ok(value)
-    });
-    if outcome.is_err() && !conn.is_autocommit() {
-        let _ = conn.execute_batch("ROLLBACK");
+    run_cached(conn, bracket.begin)?;
+    let abandon = Abandon {
+        conn,
+        rollback: bracket.rollback,
+    };
+    let value = f(conn)?;
+    run_cached(conn, bracket.commit)?;
+    std::mem::forget(abandon);
+    Ok(value)
+}
+
+/// Rolls back what [`in_statements`] began unless it finished.
+struct Abandon<'a> {
+    conn: &'a Connection,
+    rollback: &'static str,
+}
+
+impl Drop for Abandon<'_> {
+    fn drop(&mut self) {
+        if !self.conn.is_autocommit() {
+            let _ = self.conn.execute_batch(self.rollback);
+        }
     }
-    outcome
+}
+
+/// A unit of work's open transaction: committed by [`OpenUnit::commit`], rolled back when
+/// dropped otherwise (a panic in the unit), so the connection is never left mid-transaction.
+struct OpenUnit<'a>(&'a Conn);
+
+impl OpenUnit<'_> {
+    /// Commits what is still open (a read unit may have ended at its first write).
+    fn commit(self) -> rusqlite::Result<()> {
+        let conn = self.0;
+        if conn.scope.get() == Scope::None {
+            return Ok(());
+        }
+        conn.scope.set(Scope::None);
+        run_cached(conn, "COMMIT")
+    }
+}
+
+impl Drop for OpenUnit<'_> {
+    fn drop(&mut self) {
+        let conn = self.0;
+        conn.scope.set(Scope::None);
+        if !conn.is_autocommit() {
+            let _ = conn.execute_batch("ROLLBACK");
+        }
+    }
 }
 
 fn is_busy(e: &rusqlite::Error) -> bool {

@@ -8,7 +8,10 @@ use rusqlite::Connection;
 use tempfile::TempDir;
 
 use super::{OpenOptions, Opened, SqliteStore, map_err};
-use crate::{ChannelStore, Message, NewMessage, Severity, StoreAdmin, StoreError, StoreLocation};
+use crate::{
+    ChannelStore, EnforcementStore, Message, NewMessage, Severity, StoreAdmin, StoreError,
+    StoreLocation,
+};
 
 const T0: i64 = 1_800_000_000_000;
 const HOUR: i64 = 3_600_000;
@@ -294,4 +297,171 @@ fn the_change_version_moves_on_every_commit_and_only_then() {
         second,
         "another connection's commit"
     );
+}
+
+// --- One transaction per unit of work ------------------------------------------------------
+
+#[test]
+fn a_write_unit_commits_once_and_a_failing_call_undoes_only_itself() {
+    let (dir, store) = fresh();
+    let message = publish(&store, "a", Severity::Info, T0, HOUR);
+    let other = Connection::open(dir.path().join("state.db")).unwrap();
+    let mut seen_outside = None;
+    let mut missing = None;
+    store
+        .in_one_transaction(true, &mut || {
+            assert_eq!(store.count_tool_call("s", T0).unwrap(), 1);
+            // A failing write (an unknown message) inside the unit: its own error, nothing kept.
+            missing = Some(store.acknowledge(message.id + 1, "s", T0, &crate::Actor::Daemon));
+            assert_eq!(store.count_tool_call("s", T0).unwrap(), 2);
+            store
+                .acknowledge(message.id, "s", T0, &crate::Actor::Daemon)
+                .unwrap();
+            // Another connection sees none of it before the unit commits.
+            seen_outside = Some(
+                other
+                    .query_row("SELECT count(*) FROM session_counters", [], |r| {
+                        r.get::<_, i64>(0)
+                    })
+                    .unwrap(),
+            );
+        })
+        .unwrap();
+    assert!(
+        matches!(missing, Some(Err(StoreError::NotFound { .. }))),
+        "{missing:?}"
+    );
+    assert_eq!(seen_outside, Some(0));
+    assert_eq!(store.tool_calls("s").unwrap(), 2);
+    assert_eq!(count(&store, "message_acks"), 1);
+    assert!(store.lock().is_autocommit());
+}
+
+#[test]
+fn a_read_unit_ends_at_its_first_write_and_the_write_commits() {
+    let (_dir, store) = fresh();
+    let mut calls = Vec::new();
+    store
+        .in_one_transaction(false, &mut || {
+            calls.push(store.tool_calls("s").unwrap());
+            calls.push(store.count_tool_call("s", T0).unwrap());
+            // After the write the calls run on their own again, and see it.
+            calls.push(store.tool_calls("s").unwrap());
+        })
+        .unwrap();
+    assert_eq!(calls, [0, 1, 1]);
+    assert_eq!(store.tool_calls("s").unwrap(), 1);
+    assert!(store.lock().is_autocommit());
+}
+
+#[test]
+fn a_unit_that_cannot_take_the_write_lock_runs_its_calls_one_by_one() {
+    let (dir, store) = fresh();
+    drop(store);
+    let path = dir.path().join("state.db");
+    let options = OpenOptions {
+        create: false,
+        busy_timeout: Duration::from_millis(50),
+    };
+    let (store, _) = SqliteStore::open(&StoreLocation::at(&path), &options).unwrap();
+    publish(&store, "a", Severity::Info, T0, HOUR);
+    let holder = Connection::open(&path).unwrap();
+    holder.execute_batch("BEGIN IMMEDIATE").unwrap();
+    let (mut read, mut write) = (None, None);
+    store
+        .in_one_transaction(true, &mut || {
+            read = Some(store.channels(T0).map(|c| c.len()));
+            write = Some(store.count_tool_call("s", T0));
+        })
+        .unwrap();
+    // The read answers beside the foreign writer; the write reports the lock, as outside a unit.
+    assert!(matches!(read, Some(Ok(1))), "{read:?}");
+    assert!(
+        matches!(write, Some(Err(StoreError::Locked { .. }))),
+        "{write:?}"
+    );
+    holder.execute_batch("ROLLBACK").unwrap();
+    assert_eq!(store.count_tool_call("s", T0).unwrap(), 1);
+}
+
+#[test]
+fn a_panic_inside_a_unit_leaves_the_connection_usable() {
+    let (_dir, store) = fresh();
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let _ = store.in_one_transaction(true, &mut || {
+            store.count_tool_call("s", T0).unwrap();
+            panic!("a caller's bug");
+        });
+    }));
+    assert!(outcome.is_err());
+    assert!(store.lock().is_autocommit());
+    // The unit's write was rolled back, and the store works as before.
+    assert_eq!(store.tool_calls("s").unwrap(), 0);
+    assert_eq!(store.count_tool_call("s", T0).unwrap(), 1);
+}
+
+#[test]
+fn another_thread_waits_for_a_unit_to_end() {
+    let (_dir, store) = fresh();
+    let store = std::sync::Arc::new(store);
+    let (started_tx, started_rx) = std::sync::mpsc::channel();
+    let (finish_tx, finish_rx) = std::sync::mpsc::channel::<()>();
+    let unit = {
+        let store = store.clone();
+        std::thread::spawn(move || {
+            // The unit counts a call, then fails (a panic), so its transaction rolls back.
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                let _ = store.in_one_transaction(true, &mut || {
+                    store.count_tool_call("s", T0).unwrap();
+                    started_tx.send(()).unwrap();
+                    finish_rx.recv().unwrap();
+                    panic!("the unit fails");
+                });
+            }))
+            .is_err()
+        })
+    };
+    started_rx.recv().unwrap();
+    let other = {
+        let store = store.clone();
+        std::thread::spawn(move || store.count_tool_call("s", T0).unwrap())
+    };
+    // Give the other thread time to reach the store while the unit is open.
+    std::thread::sleep(Duration::from_millis(100));
+    finish_tx.send(()).unwrap();
+    assert!(unit.join().unwrap());
+    // Had the other thread's write joined the unit's transaction, it would have counted 2 and
+    // been rolled back with it; it waited instead, and counted alone after the rollback.
+    assert_eq!(other.join().unwrap(), 1);
+    assert_eq!(store.tool_calls("s").unwrap(), 1);
+}
+
+#[test]
+fn closing_at_exit_truncates_a_long_wal_as_closing_does() {
+    let (dir, store) = fresh();
+    let wal = dir.path().join("state.db-wal");
+    let body = "x".repeat(3000);
+    for i in 0..100 {
+        store
+            .publish(
+                &NewMessage {
+                    channel: "ops".into(),
+                    body: body.clone(),
+                    severity: Severity::Info,
+                    created_at: T0 + i,
+                    expires_at: T0 + HOUR,
+                },
+                &crate::Actor::Daemon,
+            )
+            .unwrap();
+    }
+    assert!(std::fs::metadata(&wal).unwrap().len() >= super::WAL_TRUNCATE_BYTES);
+    crate::StoreHandle(std::sync::Arc::new(store)).close_at_exit();
+    assert_eq!(
+        std::fs::metadata(&wal).unwrap().len(),
+        0,
+        "a long WAL is folded back before the exit"
+    );
+    let (store, _) = open(&dir.path().join("state.db"), false).unwrap();
+    assert_eq!(count(&store, "messages"), 100, "nothing was lost");
 }

@@ -7,8 +7,13 @@
 
 #![allow(clippy::disallowed_macros)]
 
+#[path = "../scan.rs"]
+mod scan;
+
 use std::io::{self, Read};
 use std::process::ExitCode;
+
+use scan::string_member;
 
 fn main() -> ExitCode {
     let mut payload = String::new();
@@ -31,21 +36,4 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
-}
-
-/// The value of the string member `"key": "value"` (escapes left as they are).
-fn string_member<'a>(json: &'a str, key: &str) -> Option<&'a str> {
-    let quoted = format!("\"{key}\"");
-    let after = &json[json.find(&quoted)? + quoted.len()..];
-    let after = after.trim_start().strip_prefix(':')?.trim_start();
-    let body = after.strip_prefix('"')?;
-    let mut escaped = false;
-    for (i, c) in body.char_indices() {
-        match c {
-            '\\' if !escaped => escaped = true,
-            '"' if !escaped => return Some(&body[..i]),
-            _ => escaped = false,
-        }
-    }
-    None
 }
