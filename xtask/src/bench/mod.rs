@@ -4,6 +4,7 @@
 //! Benchmarks run optimised: a debug `cargo xtask` builds the release xtask and runs the same
 //! command through it, and the stdio benchmarks build and run the release server binaries.
 
+mod api;
 mod client;
 mod fixtures;
 mod stats;
@@ -42,6 +43,8 @@ enum Which {
     /// Wall time and peak memory of the hook command (`hook PreToolUse`, `hook
     /// UserPromptSubmit`) through both binaries, against a std-only floor program.
     Hook(crate::bench_hook::Args),
+    /// Latency of every read API route on a release daemon over a filled SQLite store.
+    Api(api::Args),
     /// One concurrent publisher of `bench store` (spawned by it).
     #[command(hide = true)]
     StoreWorker(store_bench::WorkerArgs),
@@ -60,6 +63,7 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
         Which::Store(a) => store_bench::run(a),
         Which::Tools(a) => tools::run(a),
         Which::Hook(a) => crate::bench_hook::run(a),
+        Which::Api(a) => api::run(a),
         Which::StoreWorker(_) => Ok(()),
     }
 }

@@ -1,0 +1,208 @@
+//! `cargo xtask bench api`: the read API's latency on a filled SQLite store, one request at a
+//! time on a keep-alive connection to a release daemon, every route of the OpenAPI document.
+//!
+//! The store holds 10,000 unexpired messages on 20 channels, 1,000 sessions (each subscribed
+//! to one channel, 100 of them with first deliveries recorded) and 1,000 audit entries (the
+//! publications' entries are pruned first; 1,000 acknowledgements make the ones kept).
+//! Nothing here asserts a timing.
+
+use std::net::SocketAddr;
+use std::time::Instant;
+
+use anyhow::{Context, bail};
+use store::{
+    Actor, AuditStore, ChannelStore, DeliveryPoint, NewMessage, SessionStore, Severity, Sighting,
+    SqliteStore, Subscribed, Transport,
+};
+
+use super::now_ms;
+use super::stats::{Summary, millis, num};
+use crate::bench_http::Conn;
+use crate::conformance::{Daemon, build_daemon};
+use crate::markdown::{Align, table};
+
+/// Options of `cargo xtask bench api`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct Args {
+    /// Timed requests per route (after 20 warm-up ones).
+    #[arg(long, default_value_t = 300)]
+    requests: usize,
+    /// Messages in the store.
+    #[arg(long, default_value_t = 10_000)]
+    messages: usize,
+    /// Sessions in the store.
+    #[arg(long, default_value_t = 1_000)]
+    sessions: usize,
+}
+
+/// Channels the messages are spread over.
+const CHANNELS: usize = 20;
+
+/// Runs the benchmark.
+pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
+    anyhow::ensure!(args.requests >= 1, "--requests: at least 1");
+    anyhow::ensure!(
+        args.messages >= CHANNELS && args.sessions >= 100,
+        "--messages: at least {CHANNELS}; --sessions: at least 100"
+    );
+    let root = super::workspace_root()?;
+    eprintln!("bench api: building hooks-mcp-full...");
+    let bin = build_daemon(root, true)?;
+    let home = tempfile::tempdir()?;
+    eprintln!(
+        "bench api: filling a store with {} messages, {} sessions...",
+        args.messages, args.sessions
+    );
+    let (message_id, audit_rows) = fill(&home.path().join("state.db"), args)?;
+
+    let _ = std::process::Command::new("sync").status();
+    let daemon = Daemon::start_with(
+        &bin,
+        home.path(),
+        &home.path().join("daemon.log"),
+        &[("HOOKS_MCP_LOG", "warn")],
+        None,
+    )?;
+    let addr = SocketAddr::from(([127, 0, 0, 1], daemon.port));
+    let mut conn = Conn::connect(addr)?;
+    let doc = get(&mut conn, "/api/v1/openapi.json")?;
+    let doc: serde_json::Value = serde_json::from_str(&doc).context("the OpenAPI document")?;
+    let paths: Vec<String> = doc["paths"]
+        .as_object()
+        .context("the OpenAPI document has no paths")?
+        .keys()
+        .cloned()
+        .collect();
+
+    let mut rows = Vec::new();
+    for path in &paths {
+        let concrete = path
+            .replace("{channel}", "channel-0")
+            .replace("{id}", &message_id.to_string());
+        let mut bytes = 0;
+        for _ in 0..20 {
+            bytes = get(&mut conn, &concrete)?.len();
+        }
+        let mut samples = Vec::with_capacity(args.requests);
+        for _ in 0..args.requests {
+            let started = Instant::now();
+            get(&mut conn, &concrete)?;
+            samples.push(millis(started.elapsed()));
+        }
+        let s = Summary::of(&samples).context("no samples")?;
+        rows.push(vec![
+            format!("`GET {concrete}`"),
+            num(s.median, 2),
+            num(s.p99, 2),
+            num(s.max, 2),
+            bytes.to_string(),
+        ]);
+    }
+    drop(daemon);
+
+    println!("## Read API latency (`cargo xtask bench api`)\n");
+    println!(
+        "Release daemon on SQLite; the store holds {} unexpired messages on {CHANNELS} \
+         channels, {} sessions and {audit_rows} audit entries. {} sequential requests per \
+         route on one keep-alive connection (after 20 warm-up ones); client-side times, \
+         request written to response read.\n",
+        args.messages, args.sessions, args.requests
+    );
+    print!(
+        "{}",
+        table(
+            &[
+                ("route", Align::Left),
+                ("p50 ms", Align::Right),
+                ("p99 ms", Align::Right),
+                ("max ms", Align::Right),
+                ("body bytes", Align::Right),
+            ],
+            &rows,
+        )
+    );
+    Ok(())
+}
+
+/// One GET; its body. Fails on anything but 200.
+fn get(conn: &mut Conn, path: &str) -> anyhow::Result<String> {
+    let reply = conn.request_at("GET", path, "")?;
+    if reply.status != 200 {
+        bail!("GET {path}: {} {}", reply.status, reply.body);
+    }
+    Ok(reply.body)
+}
+
+/// Fills the store at `db`; returns the id of a message with deliveries and acknowledgements,
+/// and the number of audit entries kept.
+fn fill(db: &std::path::Path, args: &Args) -> anyhow::Result<(i64, usize)> {
+    let store = SqliteStore::create(db)?;
+    let now = now_ms();
+    let daemon = Actor::Daemon;
+    let mut ids = Vec::with_capacity(args.messages);
+    for i in 0..args.messages {
+        let severity = match i % 10 {
+            0 => Severity::Critical,
+            1..=3 => Severity::Alert,
+            _ => Severity::Info,
+        };
+        let message = NewMessage {
+            channel: format!("channel-{}", i % CHANNELS),
+            body: format!("Build {i} is red on main: fix or revert before merging anything else."),
+            severity,
+            created_at: now - 1_000_000 + i64::try_from(i).unwrap_or(0),
+            expires_at: now + 86_400_000,
+        };
+        ids.push(store.publish(&message, &daemon)?.id);
+    }
+    // Keep the audit trail at the acknowledgements below.
+    store.prune_audit(now + 1)?;
+    for s in 0..args.sessions {
+        let channel = format!("channel-{}", s % CHANNELS);
+        store.record_sighting(&Sighting {
+            session_id: format!("session-{s:04}"),
+            at: now - i64::try_from(s).unwrap_or(0) * 1_000,
+            event: "UserPromptSubmit".into(),
+            transport: Transport::Hook,
+            cwd: Some(format!("/src/project-{}", s % 7)),
+            subscriptions: Some(Subscribed::Channels(vec!["global".into(), channel.clone()])),
+        })?;
+        if s < 100 {
+            store.deliver(
+                &format!("session-{s:04}"),
+                Some(&["global".into(), channel]),
+                DeliveryPoint::Prompt,
+                now,
+            )?;
+        }
+    }
+    // The newest message of channel-0 (whose sessions got deliveries): 50 acknowledgements,
+    // and 950 more spread over the channel's other messages.
+    let newest = ids
+        .iter()
+        .copied()
+        .enumerate()
+        .filter(|(i, _)| i % CHANNELS == 0)
+        .map(|(_, id)| id)
+        .next_back()
+        .context("no message on channel-0")?;
+    let mut acks = 0;
+    for s in (0..args.sessions).step_by(CHANNELS).take(50) {
+        store.acknowledge(
+            newest,
+            &format!("session-{s:04}"),
+            now,
+            &Actor::Session(format!("session-{s:04}")),
+        )?;
+        acks += 1;
+    }
+    for (n, id) in ids.iter().rev().step_by(CHANNELS).skip(1).enumerate() {
+        if acks >= 1_000 {
+            break;
+        }
+        let session = format!("session-{:04}", n % args.sessions);
+        store.acknowledge(*id, &session, now, &Actor::Session(session.clone()))?;
+        acks += 1;
+    }
+    Ok((newest, acks))
+}
