@@ -82,7 +82,9 @@ pub(crate) fn router(state: ApiState) -> axum::Router {
 
 /// Every documented route, with its description.
 fn routes() -> OpenApiRouter<ApiState> {
-    OpenApiRouter::with_openapi(ApiDoc::openapi())
+    let mut doc = ApiDoc::openapi();
+    doc.info.version = protocol_lite::handshake::SERVER_VERSION.to_owned();
+    OpenApiRouter::with_openapi(doc)
         .routes(routes!(overview))
         .routes(routes!(sessions))
         .routes(routes!(channels))
@@ -253,7 +255,7 @@ async fn overview(State(state): State<ApiState>) -> Response {
     let sessions = state.shared.sessions.report();
     let count = |key: &str| sessions[key].as_u64().unwrap_or(0);
     Json(Overview {
-        version: env!("CARGO_PKG_VERSION").to_owned(),
+        version: protocol_lite::handshake::SERVER_VERSION.to_owned(),
         status: if status.is_serving() {
             "ok".into()
         } else {
