@@ -247,4 +247,12 @@ fn every_documented_route_answers_with_its_documented_shape() {
         "",
     );
     assert_eq!(evil.status, 403, "{}", evil.body);
+    let cross_site = http(
+        addr,
+        "GET",
+        "/api/v1/overview",
+        &[auth[0], ("Origin", "https://evil.example.com")],
+        "",
+    );
+    assert_eq!(cross_site.status, 403, "{}", cross_site.body);
 }
