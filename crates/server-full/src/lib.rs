@@ -14,8 +14,8 @@
 //!   token and `Host`/`Origin` checks, the session cap, hook events forwarded by hook
 //!   processes (`POST /hook/{event}`) and Claude Code's HTTP hooks (`POST /hooks/{Event}`),
 //!   both answered by `hook-dispatch` over the daemon's store, the scheduler tick (woken by the
-//!   store's change feed where it has one: `changes`), the instance lock and graceful
-//!   shutdown.
+//!   store's change feed where it has one: `changes`), Prometheus metrics at `/metrics`
+//!   (`metrics`), the instance lock and graceful shutdown.
 //! - [`Settings`]: the environment the server runs in (filters, session policy, store).
 //! - [`link_tools`]: the one place that names every tools crate, so their registrations are
 //!   linked into any binary that uses this crate.
@@ -37,6 +37,7 @@ mod health;
 mod hook_route;
 mod http;
 mod http_sessions;
+mod metrics;
 mod offer;
 mod registry;
 mod server;
