@@ -5,7 +5,9 @@
 //! Streamable HTTP at several concurrency levels, then the private dirty memory each idle
 //! session costs the daemon (Streamable HTTP, and legacy SSE with its stream open). With
 //! `taskset` and two or more CPUs the daemon runs on CPU 0 and the generator on the others.
-//! Nothing here asserts a timing.
+//! With `--compare-metrics` it runs two daemons instead, one with `HOOKS_MCP_METRICS=off`, and
+//! measures each level in alternating rounds on both, so the cost of the metrics is read from
+//! one run on the same machine state. Nothing here asserts a timing.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -38,6 +40,13 @@ pub(crate) struct Args {
     /// Measure debug builds (quick to build; the numbers are not representative).
     #[arg(long)]
     debug: bool,
+    /// Compare the daemon with metrics on and off (`HOOKS_MCP_METRICS`): two daemons, each
+    /// level measured in `--rounds` alternating rounds on both; no memory measurement.
+    #[arg(long)]
+    compare_metrics: bool,
+    /// Rounds per level and daemon with `--compare-metrics`.
+    #[arg(long, default_value_t = 3)]
+    rounds: usize,
 }
 
 /// Runs the command.
@@ -48,6 +57,7 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
     );
     anyhow::ensure!(args.calls >= 1, "--calls: must be at least 1");
     anyhow::ensure!(args.idle <= 2000, "--idle: at most 2000");
+    anyhow::ensure!((1..=50).contains(&args.rounds), "--rounds: must be 1 to 50");
     if cfg!(debug_assertions) && !args.debug {
         return rerun_optimised();
     }
@@ -59,6 +69,9 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
     let bin = build_daemon(&root, !args.debug)?;
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     let pinned = cpus >= 2 && Command::new("taskset").arg("-V").output().is_ok();
+    if args.compare_metrics {
+        return compare_metrics(args, &bin, cpus, pinned);
+    }
     let home = tempfile::tempdir()?;
     let max_sessions = (args.idle * 2 + 300).to_string();
     let daemon = Daemon::start_with(
@@ -196,6 +209,116 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+/// `--compare-metrics`: the same levels on a daemon with metrics and one without, in
+/// alternating rounds (off, on, then on, off, ...), so that drift on a shared machine falls on
+/// both alike.
+fn compare_metrics(args: &Args, bin: &Path, cpus: usize, pinned: bool) -> anyhow::Result<()> {
+    let mut daemons = Vec::new();
+    let mut homes = Vec::new();
+    for metrics in ["off", "on"] {
+        let home = tempfile::tempdir()?;
+        let daemon = Daemon::start_with(
+            bin,
+            home.path(),
+            &home.path().join("daemon.log"),
+            &[
+                ("HOOKS_MCP_LOG", "warn"),
+                ("HOOKS_MCP_MAX_SESSIONS", "600"),
+                ("HOOKS_MCP_METRICS", metrics),
+            ],
+            pinned.then_some("0"),
+        )?;
+        let addr = SocketAddr::from(([127, 0, 0, 1], daemon.port));
+        let mut setup = Conn::session(addr)?;
+        for i in 0..20 {
+            let args = json!({ "channel": format!("bench{}", i % 4), "message": "load" });
+            setup.call(&tool_call(i, "channel_publish", args))?;
+        }
+        daemons.push(daemon);
+        homes.push(home);
+    }
+    if pinned {
+        let others = format!("1-{}", cpus - 1);
+        let _ = Command::new("taskset")
+            .args(["-a", "-p", "-c", &others, &std::process::id().to_string()])
+            .output();
+    }
+    println!(
+        "## Metrics on and off: Streamable HTTP `tools/call` ({})\n",
+        args.tool
+    );
+    println!(
+        "{} build; daemons {}; {} calls per round, {} alternating rounds per daemon and level; \
+         medians, range in brackets.\n",
+        if args.debug { "debug" } else { "release" },
+        if pinned {
+            format!(
+                "on CPU 0 (one loaded at a time), load generator on CPU(s) 1-{}",
+                cpus - 1
+            )
+        } else {
+            "unpinned (taskset or a second CPU missing)".into()
+        },
+        args.calls,
+        args.rounds
+    );
+    println!(
+        "| sessions | off: calls/s | on: calls/s | on/off | off: CPU per call (µs) | on: CPU per \
+         call (µs) |"
+    );
+    println!("|---:|---:|---:|---:|---:|---:|");
+    for &sessions in &args.sessions {
+        // [off, on]: throughput and CPU per call of each round.
+        let mut rates: [Vec<f64>; 2] = [Vec::new(), Vec::new()];
+        let mut cpu: [Vec<f64>; 2] = [Vec::new(), Vec::new()];
+        for round in 0..args.rounds {
+            let order = if round % 2 == 0 { [0, 1] } else { [1, 0] };
+            for which in order {
+                let daemon = &daemons[which];
+                let addr = SocketAddr::from(([127, 0, 0, 1], daemon.port));
+                let level = load(addr, daemon.pid(), sessions, args.calls, &args.tool)?;
+                rates[which].push(level.throughput);
+                cpu[which]
+                    .push(level.cpu_ticks as f64 * 1e6 / TICKS_PER_SECOND / level.calls as f64);
+            }
+        }
+        let [off, on] = [median_range(&rates[0]), median_range(&rates[1])];
+        println!(
+            "| {sessions} | {:.0} ({:.0}–{:.0}) | {:.0} ({:.0}–{:.0}) | {:.3} | {:.1} | {:.1} |",
+            off.0,
+            off.1,
+            off.2,
+            on.0,
+            on.1,
+            on.2,
+            on.0 / off.0,
+            median_range(&cpu[0]).0,
+            median_range(&cpu[1]).0
+        );
+    }
+    for mut daemon in daemons {
+        daemon.stop()?;
+    }
+    drop(homes);
+    Ok(())
+}
+
+/// Median, minimum and maximum of `values` (not empty).
+fn median_range(values: &[f64]) -> (f64, f64, f64) {
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let n = sorted.len();
+    if n == 0 {
+        return (f64::NAN, f64::NAN, f64::NAN);
+    }
+    let median = if n % 2 == 1 {
+        sorted[n / 2]
+    } else {
+        (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0
+    };
+    (median, sorted[0], sorted[n - 1])
 }
 
 /// What an idle session keeps open.

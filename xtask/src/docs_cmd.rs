@@ -118,8 +118,7 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
             continue;
         }
         let partial = path.with_extension("partial");
-        fs::write(&partial, &expected)
-            .with_context(|| format!("writing {}", partial.display()))?;
+        fs::write(&partial, &expected).with_context(|| format!("writing {}", partial.display()))?;
         fs::rename(&partial, &path).with_context(|| format!("replacing {}", path.display()))?;
         eprintln!("wrote {name}");
     }

@@ -20,8 +20,8 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
 use store::{
-    AuditQuery, MessageCursor, MessageQuery, ReportQuery, Retention, SessionQuery, StoreError,
-    StoreHandle, to_rfc3339,
+    AuditQuery, MessageCursor, MessageQuery, ReportQuery, SessionQuery, StoreError, StoreHandle,
+    to_rfc3339,
 };
 use utoipa::{IntoParams, OpenApi, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
@@ -63,8 +63,6 @@ struct ApiDoc;
 pub(crate) struct ApiState {
     pub(crate) shared: Arc<Shared>,
     pub(crate) store: StoreHandle,
-    /// The live window and retention periods.
-    pub(crate) retention: Retention,
 }
 
 /// The API's routes (and the document describing them).
@@ -236,7 +234,7 @@ pub(crate) struct OpenSessions {
 )]
 async fn overview(State(state): State<ApiState>) -> Response {
     let now = now_ms();
-    let live_since = state.retention.live_since(now);
+    let live_since = state.shared.retention.live_since(now);
     let read = blocking(&state.store, move |store| {
         let counts = store.counts(now)?;
         let channels = store.channels(now)?.len();
@@ -288,7 +286,7 @@ async fn overview(State(state): State<ApiState>) -> Response {
             max: count("max"),
         },
         live_sessions: live,
-        live_window_s: state.retention.live_ms / 1000,
+        live_window_s: state.shared.retention.live_ms / 1000,
     })
     .into_response()
 }
@@ -786,7 +784,7 @@ async fn sessions(State(state): State<ApiState>, Query(q): Query<SessionsQuery>)
         Err(bad) => return bad.into_response(),
     };
     let now = now_ms();
-    let live_since = state.retention.live_since(now);
+    let live_since = state.shared.retention.live_since(now);
     let query = SessionQuery {
         seen_since: q.live.unwrap_or(true).then_some(live_since),
         offset: q.offset.unwrap_or(0),
@@ -894,7 +892,7 @@ async fn delivery(
     let now = now_ms();
     let query = ReportQuery {
         message_id: id,
-        live_since: state.retention.live_since(now),
+        live_since: state.shared.retention.live_since(now),
         after_session: q.after,
         limit: limit + 1,
     };

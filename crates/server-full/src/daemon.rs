@@ -25,6 +25,7 @@ use crate::auth::{Access, LOOPBACK_HOSTS, Token, authority_host};
 use crate::health::{Phase, Status};
 use crate::hook_route::HookRoute;
 use crate::http::{self, BindError, InFlight, McpOptions, Sessions, Shared};
+use crate::metrics::{Metrics, StoreOperation};
 use crate::settings::{Settings, SettingsError, now_ms};
 
 /// Selects the transport: `stdio` (default), `streamable-http` or `sse`.
@@ -64,6 +65,8 @@ pub const MAX_LAG_ENV: &str = "HOOKS_MCP_SCHEDULER_MAX_LAG_MS";
 pub const TEST_PHASE_DELAY_ENV: &str = "HOOKS_MCP_TEST_PHASE_DELAY_MS";
 /// Environment variable: how many threads run store calls at once.
 pub const STORE_THREADS_ENV: &str = "HOOKS_MCP_STORE_THREADS";
+/// Environment variable: `on` (default) or `off`: whether the daemon keeps and serves metrics.
+pub const METRICS_ENV: &str = "HOOKS_MCP_METRICS";
 /// The lock file beside `state.db` that keeps a second daemon off the same store.
 pub const LOCK_FILE: &str = "daemon.lock";
 
@@ -190,6 +193,14 @@ pub const NETWORK_SETTINGS: &[Setting] = &[
         effect: "Scheduler lag in milliseconds above which `/health?level=full` answers 503 \
                  `degraded`.",
     },
+    Setting {
+        env: METRICS_ENV,
+        flag: "",
+        default: "on",
+        effect: "`off` stops counting and makes `/metrics` answer 404; `on` serves Prometheus \
+                 metrics at `/metrics`, behind the token and `Host` checks (see \
+                 docs/operations.md).",
+    },
 ];
 
 /// Whether `MCP_TRANSPORT`'s value selects the daemon.
@@ -282,6 +293,8 @@ pub struct DaemonConfig {
     pub phase_delay: Option<Duration>,
     /// Threads that run store calls at once (the runtime's blocking pool).
     pub store_threads: usize,
+    /// Whether the daemon keeps and serves metrics (`HOOKS_MCP_METRICS`).
+    pub metrics: bool,
 }
 
 impl DaemonConfig {
@@ -387,6 +400,8 @@ impl DaemonConfig {
             1
         };
         let store_threads: usize = number(&get, STORE_THREADS_ENV, store_threads_default, 1, 1000)?;
+        let metrics = crate::metrics::parse_switch(get(METRICS_ENV).as_deref())
+            .map_err(DaemonError::Config)?;
         Ok(DaemonConfig {
             host,
             addrs,
@@ -407,6 +422,7 @@ impl DaemonConfig {
             max_lag: Duration::from_millis(lag_ms),
             phase_delay: (delay_ms > 0).then(|| Duration::from_millis(delay_ms)),
             store_threads,
+            metrics,
         })
     }
 }
@@ -660,13 +676,19 @@ async fn run(config: DaemonConfig, started: Instant) -> Result<(), DaemonError> 
     };
     tokio::pin!(shutdown);
 
+    let metrics = config.metrics.then(|| Arc::new(Metrics::new()));
     let shared = Arc::new(Shared {
         status: Status::new(config.tick, config.max_lag),
         access: config.access.clone(),
         mcp: OnceLock::new(),
         sessions: Arc::new(Sessions::new(config.max_sessions)),
         inflight: Arc::new(InFlight::default()),
-        hooks: HookRoute::new(config.max_body_bytes),
+        hooks: HookRoute::new(config.max_body_bytes, metrics.clone()),
+        metrics,
+        retention: store::Retention::from_env().unwrap_or_else(|e| {
+            tracing::warn!("{e}; keeping the audit trail and sessions for the default periods");
+            store::Retention::default()
+        }),
     });
     let stop_accepting = CancellationToken::new();
     let close_sessions = CancellationToken::new();
@@ -823,6 +845,9 @@ async fn start(
     let (settings, mut warnings) =
         Settings::network_from_env(store.clone()).map_err(DaemonError::Registry)?;
     let (server, more) = HooksServer::new(settings).map_err(DaemonError::Registry)?;
+    if let Some(metrics) = &shared.metrics {
+        server.attach_metrics(metrics);
+    }
     warnings.extend(more);
     for warning in &warnings {
         tracing::warn!("{warning}");
@@ -837,8 +862,6 @@ async fn start(
         crate::api::router(crate::api::ApiState {
             shared: shared.clone(),
             store: store.clone(),
-            // An unreadable setting is reported by the scheduler, which uses the defaults too.
-            retention: store::Retention::from_env().unwrap_or_default(),
         }),
     );
     let _ = shared.mcp.set(router);
@@ -887,10 +910,7 @@ async fn scheduler(store: StoreHandle, shared: Arc<Shared>, stop: CancellationTo
     interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let wakeups = crate::changes::Wakeups::start(store.clone(), stop.clone());
     let mut due: Option<tokio::time::Instant> = None;
-    let retention = store::Retention::from_env().unwrap_or_else(|e| {
-        tracing::warn!("{e}; keeping the audit trail and sessions for the default periods");
-        store::Retention::default()
-    });
+    let retention = shared.retention;
     // Housekeeping (audit trail, old sessions) runs once a minute, the first a minute after
     // start (start-up does no writes of its own).
     let mut next_housekeeping = now_ms().saturating_add(HOUSEKEEPING_EVERY_MS);
@@ -947,6 +967,9 @@ async fn scheduler(store: StoreHandle, shared: Arc<Shared>, stop: CancellationTo
                         "schedule fired"
                     );
                 }
+                if let Some(metrics) = &shared.metrics {
+                    metrics.scheduler.tick(&firings, now);
+                }
                 stats
                     .fired
                     .fetch_add(firings.len() as u64, Ordering::Relaxed);
@@ -955,10 +978,17 @@ async fn scheduler(store: StoreHandle, shared: Arc<Shared>, stop: CancellationTo
             }
             Ok(Err(e)) => {
                 tracing::warn!("the scheduler could not fire due schedules: {e}");
+                if let Some(metrics) = &shared.metrics {
+                    metrics.scheduler.tick_failed();
+                    metrics.store_error(StoreOperation::SchedulerFire, &e);
+                }
                 Some(e.to_string())
             }
             Err(e) => {
                 tracing::error!("the scheduler tick failed: {e}");
+                if let Some(metrics) = &shared.metrics {
+                    metrics.scheduler.tick_failed();
+                }
                 Some(format!("the tick failed: {e}"))
             }
         };

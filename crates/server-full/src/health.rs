@@ -236,6 +236,14 @@ pub(crate) async fn handler(
                 .into_response();
         }
     };
+    if let Some(metrics) = &shared.metrics {
+        if let Err(e) = &ping {
+            metrics.store_error(crate::metrics::StoreOperation::HealthPing, e);
+        }
+        if let Some(Err(e)) = &counts {
+            metrics.store_error(crate::metrics::StoreOperation::HealthCounts, e);
+        }
+    }
     let mut healthy = true;
     body["db"] = match &ping {
         Ok(()) => {

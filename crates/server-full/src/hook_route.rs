@@ -12,6 +12,7 @@
 //! serving) and body limit as `/mcp`, count as in flight for the shutdown drain, and run on a
 //! blocking thread (store calls, scripts), never on the runtime's worker threads.
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
@@ -22,6 +23,7 @@ use axum::response::{IntoResponse, Response};
 use serde_json::json;
 use store::StoreHandle;
 
+use crate::metrics::{EventSlot, HookOutcome, HookRouteKind, Metrics};
 use crate::settings::now_ms;
 
 /// The routes' limit and counters, shared by the handlers.
@@ -32,6 +34,8 @@ pub(crate) struct HookRoute {
     refused: AtomicU64,
     http_answered: AtomicU64,
     http_refused: AtomicU64,
+    /// The daemon's metrics, when it keeps them.
+    metrics: Option<Arc<Metrics>>,
 }
 
 /// What the blocking part produced.
@@ -45,8 +49,9 @@ enum Outcome {
 }
 
 impl HookRoute {
-    pub(crate) fn new(max_body_bytes: usize) -> HookRoute {
+    pub(crate) fn new(max_body_bytes: usize, metrics: Option<Arc<Metrics>>) -> HookRoute {
         HookRoute {
+            metrics,
             max_body_bytes,
             answered: AtomicU64::new(0),
             refused: AtomicU64::new(0),
@@ -69,8 +74,40 @@ impl HookRoute {
     }
 
     /// Answers one authorized request for `event` (an HTTP hook when `http_hook`, else a
-    /// forwarded event), once the daemon serves `store`.
+    /// forwarded event), once the daemon serves `store`; counts it in the metrics by the
+    /// answer's status.
     pub(crate) async fn handle(
+        &self,
+        event: String,
+        http_hook: bool,
+        store: StoreHandle,
+        request: Request,
+    ) -> Response {
+        let Some(metrics) = &self.metrics else {
+            return self.answer(event, http_hook, store, request).await;
+        };
+        let started = Instant::now();
+        let slot = EventSlot::of(&event);
+        let response = self.answer(event, http_hook, store, request).await;
+        let outcome = if response.status().is_server_error() {
+            HookOutcome::Failed
+        } else if response.status().is_client_error() {
+            HookOutcome::Refused
+        } else {
+            HookOutcome::Answered
+        };
+        let route = if http_hook {
+            HookRouteKind::Http
+        } else {
+            HookRouteKind::Forward
+        };
+        metrics
+            .hooks
+            .record(route, slot, outcome, started.elapsed());
+        response
+    }
+
+    async fn answer(
         &self,
         event: String,
         http_hook: bool,

@@ -1,7 +1,7 @@
 //! The daemon's HTTP side: the router (`/health`, Streamable HTTP at `/mcp`, legacy SSE at
 //! `/sse` + `/messages`, forwarded hook events at `/hook/{event}`, HTTP hooks at
-//! `/hooks/{Event}`), access checks, the session cap, in-flight accounting, and the
-//! listeners.
+//! `/hooks/{Event}`, Prometheus metrics at `/metrics`), access checks, the session cap,
+//! in-flight accounting, and the listeners.
 //!
 //! The listener is bound before the store is opened so that `/health` can answer 503 with the
 //! phase in progress during start-up; MCP requests get 503 until the last phase completes.
@@ -30,6 +30,7 @@ use crate::auth::Access;
 use crate::health::{self, Status};
 use crate::hook_route::HookRoute;
 use crate::http_sessions::HttpSessions;
+use crate::metrics::{self, Metrics, Snapshot, StoreOperation, StoreSnapshot};
 use crate::sse::SseSessions;
 
 /// Everything the HTTP handlers share.
@@ -48,6 +49,10 @@ pub(crate) struct Shared {
     /// `POST /hook/{event}` and `POST /hooks/{Event}`: hook events answered over the daemon's
     /// store.
     pub(crate) hooks: HookRoute,
+    /// The live window and retention periods (the session gauge, the read API, housekeeping).
+    pub(crate) retention: store::Retention,
+    /// What `/metrics` serves; `None` with `HOOKS_MCP_METRICS=off`.
+    pub(crate) metrics: Option<Arc<Metrics>>,
 }
 
 /// The session cap: one permit per live session of either transport.
@@ -123,6 +128,15 @@ impl Sessions {
             ),
         )
             .into_response()
+    }
+
+    /// Open sessions: (Streamable HTTP, legacy SSE, the cap).
+    pub(crate) fn open(&self) -> (usize, usize, usize) {
+        (
+            self.http.load(Ordering::Acquire),
+            self.sse.load(Ordering::Acquire),
+            self.max,
+        )
     }
 
     pub(crate) fn report(&self) -> serde_json::Value {
@@ -213,6 +227,17 @@ async fn gate(State(shared): State<Arc<Shared>>, mut request: Request) -> Respon
         return shared.status.unavailable();
     };
     let path = request.uri().path();
+    if path == "/metrics" {
+        let method_ok = matches!(*request.method(), Method::GET | Method::HEAD);
+        let openmetrics = request
+            .headers()
+            .get_all(header::ACCEPT)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .any(|v| v.contains("application/openmetrics-text"));
+        drop(request);
+        return scrape(&shared, method_ok, openmetrics).await;
+    }
     let hook = (path.strip_prefix("/hook/").map(|e| (e, false)))
         .or_else(|| path.strip_prefix("/hooks/").map(|e| (e, true)));
     if let Some((event, http_hook)) = hook {
@@ -247,6 +272,83 @@ async fn gate(State(shared): State<Arc<Shared>>, mut request: Request) -> Respon
             }))
         }),
         None => response,
+    }
+}
+
+/// How long a scrape waits for the store's counts before answering without them.
+const SCRAPE_STORE_WAIT: Duration = Duration::from_secs(5);
+
+/// `GET /metrics` (already authorized and serving; `method_ok` for GET and HEAD): every metric,
+/// in the Prometheus text format, or OpenMetrics when `Accept` asked for it (`openmetrics`).
+/// 404 when metrics are off.
+async fn scrape(shared: &Shared, method_ok: bool, openmetrics: bool) -> Response {
+    let Some(metrics) = shared.metrics.clone() else {
+        return (
+            StatusCode::NOT_FOUND,
+            "metrics are off on this daemon (HOOKS_MCP_METRICS=off)\n",
+        )
+            .into_response();
+    };
+    if !method_ok {
+        return (
+            StatusCode::METHOD_NOT_ALLOWED,
+            [(header::ALLOW, "GET, HEAD")],
+            "GET /metrics\n",
+        )
+            .into_response();
+    }
+    let (http, sse, max) = shared.sessions.open();
+    let mut snapshot = Snapshot {
+        sessions_http: http as u64,
+        sessions_sse: sse as u64,
+        sessions_max: max as u64,
+        in_flight: shared.inflight.count() as u64,
+        scheduler_last_tick_ms: shared.status.scheduler.last_tick_ms.load(Ordering::Acquire),
+        store: None,
+    };
+    if let Some(store) = shared.status.store.get().cloned() {
+        let now = crate::settings::now_ms();
+        let retention = shared.retention;
+        let read =
+            tokio::task::spawn_blocking(move || StoreSnapshot::read(&*store, now, &retention));
+        snapshot.store = match tokio::time::timeout(SCRAPE_STORE_WAIT, read).await {
+            Ok(Ok(Ok(store))) => Some(store),
+            Ok(Ok(Err(e))) => {
+                tracing::debug!("a metrics scrape could not read the store's counts: {e}");
+                metrics.store_error(StoreOperation::MetricsCounts, &e);
+                None
+            }
+            Ok(Err(e)) => {
+                tracing::error!("a metrics scrape's store read failed: {e}");
+                None
+            }
+            Err(_) => {
+                metrics.store_error_of_kind(StoreOperation::MetricsCounts, "timeout");
+                None
+            }
+        };
+    }
+    let (content_type, text) = if openmetrics {
+        (
+            metrics::OPENMETRICS_CONTENT_TYPE,
+            metrics.render(&snapshot, true),
+        )
+    } else {
+        (
+            metrics::PROMETHEUS_CONTENT_TYPE,
+            metrics.render(&snapshot, false),
+        )
+    };
+    match text {
+        Ok(text) => (StatusCode::OK, [(header::CONTENT_TYPE, content_type)], text).into_response(),
+        Err(e) => {
+            tracing::error!("cannot render the metrics: {e}");
+            (
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "hooks-mcp: the metrics could not be rendered (see the daemon's log)\n",
+            )
+                .into_response()
+        }
     }
 }
 

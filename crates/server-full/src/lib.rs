@@ -14,8 +14,8 @@
 //!   token and `Host`/`Origin` checks, the session cap, hook events forwarded by hook
 //!   processes (`POST /hook/{event}`) and Claude Code's HTTP hooks (`POST /hooks/{Event}`),
 //!   both answered by `hook-dispatch` over the daemon's store, the scheduler tick (woken by the
-//!   store's change feed where it has one: `changes`), the instance lock and graceful
-//!   shutdown.
+//!   store's change feed where it has one: `changes`), Prometheus metrics at `/metrics`
+//!   (`metrics`), the instance lock and graceful shutdown.
 //! - [`api`](openapi_json): the operator's read API at `/api/v1/...` (JSON, behind the same
 //!   checks as `/mcp`) and its OpenAPI document, generated from the handlers.
 //! - [`Settings`]: the environment the server runs in (filters, session policy, store).
@@ -40,6 +40,7 @@ mod health;
 mod hook_route;
 mod http;
 mod http_sessions;
+mod metrics;
 mod offer;
 mod registry;
 mod server;

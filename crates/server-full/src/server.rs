@@ -4,8 +4,8 @@
 // negotiates still define `logging/setLevel`, so it is implemented.
 #![allow(deprecated)]
 
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
 
 use catalogue::{
     CallContext, Extensions, FilterWarning, LogLevel, SessionPolicy, StartMode, ToolError,
@@ -26,6 +26,7 @@ use tokio::sync::Notify;
 
 use crate::client_link::CallClient;
 use crate::discovery;
+use crate::metrics::{CallOutcome, Metrics, ToolTable};
 use crate::offer::{self, CompletionTarget};
 use crate::registry::{self, Registry, ToolEntry};
 use crate::settings::{Settings, SettingsError, now_ms};
@@ -61,6 +62,8 @@ struct Inner {
     /// The store answers reads at once ([`store::no_wait`]): read-only tools then run on the
     /// async thread, without the round trip through the blocking pool.
     inline_reads: bool,
+    /// The daemon's tool-call series, when it keeps metrics (never under stdio).
+    tool_metrics: OnceLock<ToolTable>,
 }
 
 impl HooksServer {
@@ -97,6 +100,7 @@ impl HooksServer {
             extensions: settings.extensions,
             initialized: Arc::new(Notify::new()),
             watch: Arc::new(Watch::default()),
+            tool_metrics: OnceLock::new(),
         };
         let inner = Arc::new(inner);
         let session = SessionTools::new(&inner);
@@ -110,6 +114,22 @@ impl HooksServer {
             inner: self.inner.clone(),
             session: SessionTools::new(&self.inner),
         }
+    }
+
+    /// Counts every `tools/call` of this server and its forks in `metrics` (by tool: each
+    /// tool the filters expose, the discovery tools, and unknown names under one label).
+    pub(crate) fn attach_metrics(&self, metrics: &Metrics) {
+        let discovery = self.inner.discovery.iter().map(|t| &*t.name);
+        let registered = self
+            .inner
+            .registry
+            .entries
+            .iter()
+            .map(|e| e.spec.name.as_str());
+        let _ = self
+            .inner
+            .tool_metrics
+            .set(metrics.tool_table(discovery.chain(registered)));
     }
 
     /// Every tool the filters expose (loaded or not), in catalogue order.
@@ -213,6 +233,35 @@ impl HooksServer {
             min_level: *lock(&self.session.log_level),
             runtime: tokio::runtime::Handle::current(),
         }
+    }
+
+    /// Answers one `tools/call`: the discovery tools here, every other tool through
+    /// [`HooksServer::run_tool`].
+    async fn dispatch_call(
+        &self,
+        name: &str,
+        arguments: Option<rmcp::model::JsonObject>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let args = arguments.map(Value::Object).unwrap_or(Value::Null);
+        if self.inner.mode.has_discovery() {
+            match name {
+                catalogue::LOAD_MODULES => {
+                    return self.load_modules(args, &context.peer).await;
+                }
+                catalogue::FIND_TOOLS => {
+                    let loaded = self.loaded().clone();
+                    let result = discovery::find_tools(&self.inner.registry, &loaded, args);
+                    return Ok(match result {
+                        Ok(value) => tool_success(value),
+                        Err(error) => tool_error(&error),
+                    });
+                }
+                _ => {}
+            }
+        }
+        let client = self.call_client(&context);
+        self.run_tool(name, args, client).await
     }
 
     /// Runs one tool call to completion on a blocking thread and shapes its result.
@@ -413,28 +462,23 @@ impl ServerHandler for HooksServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let args = request.arguments.map(Value::Object).unwrap_or(Value::Null);
-        if self.inner.mode.has_discovery() {
-            match request.name.as_ref() {
-                catalogue::LOAD_MODULES => {
-                    return self.load_modules(args, &context.peer).await.map(Into::into);
-                }
-                catalogue::FIND_TOOLS => {
-                    let loaded = self.loaded().clone();
-                    let result = discovery::find_tools(&self.inner.registry, &loaded, args);
-                    return Ok(match result {
-                        Ok(value) => tool_success(value),
-                        Err(error) => tool_error(&error),
-                    }
-                    .into());
-                }
-                _ => {}
-            }
-        }
-        let client = self.call_client(&context);
-        self.run_tool(&request.name, args, client)
-            .await
-            .map(Into::into)
+        let Some(metrics) = self.inner.tool_metrics.get() else {
+            return self
+                .dispatch_call(&request.name, request.arguments, context)
+                .await
+                .map(Into::into);
+        };
+        let started = Instant::now();
+        let result = self
+            .dispatch_call(&request.name, request.arguments, context)
+            .await;
+        let outcome = match &result {
+            Ok(r) if r.is_error == Some(true) => CallOutcome::ToolError,
+            Ok(_) => CallOutcome::Ok,
+            Err(_) => CallOutcome::ProtocolError,
+        };
+        metrics.record(&request.name, outcome, started.elapsed());
+        result.map(Into::into)
     }
 
     async fn list_resources(

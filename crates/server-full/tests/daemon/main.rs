@@ -12,6 +12,7 @@ mod hook_route;
 mod lazy;
 mod lifecycle;
 mod limits;
+mod metrics;
 mod resources;
 mod security;
 mod support;

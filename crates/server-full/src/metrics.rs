@@ -1,0 +1,847 @@
+//! The daemon's Prometheus metrics, served at `GET /metrics` (behind the same token and `Host`
+//! checks as `/mcp`, and 503 until the daemon serves).
+//!
+//! Everything is counted with `prometheus-client`: counters and histograms that the hot paths
+//! update through handles created at start-up (one atomic add per counter, one short
+//! uncontended lock per histogram observation, no allocation and no label lookup by hashing
+//! label sets), and gauges read at scrape time from the values the daemon keeps anyway
+//! (sessions, requests in flight, the store's counts). The answer is the Prometheus text format
+//! (0.0.4), or OpenMetrics when the scraper's `Accept` asks for it.
+//!
+//! `HOOKS_MCP_METRICS=off` turns it all off: `/metrics` answers 404 and the request paths skip
+//! every measurement (the benchmark compares both in one run).
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use hook_dispatch::Event;
+use prometheus_client::encoding::{EncodeLabelSet, prometheus_text, text};
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::metrics::info::Info;
+use prometheus_client::registry::{Registry, Unit};
+use store::{Counts, Firing, StoreError};
+
+use crate::daemon::METRICS_ENV;
+
+/// Every metric name starts with this (and `_`).
+const PREFIX: &str = "hooks_mcp";
+
+/// The `Content-Type` of the OpenMetrics text answer.
+pub(crate) const OPENMETRICS_CONTENT_TYPE: &str =
+    "application/openmetrics-text; version=1.0.0; charset=utf-8";
+/// The `Content-Type` of the Prometheus text answer.
+pub(crate) const PROMETHEUS_CONTENT_TYPE: &str = prometheus_text::CONTENT_TYPE;
+
+/// Upper bounds (seconds) of the tool-call and hook-event latency buckets: from 100 µs (a read
+/// answered on the async thread) to 10 s (a condition script near its time limit).
+const LATENCY_BUCKETS: [f64; 16] = [
+    0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5,
+    5.0, 10.0,
+];
+
+/// Upper bounds (seconds) of the scheduler-lag buckets: a tick is a second by default, so most
+/// firings land below 1 s; the long tail shows a stalled or overloaded scheduler.
+const LAG_BUCKETS: [f64; 14] = [
+    0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0,
+];
+
+/// The label value of tool calls whose tool name this server does not know (so a client cannot
+/// create series by calling made-up names).
+pub(crate) const UNKNOWN_TOOL: &str = "(unknown)";
+/// The label value of hook events whose name is no known event.
+pub(crate) const UNKNOWN_EVENT: &str = "(unknown)";
+
+/// Reads `HOOKS_MCP_METRICS`: `on` (or unset), `off`.
+///
+/// # Errors
+/// A message naming the setting for any other value.
+pub(crate) fn parse_switch(raw: Option<&str>) -> Result<bool, String> {
+    match raw.map(|v| v.trim().to_ascii_lowercase()).as_deref() {
+        None | Some("" | "on" | "true" | "1") => Ok(true),
+        Some("off" | "false" | "0") => Ok(false),
+        Some(other) => Err(format!(
+            "{METRICS_ENV}: `{other}` is neither `on` nor `off`; unset it to serve /metrics"
+        )),
+    }
+}
+
+fn latency_histogram() -> Histogram {
+    Histogram::new(LATENCY_BUCKETS)
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ToolCallLabels {
+    tool: String,
+    outcome: &'static str,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ToolLabels {
+    tool: String,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct HookLabels {
+    route: &'static str,
+    event: &'static str,
+    outcome: &'static str,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct HookRouteLabels {
+    route: &'static str,
+    event: &'static str,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct OutcomeLabels {
+    outcome: &'static str,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct StoreErrorLabels {
+    operation: &'static str,
+    kind: &'static str,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct TransportLabels {
+    transport: &'static str,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct KindLabels {
+    kind: &'static str,
+}
+
+/// How a `tools/call` ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum CallOutcome {
+    /// A result without `isError`.
+    Ok,
+    /// A result with `isError: true` (bad arguments, a refusal, a store failure...).
+    ToolError,
+    /// A JSON-RPC error (an unknown or unloaded tool).
+    ProtocolError,
+}
+
+impl CallOutcome {
+    const ALL: [CallOutcome; 3] = [
+        CallOutcome::Ok,
+        CallOutcome::ToolError,
+        CallOutcome::ProtocolError,
+    ];
+
+    fn label(self) -> &'static str {
+        match self {
+            CallOutcome::Ok => "ok",
+            CallOutcome::ToolError => "tool_error",
+            CallOutcome::ProtocolError => "protocol_error",
+        }
+    }
+}
+
+/// One tool's series: a counter per outcome and the latency histogram.
+#[derive(Debug, Clone)]
+struct ToolSeries {
+    calls: [Counter; 3],
+    duration: Histogram,
+}
+
+/// The tool-call series of every tool a session may call, created at start-up; the call path
+/// finds its tool's series by name without allocating.
+#[derive(Debug)]
+pub(crate) struct ToolTable {
+    index: HashMap<String, usize>,
+    series: Vec<ToolSeries>,
+    unknown: ToolSeries,
+}
+
+impl ToolTable {
+    /// Counts one call of `tool` that ended with `outcome` after `elapsed`.
+    pub(crate) fn record(&self, tool: &str, outcome: CallOutcome, elapsed: Duration) {
+        let series = self
+            .index
+            .get(tool)
+            .and_then(|&i| self.series.get(i))
+            .unwrap_or(&self.unknown);
+        let slot = match outcome {
+            CallOutcome::Ok => 0,
+            CallOutcome::ToolError => 1,
+            CallOutcome::ProtocolError => 2,
+        };
+        series.calls[slot].inc();
+        series.duration.observe(elapsed.as_secs_f64());
+    }
+}
+
+/// Which hook route answered an event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum HookRouteKind {
+    /// `POST /hooks/{Event}`: Claude Code's HTTP hooks.
+    Http,
+    /// `POST /hook/{event}`: events forwarded by command hooks.
+    Forward,
+}
+
+impl HookRouteKind {
+    const ALL: [HookRouteKind; 2] = [HookRouteKind::Http, HookRouteKind::Forward];
+
+    fn label(self) -> &'static str {
+        match self {
+            HookRouteKind::Http => "http",
+            HookRouteKind::Forward => "forward",
+        }
+    }
+}
+
+/// How a hook event ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum HookOutcome {
+    /// Answered (200 with an answer, or 204 with nothing to say).
+    Answered,
+    /// Refused as the request's fault (4xx: a bad payload, a wrong method, too large).
+    Refused,
+    /// The daemon failed to answer (500).
+    Failed,
+}
+
+impl HookOutcome {
+    const ALL: [HookOutcome; 3] = [
+        HookOutcome::Answered,
+        HookOutcome::Refused,
+        HookOutcome::Failed,
+    ];
+
+    fn label(self) -> &'static str {
+        match self {
+            HookOutcome::Answered => "answered",
+            HookOutcome::Refused => "refused",
+            HookOutcome::Failed => "failed",
+        }
+    }
+}
+
+/// Events as label values: the known ones, then [`UNKNOWN_EVENT`].
+const EVENTS: usize = Event::ALL.len() + 1;
+
+/// A hook event's place among the label values (a known event or [`UNKNOWN_EVENT`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct EventSlot(usize);
+
+impl EventSlot {
+    /// The slot of the event named `name` (as a request's path gives it, any case).
+    pub(crate) fn of(name: &str) -> EventSlot {
+        EventSlot(
+            Event::parse(name)
+                .and_then(|e| Event::ALL.iter().position(|&known| known == e))
+                .unwrap_or(Event::ALL.len()),
+        )
+    }
+}
+
+fn event_label(slot: usize) -> &'static str {
+    Event::ALL.get(slot).map_or(UNKNOWN_EVENT, |e| e.name())
+}
+
+/// The hook-event series, created at start-up for every route, event and outcome.
+#[derive(Debug)]
+pub(crate) struct HookMetrics {
+    /// `[route][event][outcome]`.
+    events: Vec<Counter>,
+    /// `[route][event]`.
+    durations: Vec<Histogram>,
+}
+
+impl HookMetrics {
+    /// Counts one `event` answered by `route`.
+    pub(crate) fn record(
+        &self,
+        route: HookRouteKind,
+        event: EventSlot,
+        outcome: HookOutcome,
+        elapsed: Duration,
+    ) {
+        let route = match route {
+            HookRouteKind::Http => 0,
+            HookRouteKind::Forward => 1,
+        };
+        let slot = route * EVENTS + event.0;
+        let outcome = match outcome {
+            HookOutcome::Answered => 0,
+            HookOutcome::Refused => 1,
+            HookOutcome::Failed => 2,
+        };
+        if let Some(counter) = self.events.get(slot * HookOutcome::ALL.len() + outcome) {
+            counter.inc();
+        }
+        if let Some(histogram) = self.durations.get(slot) {
+            histogram.observe(elapsed.as_secs_f64());
+        }
+    }
+}
+
+/// The scheduler tick's series.
+#[derive(Debug)]
+pub(crate) struct SchedulerMetrics {
+    ticks_ok: Counter,
+    ticks_failed: Counter,
+    firings: Counter,
+    skipped: Counter,
+    lag: Histogram,
+}
+
+impl SchedulerMetrics {
+    /// A tick at `fired_ms` (Unix ms) that made `firings`.
+    pub(crate) fn tick(&self, firings: &[Firing], fired_ms: i64) {
+        self.ticks_ok.inc();
+        for firing in firings {
+            self.firings.inc();
+            self.skipped.inc_by(firing.skipped);
+            let lag_ms = fired_ms.saturating_sub(firing.scheduled_for).max(0);
+            #[allow(clippy::cast_precision_loss)]
+            self.lag.observe(lag_ms as f64 / 1000.0);
+        }
+    }
+
+    /// A tick that failed.
+    pub(crate) fn tick_failed(&self) {
+        self.ticks_failed.inc();
+    }
+}
+
+/// Where the daemon met a store error it counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum StoreOperation {
+    /// The scheduler tick firing due schedules.
+    SchedulerFire,
+    /// `/health?level=db|full` pinging the store.
+    HealthPing,
+    /// `/health?level=full` reading the counts.
+    HealthCounts,
+    /// A `/metrics` scrape reading the counts.
+    MetricsCounts,
+}
+
+impl StoreOperation {
+    fn label(self) -> &'static str {
+        match self {
+            StoreOperation::SchedulerFire => "scheduler_fire",
+            StoreOperation::HealthPing => "health_ping",
+            StoreOperation::HealthCounts => "health_counts",
+            StoreOperation::MetricsCounts => "metrics_counts",
+        }
+    }
+}
+
+/// A store error's kind, as a label value.
+pub(crate) fn store_error_kind(e: &StoreError) -> &'static str {
+    match e {
+        StoreError::Missing { .. } => "missing",
+        StoreError::NoLocation => "no_location",
+        StoreError::Corrupt { .. } => "corrupt",
+        StoreError::ReadOnly { .. } => "read_only",
+        StoreError::Locked { .. } => "locked",
+        StoreError::NewerSchema { .. } => "newer_schema",
+        StoreError::MissingTable { .. } => "missing_table",
+        StoreError::Unavailable { .. } => "unavailable",
+        StoreError::InvalidSetting { .. } => "invalid_setting",
+        StoreError::NotFound { .. } => "not_found",
+        StoreError::Conflict(_) => "conflict",
+        StoreError::InvalidData(_) => "invalid_data",
+        StoreError::Database(_) => "database",
+        StoreError::WouldWait => "would_wait",
+        StoreError::Io { .. } => "io",
+        _ => "other",
+    }
+}
+
+/// What a scrape reads from the daemon's own state (no store call).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Snapshot {
+    /// Open Streamable HTTP sessions.
+    pub(crate) sessions_http: u64,
+    /// Open legacy SSE sessions.
+    pub(crate) sessions_sse: u64,
+    /// The session cap.
+    pub(crate) sessions_max: u64,
+    /// MCP requests and hook events being answered.
+    pub(crate) in_flight: u64,
+    /// When the scheduler's last tick completed (Unix ms; 0 before the first).
+    pub(crate) scheduler_last_tick_ms: i64,
+    /// What the store said, or `None` when it could not answer in time.
+    pub(crate) store: Option<StoreSnapshot>,
+}
+
+/// What a scrape reads from the store (one blocking call per scrape).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct StoreSnapshot {
+    /// The store's record counts (what `/health?level=full` reports).
+    pub(crate) counts: Counts,
+    /// Live agent sessions as the store counts them (seen within the live window), over
+    /// every daemon, stdio server and hook of the fleet. `None` leaves the gauge out.
+    pub(crate) live_sessions: Option<u64>,
+}
+
+impl StoreSnapshot {
+    /// Reads the snapshot from `store` (a blocking call: run it on the blocking pool).
+    ///
+    /// # Errors
+    /// The store's error.
+    pub(crate) fn read(
+        store: &dyn store::Store,
+        now: i64,
+        retention: &store::Retention,
+    ) -> Result<StoreSnapshot, StoreError> {
+        Ok(StoreSnapshot {
+            counts: store.counts(now)?,
+            live_sessions: Some(store.count_sessions(retention.live_since(now))?),
+        })
+    }
+}
+
+/// Every metric the daemon keeps.
+#[derive(Debug)]
+pub(crate) struct Metrics {
+    registry: Registry,
+    tool_calls: Family<ToolCallLabels, Counter>,
+    tool_durations: Family<ToolLabels, Histogram, fn() -> Histogram>,
+    /// The hook routes' series.
+    pub(crate) hooks: HookMetrics,
+    /// The scheduler's series.
+    pub(crate) scheduler: SchedulerMetrics,
+    store_errors: Family<StoreErrorLabels, Counter>,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Metrics::new()
+    }
+}
+
+impl Metrics {
+    /// Registers every metric (each series at zero).
+    pub(crate) fn new() -> Metrics {
+        let mut registry = Registry::with_prefix(PREFIX);
+        registry.register(
+            "build",
+            "The running build: always 1, the version as a label",
+            Info::new([("version", protocol_lite::handshake::SERVER_VERSION)]),
+        );
+        let start_time: Gauge = Gauge::default();
+        start_time.set(crate::settings::now_ms() / 1000);
+        registry.register_with_unit(
+            "start_time",
+            "When the daemon started, in Unix seconds",
+            Unit::Seconds,
+            start_time,
+        );
+
+        let tool_calls = Family::<ToolCallLabels, Counter>::default();
+        registry.register(
+            "tool_calls",
+            "tools/call requests answered, by tool and outcome (ok, tool_error: a result with \
+             isError, protocol_error: a JSON-RPC error)",
+            tool_calls.clone(),
+        );
+        let tool_durations =
+            Family::<ToolLabels, Histogram, fn() -> Histogram>::new_with_constructor(
+                latency_histogram,
+            );
+        registry.register_with_unit(
+            "tool_call_duration",
+            "Time from a tools/call reaching the server to its result, by tool",
+            Unit::Seconds,
+            tool_durations.clone(),
+        );
+
+        let hook_events = Family::<HookLabels, Counter>::default();
+        registry.register(
+            "hook_events",
+            "Hook events the daemon answered, by route (http: POST /hooks/{Event}, forward: \
+             POST /hook/{event}), event and outcome (answered, refused, failed)",
+            hook_events.clone(),
+        );
+        let hook_durations =
+            Family::<HookRouteLabels, Histogram, fn() -> Histogram>::new_with_constructor(
+                latency_histogram,
+            );
+        registry.register_with_unit(
+            "hook_event_duration",
+            "Time the daemon took to answer a hook event, by route and event",
+            Unit::Seconds,
+            hook_durations.clone(),
+        );
+        let mut events = Vec::new();
+        let mut durations = Vec::new();
+        for route in HookRouteKind::ALL {
+            for slot in 0..EVENTS {
+                let event = event_label(slot);
+                for outcome in HookOutcome::ALL {
+                    events.push(hook_events.get_or_create_owned(&HookLabels {
+                        route: route.label(),
+                        event,
+                        outcome: outcome.label(),
+                    }));
+                }
+                durations.push(hook_durations.get_or_create_owned(&HookRouteLabels {
+                    route: route.label(),
+                    event,
+                }));
+            }
+        }
+
+        let ticks = Family::<OutcomeLabels, Counter>::default();
+        registry.register(
+            "scheduler_ticks",
+            "Scheduler ticks, by outcome (ok, error: the store could not fire due schedules)",
+            ticks.clone(),
+        );
+        let firings = Counter::default();
+        registry.register(
+            "scheduler_firings",
+            "Schedule occurrences fired (each published one broadcast)",
+            firings.clone(),
+        );
+        let skipped = Counter::default();
+        registry.register(
+            "scheduler_skipped_occurrences",
+            "Occurrences skipped because they were already past when their schedule fired",
+            skipped.clone(),
+        );
+        let lag = Histogram::new(LAG_BUCKETS);
+        registry.register_with_unit(
+            "scheduler_lag",
+            "Delay from an occurrence's due time to its firing",
+            Unit::Seconds,
+            lag.clone(),
+        );
+        let store_errors = Family::<StoreErrorLabels, Counter>::default();
+        registry.register(
+            "store_errors",
+            "Store errors the daemon met outside tool calls and hook events, by operation and \
+             kind",
+            store_errors.clone(),
+        );
+
+        Metrics {
+            registry,
+            tool_calls,
+            tool_durations,
+            hooks: HookMetrics { events, durations },
+            scheduler: SchedulerMetrics {
+                ticks_ok: ticks.get_or_create_owned(&OutcomeLabels { outcome: "ok" }),
+                ticks_failed: ticks.get_or_create_owned(&OutcomeLabels { outcome: "error" }),
+                firings,
+                skipped,
+                lag,
+            },
+            store_errors,
+        }
+    }
+
+    /// Creates the series of every tool in `names` (and of unknown tools).
+    pub(crate) fn tool_table<'a>(&self, names: impl IntoIterator<Item = &'a str>) -> ToolTable {
+        let series = |tool: &str| ToolSeries {
+            calls: CallOutcome::ALL.map(|outcome| {
+                self.tool_calls.get_or_create_owned(&ToolCallLabels {
+                    tool: tool.to_owned(),
+                    outcome: outcome.label(),
+                })
+            }),
+            duration: self.tool_durations.get_or_create_owned(&ToolLabels {
+                tool: tool.to_owned(),
+            }),
+        };
+        let mut index = HashMap::new();
+        let mut all = Vec::new();
+        for name in names {
+            if !index.contains_key(name) {
+                index.insert(name.to_owned(), all.len());
+                all.push(series(name));
+            }
+        }
+        ToolTable {
+            index,
+            series: all,
+            unknown: series(UNKNOWN_TOOL),
+        }
+    }
+
+    /// Counts a store error `e` met by `operation`.
+    pub(crate) fn store_error(&self, operation: StoreOperation, e: &StoreError) {
+        self.store_error_of_kind(operation, store_error_kind(e));
+    }
+
+    /// Counts a store failure of `kind` (a store error's kind, or `timeout`).
+    pub(crate) fn store_error_of_kind(&self, operation: StoreOperation, kind: &'static str) {
+        self.store_errors
+            .get_or_create(&StoreErrorLabels {
+                operation: operation.label(),
+                kind,
+            })
+            .inc();
+    }
+
+    /// The exposition: every kept metric, then the gauges of `snapshot`; OpenMetrics when
+    /// `openmetrics`, else the Prometheus text format.
+    ///
+    /// # Errors
+    /// Only if formatting fails (it writes into a `String`).
+    pub(crate) fn render(
+        &self,
+        snapshot: &Snapshot,
+        openmetrics: bool,
+    ) -> Result<String, std::fmt::Error> {
+        let gauges = scrape_registry(snapshot);
+        let mut out = String::with_capacity(16 * 1024);
+        if openmetrics {
+            text::encode_registry(&mut out, &self.registry)?;
+            text::encode_registry(&mut out, &gauges)?;
+            text::encode_eof(&mut out)?;
+        } else {
+            prometheus_text::encode(&mut out, &self.registry)?;
+            prometheus_text::encode(&mut out, &gauges)?;
+        }
+        Ok(out)
+    }
+}
+
+fn gauge(value: u64) -> Gauge {
+    let gauge: Gauge = Gauge::default();
+    gauge.set(i64::try_from(value).unwrap_or(i64::MAX));
+    gauge
+}
+
+/// The gauges read at scrape time, in a registry of their own.
+fn scrape_registry(snapshot: &Snapshot) -> Registry {
+    let mut registry = Registry::with_prefix(PREFIX);
+    let sessions = Family::<TransportLabels, Gauge>::default();
+    for (transport, open) in [
+        ("streamable-http", snapshot.sessions_http),
+        ("sse", snapshot.sessions_sse),
+    ] {
+        sessions
+            .get_or_create(&TransportLabels { transport })
+            .set(i64::try_from(open).unwrap_or(i64::MAX));
+    }
+    registry.register(
+        "sessions",
+        "MCP sessions open on this daemon, by transport",
+        sessions,
+    );
+    registry.register(
+        "sessions_max",
+        "The session cap over both transports (HOOKS_MCP_MAX_SESSIONS)",
+        gauge(snapshot.sessions_max),
+    );
+    registry.register(
+        "requests_in_flight",
+        "MCP requests and hook events being answered",
+        gauge(snapshot.in_flight),
+    );
+    if snapshot.scheduler_last_tick_ms > 0 {
+        let last: Gauge = Gauge::default();
+        last.set(snapshot.scheduler_last_tick_ms / 1000);
+        registry.register_with_unit(
+            "scheduler_last_tick_timestamp",
+            "When the scheduler's last tick completed, in Unix seconds",
+            Unit::Seconds,
+            last,
+        );
+    }
+    registry.register(
+        "store_up",
+        "1 when the store answered this scrape's count query, else 0",
+        gauge(u64::from(snapshot.store.is_some())),
+    );
+    if let Some(store) = &snapshot.store {
+        let records = Family::<KindLabels, Gauge>::default();
+        let counts = &store.counts;
+        for (kind, n) in [
+            ("active_broadcasts", counts.active_messages),
+            ("enforcements", counts.reminders),
+            ("conditions", counts.conditions),
+            ("active_schedules", counts.active_schedules),
+        ] {
+            records
+                .get_or_create(&KindLabels { kind })
+                .set(i64::try_from(n).unwrap_or(i64::MAX));
+        }
+        registry.register(
+            "store_records",
+            "Records in the store (shared by the fleet), by kind",
+            records,
+        );
+        if let Some(live) = store.live_sessions {
+            registry.register(
+                "live_sessions",
+                "Live agent sessions the store knows of, over the whole fleet",
+                gauge(live),
+            );
+        }
+    }
+    registry
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample<'a>(text: &'a str, series: &str) -> Option<&'a str> {
+        text.lines()
+            .find_map(|l| l.strip_prefix(series)?.strip_prefix(' '))
+    }
+
+    #[test]
+    fn the_switch_takes_on_and_off_only() {
+        assert_eq!(parse_switch(None), Ok(true));
+        assert_eq!(parse_switch(Some(" ON ")), Ok(true));
+        assert_eq!(parse_switch(Some("off")), Ok(false));
+        let e = parse_switch(Some("maybe")).unwrap_err();
+        assert!(e.starts_with("HOOKS_MCP_METRICS:"), "{e}");
+    }
+
+    #[test]
+    fn series_exist_at_zero_and_count() {
+        let metrics = Metrics::new();
+        let tools = metrics.tool_table(["channel_list", "channel_publish"]);
+        let text = metrics.render(&Snapshot::default(), false).unwrap();
+        assert_eq!(
+            sample(
+                &text,
+                "hooks_mcp_tool_calls_total{tool=\"channel_list\",outcome=\"ok\"}"
+            ),
+            Some("0")
+        );
+        tools.record("channel_list", CallOutcome::Ok, Duration::from_micros(300));
+        tools.record("made_up", CallOutcome::ProtocolError, Duration::ZERO);
+        metrics.hooks.record(
+            HookRouteKind::Http,
+            EventSlot::of("pretooluse"),
+            HookOutcome::Answered,
+            Duration::from_millis(2),
+        );
+        metrics.hooks.record(
+            HookRouteKind::Forward,
+            EventSlot::of("NoSuchEvent"),
+            HookOutcome::Refused,
+            Duration::ZERO,
+        );
+        metrics.store_error(StoreOperation::SchedulerFire, &StoreError::WouldWait);
+        let text = metrics.render(&Snapshot::default(), false).unwrap();
+        for (series, value) in [
+            (
+                "hooks_mcp_tool_calls_total{tool=\"channel_list\",outcome=\"ok\"}",
+                "1",
+            ),
+            (
+                "hooks_mcp_tool_calls_total{tool=\"(unknown)\",outcome=\"protocol_error\"}",
+                "1",
+            ),
+            (
+                "hooks_mcp_tool_call_duration_seconds_bucket{tool=\"channel_list\",le=\"0.0005\"}",
+                "1",
+            ),
+            (
+                "hooks_mcp_tool_call_duration_seconds_bucket{tool=\"channel_list\",le=\"0.00025\"}",
+                "0",
+            ),
+            (
+                "hooks_mcp_hook_events_total{route=\"http\",event=\"PreToolUse\",outcome=\"answered\"}",
+                "1",
+            ),
+            (
+                "hooks_mcp_hook_events_total{route=\"forward\",event=\"(unknown)\",outcome=\"refused\"}",
+                "1",
+            ),
+            (
+                "hooks_mcp_store_errors_total{operation=\"scheduler_fire\",kind=\"would_wait\"}",
+                "1",
+            ),
+            ("hooks_mcp_sessions{transport=\"sse\"}", "0"),
+            ("hooks_mcp_store_up", "0"),
+        ] {
+            assert_eq!(sample(&text, series), Some(value), "{series} in\n{text}");
+        }
+        assert!(
+            text.contains(&format!(
+                "hooks_mcp_build_info{{version=\"{}\"}} 1",
+                protocol_lite::handshake::SERVER_VERSION
+            )),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn scheduler_lag_is_due_to_fired() {
+        let metrics = Metrics::new();
+        let message = store::Message {
+            id: 1,
+            channel: "c".into(),
+            body: "b".into(),
+            severity: store::Severity::Info,
+            created_at: 0,
+            expires_at: 60_000,
+        };
+        let firing = |scheduled_for| Firing {
+            schedule_id: 1,
+            scheduled_for,
+            message: message.clone(),
+            skipped: 2,
+        };
+        metrics
+            .scheduler
+            .tick(&[firing(10_000), firing(9_000)], 10_400);
+        let text = metrics.render(&Snapshot::default(), true).unwrap();
+        for (series, value) in [
+            ("hooks_mcp_scheduler_firings_total", "2"),
+            ("hooks_mcp_scheduler_skipped_occurrences_total", "4"),
+            ("hooks_mcp_scheduler_lag_seconds_bucket{le=\"0.5\"}", "1"),
+            ("hooks_mcp_scheduler_lag_seconds_bucket{le=\"1.0\"}", "1"),
+            ("hooks_mcp_scheduler_lag_seconds_bucket{le=\"2.5\"}", "2"),
+            ("hooks_mcp_scheduler_ticks_total{outcome=\"ok\"}", "1"),
+        ] {
+            assert_eq!(sample(&text, series), Some(value), "{series} in\n{text}");
+        }
+        assert!(text.ends_with("# EOF\n"), "{text}");
+    }
+
+    #[test]
+    fn scrape_gauges_show_what_the_snapshot_holds() {
+        let metrics = Metrics::new();
+        let snapshot = Snapshot {
+            sessions_http: 3,
+            sessions_sse: 1,
+            sessions_max: 256,
+            in_flight: 2,
+            scheduler_last_tick_ms: 1_700_000_000_500,
+            store: Some(StoreSnapshot {
+                counts: Counts {
+                    active_messages: 5,
+                    ..Counts::default()
+                },
+                live_sessions: Some(7),
+            }),
+        };
+        let text = metrics.render(&snapshot, false).unwrap();
+        for (series, value) in [
+            ("hooks_mcp_sessions{transport=\"streamable-http\"}", "3"),
+            ("hooks_mcp_sessions{transport=\"sse\"}", "1"),
+            ("hooks_mcp_sessions_max", "256"),
+            ("hooks_mcp_requests_in_flight", "2"),
+            (
+                "hooks_mcp_scheduler_last_tick_timestamp_seconds",
+                "1700000000",
+            ),
+            ("hooks_mcp_store_up", "1"),
+            ("hooks_mcp_store_records{kind=\"active_broadcasts\"}", "5"),
+            ("hooks_mcp_live_sessions", "7"),
+        ] {
+            assert_eq!(sample(&text, series), Some(value), "{series} in\n{text}");
+        }
+    }
+}
