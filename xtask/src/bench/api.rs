@@ -2,8 +2,9 @@
 //! time on a keep-alive connection to a release daemon, every route of the OpenAPI document.
 //!
 //! The store holds 10,000 unexpired messages on 20 channels, 1,000 sessions (each subscribed
-//! to one channel, 100 of them with first deliveries recorded) and 1,000 audit entries (the
-//! publications' entries are pruned first; 1,000 acknowledgements make the ones kept).
+//! to one channel, 100 of them with first deliveries recorded), 20 reminders, 10 conditions,
+//! 20 interval schedules with 10 firings each, and 1,000 audit entries (the entries of the
+//! rest are pruned first; 1,000 acknowledgements make the ones kept).
 //! Nothing here asserts a timing.
 
 use std::net::SocketAddr;
@@ -11,8 +12,10 @@ use std::time::Instant;
 
 use anyhow::{Context, bail};
 use store::{
-    Actor, AuditStore, ChannelStore, DeliveryPoint, NewMessage, SessionStore, Severity, Sighting,
-    SqliteStore, Subscribed, Transport,
+    Actor, AuditStore, ChannelStore, Condition, ConditionStore, DeliveryPoint, EnforcementStore,
+    Millis, NewMessage, NewReminder, NewSchedule, NextFire, PutMode, Schedule, ScheduleStore,
+    ScriptLanguage, SessionStore, Severity, Sighting, SqliteStore, Step, Subscribed, Transport,
+    Trigger,
 };
 
 use super::now_ms;
@@ -155,6 +158,55 @@ fn fill(db: &std::path::Path, args: &Args) -> anyhow::Result<(i64, usize)> {
         };
         ids.push(store.publish(&message, &daemon)?.id);
     }
+    // Something in the other lists: reminders, conditions, schedules with firings.
+    for i in 0..20 {
+        store.add_reminder(
+            &NewReminder {
+                message: format!("Reminder {i}: run the tests before pushing."),
+                cadence: 5 + i,
+                tag: Some(format!("tag-{}", i % 4)),
+                created_at: now,
+            },
+            &daemon,
+        )?;
+    }
+    for i in 0..10 {
+        let condition = Condition {
+            name: format!("guard_{i}"),
+            step: Step::Pre,
+            matcher: "bash.git".into(),
+            script: format!("#!/bin/sh\n# guard {i}\ngrep -q 'push --force' && exit 2\nexit 0\n"),
+            language: ScriptLanguage::Bash,
+            run_async: false,
+            session_id: "session-0000".into(),
+            created_at: now,
+            updated_at: now,
+        };
+        store.put_condition(&condition, PutMode::CreateOnly, &daemon)?;
+    }
+    for i in 0..20 {
+        store.create_schedule(
+            &NewSchedule {
+                name: Some(format!("every-{i}")),
+                channel: format!("channel-{}", i % CHANNELS),
+                message: format!("Scheduled note {i}"),
+                severity: Severity::Info,
+                ttl_seconds: 3600,
+                trigger: Trigger::Every(60),
+                next_fire_at: now - 600_000,
+                created_at: now - 600_000,
+            },
+            &daemon,
+        )?;
+    }
+    // Ten firings of each schedule, a minute apart.
+    let every_minute = |s: &Schedule, at: Millis| NextFire {
+        next_fire_at: s.next_fire_at.map(|n| n.max(at) + 60_000),
+        skipped: 0,
+    };
+    for k in 0..10 {
+        store.fire_due(now - 600_000 + k * 60_000, &every_minute, &daemon)?;
+    }
     // Keep the audit trail at the acknowledgements below.
     store.prune_audit(now + 1)?;
     for s in 0..args.sessions {
@@ -196,7 +248,7 @@ fn fill(db: &std::path::Path, args: &Args) -> anyhow::Result<(i64, usize)> {
         )?;
         acks += 1;
     }
-    for (n, id) in ids.iter().rev().step_by(CHANNELS).skip(1).enumerate() {
+    for (n, id) in ids.iter().rev().filter(|id| **id != newest).enumerate() {
         if acks >= 1_000 {
             break;
         }
