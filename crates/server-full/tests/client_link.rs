@@ -1,8 +1,9 @@
-//! What a tool handler can do with its client during a call ([`catalogue::ClientLink`]):
-//! progress and log notifications, `sampling/createMessage` and `elicitation/create` requests,
-//! and rich content (images, embedded resources). Tools registered here, the way an embedder
-//! registers its own, are served by a [`server_full::HooksServer`] in this process, over an
-//! in-memory pipe, to rmcp's client.
+//! What an embedder registers and what a tool handler can do with its client during a call
+//! ([`catalogue::ClientLink`]): progress and log notifications, `sampling/createMessage` and
+//! `elicitation/create` requests, rich content (images, embedded resources), and prompts with
+//! arguments and completion. Tools and prompts registered here, the way an embedder registers
+//! its own, are served by a [`server_full::HooksServer`] in this process, over an in-memory
+//! pipe, to rmcp's client.
 // Logging and sampling are deprecated by the newest revision (SEP-2577), which rmcp marks; the
 // revisions this server negotiates define them.
 #![allow(deprecated, clippy::unwrap_used, clippy::expect_used)]
@@ -10,13 +11,13 @@
 use std::sync::{Arc, Mutex};
 
 use catalogue::{
-    Annotations, CallContext, Category, Content, Filter, LogLevel, SessionPolicy, StartMode,
-    ToolError, ToolRegistration,
+    Annotations, CallContext, Category, Content, Filter, LogLevel, PromptArgument, PromptMessage,
+    PromptRegistration, Role, SessionPolicy, StartMode, ToolError, ToolRegistration,
 };
 use rmcp::model::{
-    CallToolRequestParams, CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams,
-    ElicitResult, LoggingLevel, LoggingMessageNotificationParam, ProgressNotificationParam,
-    SetLevelRequestParams,
+    ArgumentInfo, CallToolRequestParams, CompleteRequestParams, CreateMessageRequestParams,
+    CreateMessageResult, ElicitRequestParams, ElicitResult, GetPromptRequestParams, LoggingLevel,
+    LoggingMessageNotificationParam, ProgressNotificationParam, Reference, SetLevelRequestParams,
 };
 use rmcp::service::{NotificationContext, RequestContext, RunningService};
 use rmcp::{ClientHandler, ErrorData, RoleClient, ServiceExt};
@@ -110,6 +111,39 @@ test_tool!("link_rich", |ctx: &CallContext<'_>, _| {
 test_tool!("link_refusal", |_: &CallContext<'_>, _| Err(
     ToolError::Refused("refused on purpose".into())
 ));
+
+catalogue::submit! {
+    PromptRegistration {
+        name: "link_review",
+        title: "Review a change",
+        description: "Asks for a review of one file.",
+        arguments: &[
+            PromptArgument { name: "file", description: "The file to review", required: true },
+            PromptArgument { name: "focus", description: "What to look at", required: false },
+        ],
+        get: |_, args| {
+            let file = args.get("file").and_then(Value::as_str).ok_or_else(|| {
+                ToolError::InvalidArguments("file: required; name the file to review".into())
+            })?;
+            let focus = args.get("focus").and_then(Value::as_str).unwrap_or("everything");
+            Ok(vec![PromptMessage {
+                role: Role::User,
+                content: Content::Text(format!("Review {file}, looking at {focus}.")),
+            }])
+        },
+        complete: Some(|_, argument, typed| {
+            let files = ["src/main.rs", "src/lib.rs", "README.md"];
+            Ok(match argument {
+                "file" => files
+                    .iter()
+                    .filter(|f| f.starts_with(typed))
+                    .map(|f| (*f).to_owned())
+                    .collect(),
+                _ => Vec::new(),
+            })
+        }),
+    }
+}
 
 /// One progress notification: progress, total, message.
 type Progress = (f64, Option<f64>, Option<String>);
@@ -325,5 +359,57 @@ async fn rich_content_and_refusals_keep_their_shape() {
             .contains("refused on purpose"),
         "{result}"
     );
+    running.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn registered_prompts_are_listed_rendered_and_completed() {
+    let home = tempfile::tempdir().unwrap();
+    let (_client, running) = connect(home.path()).await;
+    assert!(running.peer_info().unwrap().capabilities.prompts.is_some());
+    let prompts = running.list_all_prompts().await.unwrap();
+    let review = prompts.iter().find(|p| p.name == "link_review").unwrap();
+    let arguments = review.arguments.as_ref().unwrap();
+    assert_eq!(
+        arguments
+            .iter()
+            .map(|a| (a.name.as_str(), a.required))
+            .collect::<Vec<_>>(),
+        [("file", Some(true)), ("focus", Some(false))]
+    );
+
+    let mut args = serde_json::Map::new();
+    args.insert("file".into(), json!("src/lib.rs"));
+    let got = running
+        .get_prompt(GetPromptRequestParams::new("link_review").with_arguments(args))
+        .await
+        .unwrap();
+    let got = serde_json::to_value(got).unwrap();
+    assert_eq!(got["messages"][0]["role"], "user");
+    assert_eq!(
+        got["messages"][0]["content"]["text"],
+        "Review src/lib.rs, looking at everything."
+    );
+
+    // A missing argument is the handler's refusal; an unknown prompt a -32602.
+    let missing = running
+        .get_prompt(GetPromptRequestParams::new("link_review"))
+        .await
+        .unwrap_err();
+    assert!(missing.to_string().contains("file: required"), "{missing}");
+    let unknown = running
+        .get_prompt(GetPromptRequestParams::new("no_such_prompt"))
+        .await
+        .unwrap_err();
+    assert!(unknown.to_string().contains("-32602"), "{unknown}");
+
+    let completed = running
+        .complete(CompleteRequestParams::new(
+            Reference::for_prompt("link_review"),
+            ArgumentInfo::new("file", "src/"),
+        ))
+        .await
+        .unwrap();
+    assert_eq!(completed.completion.values, ["src/main.rs", "src/lib.rs"]);
     running.cancel().await.unwrap();
 }
