@@ -154,6 +154,17 @@ async fn blocking<T: Send + 'static>(
     }
 }
 
+/// A list read from the store, each item shown as `view` makes it.
+fn json_list<T, U: Serialize>(
+    read: Result<Vec<T>, Response>,
+    view: impl FnMut(T) -> U,
+) -> Response {
+    match read {
+        Ok(list) => Json(list.into_iter().map(view).collect::<Vec<U>>()).into_response(),
+        Err(response) => response,
+    }
+}
+
 // --- Overview -------------------------------------------------------------------------------
 
 /// The daemon and the store at a glance.
@@ -316,22 +327,17 @@ pub(crate) struct Channel {
 )]
 async fn channels(State(state): State<ApiState>) -> Response {
     let now = now_ms();
-    match blocking(&state.store, move |store| store.channels(now)).await {
-        Ok(mut list) => {
-            list.sort_by_key(|c| std::cmp::Reverse(c.latest_at));
-            Json(
-                list.into_iter()
-                    .map(|c| Channel {
-                        name: c.channel,
-                        active: c.active,
-                        latest_at: to_rfc3339(c.latest_at),
-                    })
-                    .collect::<Vec<_>>(),
-            )
-            .into_response()
-        }
-        Err(response) => response,
-    }
+    let read = blocking(&state.store, move |store| {
+        let mut list = store.channels(now)?;
+        list.sort_by_key(|c| std::cmp::Reverse(c.latest_at));
+        Ok(list)
+    })
+    .await;
+    json_list(read, |c| Channel {
+        name: c.channel,
+        active: c.active,
+        latest_at: to_rfc3339(c.latest_at),
+    })
 }
 
 /// A broadcast.
@@ -567,39 +573,31 @@ async fn schedules(State(state): State<ApiState>) -> Response {
         Ok(out)
     })
     .await;
-    match read {
-        Ok(list) => Json(
-            list.into_iter()
-                .map(|(s, firings)| ApiSchedule {
-                    id: s.id,
-                    name: s.name,
-                    channel: s.channel,
-                    message: s.message,
-                    severity: s.severity.as_str().to_owned(),
-                    ttl_seconds: s.ttl_seconds,
-                    trigger: trigger_text(&s.trigger),
-                    status: s.status.as_str().to_owned(),
-                    next_fire_at: s.next_fire_at.map(to_rfc3339),
-                    last_fired_at: s.last_fired_at.map(to_rfc3339),
-                    fire_count: s.fire_count,
-                    skipped_count: s.skipped_count,
-                    created_at: to_rfc3339(s.created_at),
-                    recent_firings: firings
-                        .into_iter()
-                        .map(|f| ApiFiring {
-                            scheduled_for: to_rfc3339(f.scheduled_for),
-                            fired_at: to_rfc3339(f.fired_at),
-                            lag_ms: f.fired_at - f.scheduled_for,
-                            message_id: f.message_id,
-                            skipped: f.skipped,
-                        })
-                        .collect(),
-                })
-                .collect::<Vec<_>>(),
-        )
-        .into_response(),
-        Err(response) => response,
-    }
+    json_list(read, |(s, firings)| ApiSchedule {
+        id: s.id,
+        name: s.name,
+        channel: s.channel,
+        message: s.message,
+        severity: s.severity.as_str().to_owned(),
+        ttl_seconds: s.ttl_seconds,
+        trigger: trigger_text(&s.trigger),
+        status: s.status.as_str().to_owned(),
+        next_fire_at: s.next_fire_at.map(to_rfc3339),
+        last_fired_at: s.last_fired_at.map(to_rfc3339),
+        fire_count: s.fire_count,
+        skipped_count: s.skipped_count,
+        created_at: to_rfc3339(s.created_at),
+        recent_firings: firings
+            .into_iter()
+            .map(|f| ApiFiring {
+                scheduled_for: to_rfc3339(f.scheduled_for),
+                fired_at: to_rfc3339(f.fired_at),
+                lag_ms: f.fired_at - f.scheduled_for,
+                message_id: f.message_id,
+                skipped: f.skipped,
+            })
+            .collect(),
+    })
 }
 
 // --- Reminders and conditions ---------------------------------------------------------------
@@ -630,21 +628,14 @@ pub(crate) struct ApiReminder {
     )
 )]
 async fn reminders(State(state): State<ApiState>) -> Response {
-    match blocking(&state.store, |store| store.reminders()).await {
-        Ok(list) => Json(
-            list.into_iter()
-                .map(|r| ApiReminder {
-                    id: r.id,
-                    message: r.message,
-                    cadence: r.cadence,
-                    tag: r.tag,
-                    created_at: to_rfc3339(r.created_at),
-                })
-                .collect::<Vec<_>>(),
-        )
-        .into_response(),
-        Err(response) => response,
-    }
+    let read = blocking(&state.store, |store| store.reminders()).await;
+    json_list(read, |r| ApiReminder {
+        id: r.id,
+        message: r.message,
+        cadence: r.cadence,
+        tag: r.tag,
+        created_at: to_rfc3339(r.created_at),
+    })
 }
 
 /// An operator script run on matching tool calls.
@@ -681,25 +672,18 @@ pub(crate) struct ApiCondition {
     )
 )]
 async fn conditions(State(state): State<ApiState>) -> Response {
-    match blocking(&state.store, |store| store.conditions()).await {
-        Ok(list) => Json(
-            list.into_iter()
-                .map(|c| ApiCondition {
-                    name: c.name,
-                    step: c.step.as_str().to_owned(),
-                    matcher: c.matcher,
-                    language: c.language.as_str().to_owned(),
-                    script: c.script,
-                    run_async: c.run_async,
-                    set_by: c.session_id,
-                    created_at: to_rfc3339(c.created_at),
-                    updated_at: to_rfc3339(c.updated_at),
-                })
-                .collect::<Vec<_>>(),
-        )
-        .into_response(),
-        Err(response) => response,
-    }
+    let read = blocking(&state.store, |store| store.conditions()).await;
+    json_list(read, |c| ApiCondition {
+        name: c.name,
+        step: c.step.as_str().to_owned(),
+        matcher: c.matcher,
+        language: c.language.as_str().to_owned(),
+        script: c.script,
+        run_async: c.run_async,
+        set_by: c.session_id,
+        created_at: to_rfc3339(c.created_at),
+        updated_at: to_rfc3339(c.updated_at),
+    })
 }
 
 // --- Sessions -------------------------------------------------------------------------------
