@@ -307,13 +307,10 @@ impl HooksServer {
                 store::no_wait::try_without_waiting(|| handler(&ctx, args.clone()))
             }));
             let answered = matches!(attempt, Ok(Some(_)));
-            if answered {
+            if answered && let Some(sighted) = sighting(&self.inner, named.as_deref(), now) {
                 // The sighting is a write: it goes to the blocking pool, the answer does not
                 // wait for it.
-                let (inner, named) = (self.inner.clone(), named.clone());
-                drop(tokio::task::spawn_blocking(move || {
-                    record_call(&inner, named.as_deref(), now)
-                }));
+                drop(tokio::task::spawn_blocking(move || sighted.record()));
             }
             match attempt {
                 Ok(Some(Ok(value))) => return Ok(shaped(value, ctx.take_content())),
@@ -326,7 +323,9 @@ impl HooksServer {
         let outcome = tokio::task::spawn_blocking(move || {
             let ctx = CallContext::new(now, &inner.session, &inner.extensions).with_client(&client);
             let result = handler(&ctx, args);
-            record_call(&inner, named.as_deref(), now);
+            if let Some(sighted) = sighting(&inner, named.as_deref(), now) {
+                sighted.record();
+            }
             (result, ctx.take_content())
         })
         .await;
@@ -338,31 +337,40 @@ impl HooksServer {
     }
 }
 
-/// Records that the call's session (the `session_id` it names, else the session policy's
-/// fallback) made a tool call over this server's transport. Best effort: a call whose session
-/// is unknown records nothing, and a failure is logged without touching the call's answer.
-fn record_call(inner: &Inner, named: Option<&str>, now: i64) {
-    let (Some(store), Some(transport)) = (
-        inner.extensions.get::<store::StoreHandle>(),
-        inner.extensions.get::<store::Transport>(),
-    ) else {
-        return;
-    };
-    let ctx = CallContext::new(now, &inner.session, &inner.extensions);
-    let Ok(session_id) = ctx.session_id(named) else {
-        return;
-    };
-    let sighting = store::Sighting {
-        session_id,
-        at: now,
-        event: "tools/call".into(),
-        transport: *transport,
-        cwd: None,
-        subscriptions: None,
-    };
-    if let Err(e) = store.record_sighting(&sighting) {
-        tracing::debug!("could not record the session's tool call: {e}");
+/// A tool call's session seen, to record in the store.
+struct Sighted {
+    store: store::StoreHandle,
+    sighting: store::Sighting,
+}
+
+impl Sighted {
+    /// Records it. Best effort: a failure is logged without touching the call's answer.
+    fn record(self) {
+        if let Err(e) = self.store.record_sighting(&self.sighting) {
+            tracing::debug!("could not record the session's tool call: {e}");
+        }
     }
+}
+
+/// That the call's session (the `session_id` it names, else the session policy's fallback)
+/// made a tool call over this server's transport; `None` when the session is unknown (then
+/// nothing is recorded, and no thread is woken for it).
+fn sighting(inner: &Inner, named: Option<&str>, now: i64) -> Option<Sighted> {
+    let store = inner.extensions.get::<store::StoreHandle>()?;
+    let transport = inner.extensions.get::<store::Transport>()?;
+    let ctx = CallContext::new(now, &inner.session, &inner.extensions);
+    let session_id = ctx.session_id(named).ok()?;
+    Some(Sighted {
+        store: store.clone(),
+        sighting: store::Sighting {
+            session_id,
+            at: now,
+            event: "tools/call".into(),
+            transport: *transport,
+            cwd: None,
+            subscriptions: None,
+        },
+    })
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
