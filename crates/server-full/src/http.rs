@@ -384,7 +384,11 @@ pub(crate) fn mcp_router(
     };
     let prototype = server.clone();
     let streamable = StreamableHttpService::new(
-        move || Ok(prototype.fork_session()),
+        move || {
+            Ok(prototype
+                .fork_session()
+                .on_transport(store::Transport::StreamableHttp))
+        },
         manager.clone(),
         config,
     );

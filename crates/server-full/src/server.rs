@@ -38,6 +38,9 @@ use crate::watch::{self, Subscriptions, Watch};
 pub struct HooksServer {
     inner: Arc<Inner>,
     session: Arc<SessionTools>,
+    /// The transport this session's calls come over, when the server set it
+    /// ([`HooksServer::on_transport`]); else the one in the extensions (stdio).
+    transport: Option<store::Transport>,
 }
 
 /// What belongs to one session: the tools it has loaded (indexes into the registry), the log
@@ -104,7 +107,14 @@ impl HooksServer {
         };
         let inner = Arc::new(inner);
         let session = SessionTools::new(&inner);
-        Ok((HooksServer { inner, session }, warnings))
+        Ok((
+            HooksServer {
+                inner,
+                session,
+                transport: None,
+            },
+            warnings,
+        ))
     }
 
     /// A server for another session: same registry and store, its own loaded tools (as the
@@ -113,7 +123,15 @@ impl HooksServer {
         HooksServer {
             inner: self.inner.clone(),
             session: SessionTools::new(&self.inner),
+            transport: self.transport,
         }
+    }
+
+    /// This server, recording its sessions' tool calls as made over `transport` (the daemon
+    /// serves Streamable HTTP and legacy SSE side by side).
+    pub fn on_transport(mut self, transport: store::Transport) -> HooksServer {
+        self.transport = Some(transport);
+        self
     }
 
     /// Counts every `tools/call` of this server and its forks in `metrics` (by tool: each
@@ -307,7 +325,9 @@ impl HooksServer {
                 store::no_wait::try_without_waiting(|| handler(&ctx, args.clone()))
             }));
             let answered = matches!(attempt, Ok(Some(_)));
-            if answered && let Some(sighted) = sighting(&self.inner, named.as_deref(), now) {
+            if answered
+                && let Some(sighted) = sighting(&self.inner, self.transport, named.as_deref(), now)
+            {
                 // The sighting is a write: it goes to the blocking pool, the answer does not
                 // wait for it.
                 drop(tokio::task::spawn_blocking(move || sighted.record()));
@@ -319,11 +339,11 @@ impl HooksServer {
                 Err(_) => return Ok(panicked(name)),
             }
         }
-        let inner = self.inner.clone();
+        let (inner, transport) = (self.inner.clone(), self.transport);
         let outcome = tokio::task::spawn_blocking(move || {
             let ctx = CallContext::new(now, &inner.session, &inner.extensions).with_client(&client);
             let result = handler(&ctx, args);
-            if let Some(sighted) = sighting(&inner, named.as_deref(), now) {
+            if let Some(sighted) = sighting(&inner, transport, named.as_deref(), now) {
                 sighted.record();
             }
             (result, ctx.take_content())
@@ -355,9 +375,14 @@ impl Sighted {
 /// That the call's session (the `session_id` it names, else the session policy's fallback)
 /// made a tool call over this server's transport; `None` when the session is unknown (then
 /// nothing is recorded, and no thread is woken for it).
-fn sighting(inner: &Inner, named: Option<&str>, now: i64) -> Option<Sighted> {
+fn sighting(
+    inner: &Inner,
+    transport: Option<store::Transport>,
+    named: Option<&str>,
+    now: i64,
+) -> Option<Sighted> {
     let store = inner.extensions.get::<store::StoreHandle>()?;
-    let transport = inner.extensions.get::<store::Transport>()?;
+    let transport = transport.or_else(|| inner.extensions.get::<store::Transport>().copied())?;
     let ctx = CallContext::new(now, &inner.session, &inner.extensions);
     let session_id = ctx.session_id(named).ok()?;
     Some(Sighted {
@@ -366,7 +391,7 @@ fn sighting(inner: &Inner, named: Option<&str>, now: i64) -> Option<Sighted> {
             session_id,
             at: now,
             event: "tools/call".into(),
-            transport: *transport,
+            transport,
             cwd: None,
             subscriptions: None,
         },

@@ -125,20 +125,13 @@ impl Settings {
         store: StoreHandle,
     ) -> Result<(Settings, Vec<FilterWarning>), SettingsError> {
         let (filter, warnings) = Filter::from_env();
-        let mut extensions = Settings::extensions(store);
-        // Tool calls record their session's sighting with the transport that carried them.
-        let sse =
-            std::env::var("MCP_TRANSPORT").is_ok_and(|t| t.trim().eq_ignore_ascii_case("sse"));
-        extensions.insert(if sse {
-            store::Transport::Sse
-        } else {
-            store::Transport::StreamableHttp
-        });
+        // Each transport's sessions record their tool calls as made over it
+        // (`HooksServer::on_transport`).
         let settings = Settings {
             filter,
             session: SessionPolicy::ExplicitOnly,
             mode: mode_from_env()?,
-            extensions: Arc::new(extensions),
+            extensions: Arc::new(Settings::extensions(store)),
         };
         Ok((settings, warnings))
     }

@@ -124,7 +124,10 @@ pub(crate) async fn connect(State(sessions): State<Arc<SseSessions>>) -> Respons
         idle: sessions.idle,
         session: id.clone(),
     };
-    let server = sessions.server.fork_session();
+    let server = sessions
+        .server
+        .fork_session()
+        .on_transport(store::Transport::Sse);
     let session_cancel = cancel.clone();
     let session_id = id.clone();
     tokio::spawn(async move {

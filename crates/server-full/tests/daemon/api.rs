@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 
 use serde_json::{Value, json};
 
-use crate::support::{Daemon, TOKEN, call, http, mcp_request, mcp_session};
+use crate::support::{Daemon, SseSession, TOKEN, call, http, mcp_request, mcp_session};
 
 const BEARER: &str = "Bearer test-token-0123456789abcdef";
 
@@ -82,6 +82,18 @@ fn every_documented_route_answers_with_its_documented_shape() {
         "schedule_create",
         json!({ "channel": "ops", "message": "tick", "every_seconds": 3600 }),
     );
+
+    // A session acting over the legacy SSE transport of the same daemon.
+    let mut sse = SseSession::connect(addr, &auth);
+    sse.handshake(addr, &auth);
+    let ack = call(
+        30,
+        "channel_acknowledge",
+        json!({ "message_id": ids[3], "session_id": "sse-session" }),
+    );
+    assert_eq!(sse.post(addr, &auth, &ack), 202);
+    let reply = sse.next_message();
+    assert_eq!(reply["result"]["isError"], false, "{reply}");
 
     // The document is behind the token too.
     let bare = http(addr, "GET", "/api/v1/openapi.json", &[], "");
@@ -168,8 +180,27 @@ fn every_documented_route_answers_with_its_documented_shape() {
             "publish",
             "acknowledge",
             "reminder_set",
-            "schedule_create"
+            "schedule_create",
+            "acknowledge"
         ]
+    );
+    // Each session as it was last reached.
+    let sessions = bodies["/api/v1/sessions"]["items"].as_array().unwrap();
+    let transport_of = |id: &str| {
+        sessions
+            .iter()
+            .find(|s| s["session_id"] == id)
+            .map(|s| (s["transport"].clone(), s["live"].clone()))
+    };
+    assert_eq!(
+        transport_of("api-session"),
+        Some((json!("streamable-http"), json!(true))),
+        "{sessions:?}"
+    );
+    assert_eq!(
+        transport_of("sse-session"),
+        Some((json!("sse"), json!(true))),
+        "{sessions:?}"
     );
     assert_eq!(audit[5]["actor_kind"], "session");
     assert_eq!(audit[5]["actor"], "api-session");
