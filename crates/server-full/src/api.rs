@@ -172,7 +172,8 @@ fn json_list<T, U: Serialize>(
 pub(crate) struct Overview {
     /// hooks-mcp's version.
     version: String,
-    /// `ok` while serving.
+    /// `ok`, or `degraded` while the scheduler lags more than its limit (as
+    /// `/health?level=full` says).
     status: String,
     /// Seconds since the daemon started.
     uptime_s: u64,
@@ -265,10 +266,11 @@ async fn overview(State(state): State<ApiState>) -> Response {
     let count = |key: &str| sessions[key].as_u64().unwrap_or(0);
     Json(Overview {
         version: protocol_lite::handshake::SERVER_VERSION.to_owned(),
-        status: if status.is_serving() {
-            "ok".into()
+        status: if sched.lag_ms(now) > i64::try_from(sched.max_lag.as_millis()).unwrap_or(i64::MAX)
+        {
+            "degraded".into()
         } else {
-            "starting".into()
+            "ok".into()
         },
         uptime_s: status.uptime().as_secs(),
         store: describe,

@@ -72,6 +72,10 @@ fn sessions_are_capped_bodies_limited_and_idle_sessions_expire() {
     );
     assert!(health["scheduler"]["last_tick"].is_string(), "{health}");
     assert_eq!(http(addr, "GET", "/health", &[], "").status, 200);
+    // The read API's overview says the same.
+    let overview = http(addr, "GET", "/api/v1/overview", &[], "");
+    assert_eq!(overview.status, 200, "{}", overview.body);
+    assert_eq!(overview.json()["status"], "degraded", "{}", overview.body);
     assert_eq!(health["sessions"]["streamable_http"], 0, "{health}");
     assert_eq!(health["sessions"]["sse"], 0, "{health}");
     mcp_session(addr, &[]);
