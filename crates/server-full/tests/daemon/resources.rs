@@ -121,15 +121,7 @@ async fn a_subscriber_hears_of_another_process_publishing_within_a_second() {
     let listed = client.list_all_resources().await.unwrap();
     assert_eq!(listed.len(), 1);
     assert_eq!(listed[0].uri, uri);
-    let read = client
-        .read_resource(ReadResourceRequestParams::new(uri))
-        .await
-        .unwrap();
-    let text = serde_json::to_value(&read).unwrap()["contents"][0]["text"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    let value: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let value = read_json(&client, uri).await;
     assert_eq!(value["messages"][0]["message"], "news on proof");
 
     let completed = client
@@ -164,6 +156,22 @@ async fn a_subscriber_hears_of_another_process_publishing_within_a_second() {
         .collect();
     assert!(!after.iter().any(|w| w == uri), "{after:?}");
     client.cancel().await.unwrap();
+}
+
+/// `resources/read` of `uri`: its JSON text, parsed.
+async fn read_json(
+    client: &rmcp::service::RunningService<RoleClient, Recorder>,
+    uri: &str,
+) -> serde_json::Value {
+    let read = client
+        .read_resource(ReadResourceRequestParams::new(uri))
+        .await
+        .unwrap();
+    let text = serde_json::to_value(&read).unwrap()["contents"][0]["text"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    serde_json::from_str(&text).unwrap()
 }
 
 /// Opens an rmcp client session on `daemon` that records resource notifications.
@@ -289,16 +297,8 @@ async fn hears_of_another_daemon(watching: &Daemon, publishing: &Daemon) {
              daemon's publication, {latency:?} after its clear"
         );
     }
-    let read = client
-        .read_resource(ReadResourceRequestParams::new(uri))
-        .await
-        .unwrap();
-    let text = serde_json::to_value(&read).unwrap()["contents"][0]["text"]
-        .as_str()
-        .unwrap()
-        .to_owned();
     assert_eq!(
-        serde_json::from_str::<serde_json::Value>(&text).unwrap()["messages"],
+        read_json(&client, uri).await["messages"],
         serde_json::json!([])
     );
     client.cancel().await.unwrap();
