@@ -887,14 +887,6 @@ async fn delivery(
             let more = report.sessions.len() > limit as usize;
             report.sessions.truncate(limit as usize);
             let m = &report.message;
-            let message = store::Message {
-                id: m.id,
-                channel: m.channel.clone(),
-                body: m.body.clone(),
-                severity: m.severity,
-                created_at: m.created_at,
-                expires_at: m.expires_at,
-            };
             Json(ApiDelivery {
                 summary: format!(
                     "{} #{} {}: delivered {} of {} live sessions, acknowledged {}",
@@ -905,7 +897,7 @@ async fn delivery(
                     report.live_subscribed,
                     report.acknowledged
                 ),
-                message: ApiMessage::new(&message, now),
+                message: ApiMessage::new(m, now),
                 live_subscribed: report.live_subscribed,
                 delivered_live: report.delivered_live,
                 delivered: report.delivered,

@@ -126,7 +126,7 @@ pub struct NewMessage {
 }
 
 /// A stored broadcast.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Message {
     /// Store-assigned id.
     pub id: i64,
@@ -918,7 +918,7 @@ pub struct SessionDelivery {
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct DeliveryReport {
     /// The message.
-    pub message: MessageSummary,
+    pub message: Message,
     /// Live sessions subscribed to its channel.
     pub live_subscribed: u64,
     /// Of those, how many it was delivered to.
@@ -930,36 +930,6 @@ pub struct DeliveryReport {
     /// One page of the sessions concerned (delivered, acknowledged, or live and subscribed),
     /// by session id.
     pub sessions: Vec<SessionDelivery>,
-}
-
-/// A message as reports show it (serializable; times in Unix milliseconds).
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct MessageSummary {
-    /// Store-assigned id.
-    pub id: i64,
-    /// Channel name.
-    pub channel: String,
-    /// Message text.
-    pub body: String,
-    /// Delivery severity.
-    pub severity: Severity,
-    /// Publication time.
-    pub created_at: Millis,
-    /// Expiry time.
-    pub expires_at: Millis,
-}
-
-impl From<Message> for MessageSummary {
-    fn from(m: Message) -> Self {
-        MessageSummary {
-            id: m.id,
-            channel: m.channel,
-            body: m.body,
-            severity: m.severity,
-            created_at: m.created_at,
-            expires_at: m.expires_at,
-        }
-    }
 }
 
 /// Which report to build.

@@ -96,6 +96,6 @@ pub(crate) fn report(rows: ReportRows, query: &ReportQuery) -> DeliveryReport {
             .take(query.limit as usize)
             .cloned()
             .collect(),
-        message: rows.message.into(),
+        message: rows.message,
     }
 }
