@@ -95,17 +95,24 @@ pub(crate) struct Daemon {
 impl Daemon {
     /// Starts a daemon on `env`'s store: PostgreSQL at `url`, or SQLite without one.
     pub(crate) fn start(env: &Env, url: Option<&str>) -> Daemon {
+        Daemon::start_with(env, url, Some(TOKEN))
+    }
+
+    /// Starts a daemon with `token` (`None`: none, loopback only).
+    pub(crate) fn start_with(env: &Env, url: Option<&str>, token: Option<&str>) -> Daemon {
         let mut command = Command::new(full_bin());
         command.env_clear();
         if let Some(url) = url {
             command.env("HOOKS_MCP_DATABASE_URL", url);
+        }
+        if let Some(token) = token {
+            command.env("HOOKS_MCP_TOKEN", token);
         }
         let mut child = command
             .arg("serve")
             .env("PATH", std::env::var_os("PATH").unwrap_or_default())
             .env("HOME", env.home())
             .env("HOOKS_MCP_HOME", env.store_dir())
-            .env("HOOKS_MCP_TOKEN", TOKEN)
             .env("MCP_TRANSPORT", "streamable-http")
             .env("MCP_HOST", "127.0.0.1")
             .env("MCP_PORT", "0")

@@ -3,10 +3,7 @@
 //! payload and store state (nothing where it prints nothing), on SQLite and on PostgreSQL, with
 //! broadcasts, reminders, the conditions gate and a denying condition in the store.
 
-use std::io::{Read, Write};
-use std::net::TcpStream;
 use std::path::Path;
-use std::time::Duration;
 
 use serde_json::{Value, json};
 
@@ -32,29 +29,12 @@ fn recorded() -> Vec<(String, String, Value)> {
     found
 }
 
-/// One HTTP/1.1 POST on its own connection: the status and the body.
+/// One HTTP/1.1 POST of JSON on its own connection: the status and the body.
 fn post(port: u16, path: &str, headers: &[(&str, &str)], body: &str) -> (u16, String) {
-    let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
-    stream
-        .set_read_timeout(Some(Duration::from_secs(60)))
-        .unwrap();
-    let mut request = format!(
-        "POST {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\n\
-         Content-Length: {}\r\nConnection: close\r\n",
-        body.len()
-    );
-    for (k, v) in headers {
-        request.push_str(&format!("{k}: {v}\r\n"));
-    }
-    request.push_str("\r\n");
-    request.push_str(body);
-    stream.write_all(request.as_bytes()).unwrap();
-    let mut raw = Vec::new();
-    stream.read_to_end(&mut raw).unwrap();
-    let text = String::from_utf8(raw).unwrap();
-    let (head, body) = text.split_once("\r\n\r\n").unwrap();
-    let status = head.split_whitespace().nth(1).unwrap().parse().unwrap();
-    (status, body.to_owned())
+    let mut all = vec![("Content-Type", "application/json")];
+    all.extend_from_slice(headers);
+    let (status, _, body) = crate::support::http(port, "POST", path, &all, body);
+    (status, body)
 }
 
 /// Publishes broadcasts of each severity, a reminder every second call, and conditions: a

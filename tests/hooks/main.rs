@@ -1,5 +1,6 @@
 //! The hook command, `init`, `status` and the operator subcommands over the real
-//! `hooks-mcp-full` binary, fed with recorded hook payloads (`tests/fixtures/hooks/`).
+//! `hooks-mcp-full` binary, fed with recorded hook payloads (`tests/fixtures/hooks/`), and the
+//! daemon's operator console in Chromium.
 //!
 //! Each test has its own store directory (`HOOKS_MCP_HOME`) and its own `HOME`, so none of them
 //! reads or writes anything outside its temporary directory.
@@ -12,6 +13,7 @@
 mod support;
 
 mod conditions;
+mod console;
 mod events;
 mod forward;
 mod http;

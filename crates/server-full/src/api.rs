@@ -819,6 +819,8 @@ pub(crate) struct ApiDelivery {
     delivered: u64,
     /// Sessions that acknowledged it.
     acknowledged: u64,
+    /// Of the live subscribed sessions, how many acknowledged it.
+    acknowledged_live: u64,
     /// One line: `critical #12 deploys: delivered 9 of 9 live sessions, acknowledged 7`.
     summary: String,
     /// Sessions it was delivered to, or that are live and subscribed, by session id.
@@ -902,6 +904,7 @@ async fn delivery(
                 delivered_live: report.delivered_live,
                 delivered: report.delivered,
                 acknowledged: report.acknowledged,
+                acknowledged_live: report.acknowledged_live,
                 next: more
                     .then(|| report.sessions.last().map(|s| s.session_id.clone()))
                     .flatten(),

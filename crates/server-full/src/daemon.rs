@@ -254,6 +254,9 @@ pub enum DaemonError {
     /// The async runtime or a signal handler could not be set up.
     #[error("cannot start the async runtime: {0}")]
     Runtime(std::io::Error),
+    /// The operator console could not be set up.
+    #[error("start-up failed while setting up the operator console: {0}")]
+    Console(String),
     /// A start-up task died.
     #[error("a start-up task failed unexpectedly: {0}; this is a bug, please report it")]
     Task(String),
@@ -681,6 +684,7 @@ async fn run(config: DaemonConfig, started: Instant) -> Result<(), DaemonError> 
         status: Status::new(config.tick, config.max_lag),
         access: config.access.clone(),
         mcp: OnceLock::new(),
+        console: OnceLock::new(),
         sessions: Arc::new(Sessions::new(config.max_sessions)),
         inflight: Arc::new(InFlight::default()),
         hooks: HookRoute::new(config.max_body_bytes, metrics.clone()),
@@ -865,6 +869,9 @@ async fn start(
         }),
     );
     let _ = shared.mcp.set(router);
+    let console = crate::console::router(shared.clone(), store.clone(), close_sessions.clone())
+        .map_err(|e| DaemonError::Console(e.to_string()))?;
+    let _ = shared.console.set(console);
     phases.done();
 
     phases.begin(Phase::Scheduler);

@@ -42,6 +42,8 @@ pub(crate) struct Shared {
     pub(crate) access: Access,
     /// The MCP routes, set once the tool registry is built.
     pub(crate) mcp: OnceLock<Router>,
+    /// The operator console's routes, set with the MCP routes.
+    pub(crate) console: OnceLock<Router>,
     /// The session cap, shared by both transports.
     pub(crate) sessions: Arc<Sessions>,
     /// MCP requests being answered (for the shutdown drain).
@@ -218,6 +220,17 @@ async fn check_host_and_origin(
 /// Authenticates, waits for readiness, applies the session cap, and counts the request in
 /// flight until its response body ends.
 async fn gate(State(shared): State<Arc<Shared>>, mut request: Request) -> Response {
+    let path = request.uri().path();
+    if path == crate::console::PREFIX || path.starts_with("/console/") {
+        // The console checks its own sessions (a cookie, or the bearer token to start one).
+        let Some(console) = shared.console.get().filter(|_| shared.status.is_serving()) else {
+            return shared.status.unavailable();
+        };
+        return match tower::ServiceExt::oneshot(console.clone(), request).await {
+            Ok(response) => response,
+            Err(never) => match never {},
+        };
+    }
     if let Err(refusal) = shared.access.authorize(request.headers()) {
         return refusal.into_response();
     }

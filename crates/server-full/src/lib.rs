@@ -18,6 +18,9 @@
 //!   (`metrics`), the instance lock and graceful shutdown.
 //! - [`api`](openapi_json): the operator's read API at `/api/v1/...` (JSON, behind the same
 //!   checks as `/mcp`) and its OpenAPI document, generated from the handlers.
+//! - the operator console at `/console/` (`console`): server-rendered pages of the fleet,
+//!   updated live from server-sent events, with a few operator actions behind a signed session
+//!   cookie and CSRF tokens.
 //! - [`Settings`]: the environment the server runs in (filters, session policy, store).
 //! - [`link_tools`]: the one place that names every tools crate, so their registrations are
 //!   linked into any binary that uses this crate.
@@ -31,6 +34,7 @@ mod api;
 mod auth;
 mod changes;
 mod client_link;
+mod console;
 pub mod daemon;
 mod discovery;
 #[cfg(feature = "fuzzing")]

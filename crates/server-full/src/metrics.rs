@@ -12,6 +12,7 @@
 //! every measurement (the benchmark compares both in one run).
 
 use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use hook_dispatch::Event;
@@ -144,6 +145,56 @@ impl CallOutcome {
     }
 }
 
+/// Minutes kept by [`PerMinute`]: the last hour.
+pub(crate) const MINUTES: usize = 60;
+
+/// Events per minute over the last hour, for the operator console's charts: a ring of
+/// [`MINUTES`] slots, each the count of one minute (Unix minute numbers).
+#[derive(Debug)]
+pub(crate) struct PerMinute {
+    slots: Mutex<[(i64, u64); MINUTES]>,
+}
+
+impl Default for PerMinute {
+    fn default() -> Self {
+        PerMinute {
+            slots: Mutex::new([(i64::MIN, 0); MINUTES]),
+        }
+    }
+}
+
+impl PerMinute {
+    /// Counts one event at `now_ms` (Unix milliseconds).
+    pub(crate) fn record(&self, now_ms: i64) {
+        let minute = now_ms.div_euclid(60_000);
+        let mut slots = self.slots.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(slot) = slots.get_mut(minute.rem_euclid(MINUTES as i64) as usize) {
+            if slot.0 == minute {
+                slot.1 += 1;
+            } else {
+                *slot = (minute, 1);
+            }
+        }
+    }
+
+    /// The counts of the last [`MINUTES`] minutes up to `now_ms`'s, oldest first (the last one
+    /// is the minute in progress).
+    pub(crate) fn last_hour(&self, now_ms: i64) -> Vec<u64> {
+        let current = now_ms.div_euclid(60_000);
+        let slots = self.slots.lock().unwrap_or_else(|p| p.into_inner());
+        (0..MINUTES as i64)
+            .rev()
+            .map(|back| {
+                let minute = current - back;
+                slots
+                    .get(minute.rem_euclid(MINUTES as i64) as usize)
+                    .filter(|slot| slot.0 == minute)
+                    .map_or(0, |slot| slot.1)
+            })
+            .collect()
+    }
+}
+
 /// One tool's series: a counter per outcome and the latency histogram.
 #[derive(Debug, Clone)]
 struct ToolSeries {
@@ -158,6 +209,7 @@ pub(crate) struct ToolTable {
     index: HashMap<String, usize>,
     series: Vec<ToolSeries>,
     unknown: ToolSeries,
+    per_minute: Arc<PerMinute>,
 }
 
 impl ToolTable {
@@ -175,6 +227,7 @@ impl ToolTable {
         };
         series.calls[slot].inc();
         series.duration.observe(elapsed.as_secs_f64());
+        self.per_minute.record(crate::settings::now_ms());
     }
 }
 
@@ -254,6 +307,8 @@ pub(crate) struct HookMetrics {
     events: Vec<Counter>,
     /// `[route][event]`.
     durations: Vec<Histogram>,
+    /// Events answered per minute, every route together.
+    pub(crate) per_minute: PerMinute,
 }
 
 impl HookMetrics {
@@ -281,6 +336,7 @@ impl HookMetrics {
         if let Some(histogram) = self.durations.get(slot) {
             histogram.observe(elapsed.as_secs_f64());
         }
+        self.per_minute.record(crate::settings::now_ms());
     }
 }
 
@@ -407,6 +463,8 @@ impl StoreSnapshot {
 #[derive(Debug)]
 pub(crate) struct Metrics {
     registry: Registry,
+    /// Tool calls answered per minute, every tool together.
+    pub(crate) tool_calls_per_minute: Arc<PerMinute>,
     tool_calls: Family<ToolCallLabels, Counter>,
     tool_durations: Family<ToolLabels, Histogram, fn() -> Histogram>,
     /// The hook routes' series.
@@ -529,9 +587,14 @@ impl Metrics {
 
         Metrics {
             registry,
+            tool_calls_per_minute: Arc::default(),
             tool_calls,
             tool_durations,
-            hooks: HookMetrics { events, durations },
+            hooks: HookMetrics {
+                events,
+                durations,
+                per_minute: PerMinute::default(),
+            },
             scheduler: SchedulerMetrics {
                 ticks_ok: ticks.get_or_create_owned(&OutcomeLabels { outcome: "ok" }),
                 ticks_failed: ticks.get_or_create_owned(&OutcomeLabels { outcome: "error" }),
@@ -568,6 +631,7 @@ impl Metrics {
             index,
             series: all,
             unknown: series(UNKNOWN_TOOL),
+            per_minute: self.tool_calls_per_minute.clone(),
         }
     }
 
@@ -694,6 +758,31 @@ mod tests {
     fn sample<'a>(text: &'a str, series: &str) -> Option<&'a str> {
         text.lines()
             .find_map(|l| l.strip_prefix(series)?.strip_prefix(' '))
+    }
+
+    #[test]
+    fn per_minute_counts_fall_in_their_minute_and_age_out_after_an_hour() {
+        let counts = PerMinute::default();
+        let t0 = 1_800_000_000_000_i64 - 1_800_000_000_000_i64 % 60_000;
+        counts.record(t0);
+        counts.record(t0 + 59_999);
+        counts.record(t0 + 60_000);
+        let hour = counts.last_hour(t0 + 60_000);
+        assert_eq!(hour.len(), MINUTES);
+        assert_eq!(&hour[MINUTES - 2..], &[2, 1]);
+        assert_eq!(hour.iter().sum::<u64>(), 3);
+        // 59 minutes on, the first minute is the oldest shown; one more and it is gone, and
+        // its slot is reused by the new minute.
+        assert_eq!(counts.last_hour(t0 + 59 * 60_000)[0], 2);
+        let later = t0 + 60 * 60_000;
+        assert_eq!(counts.last_hour(later).iter().sum::<u64>(), 1);
+        counts.record(later);
+        assert_eq!(counts.last_hour(later), {
+            let mut expected = vec![0; MINUTES];
+            expected[0] = 1;
+            expected[MINUTES - 1] = 1;
+            expected
+        });
     }
 
     #[test]

@@ -797,6 +797,8 @@ pub struct AuditQuery {
 pub trait AuditStore {
     /// One page of entries, oldest first (by id).
     fn audit(&self, query: &AuditQuery) -> StoreResult<Vec<AuditEntry>>;
+    /// At most `limit` entries older than `before_id` (every entry when `None`), newest first.
+    fn recent_audit(&self, before_id: Option<i64>, limit: u32) -> StoreResult<Vec<AuditEntry>>;
     /// Deletes entries made before `before`; returns how many.
     fn prune_audit(&self, before: Millis) -> StoreResult<u64>;
 }
@@ -927,6 +929,8 @@ pub struct DeliveryReport {
     pub delivered: u64,
     /// Sessions that acknowledged it.
     pub acknowledged: u64,
+    /// Of the live subscribed sessions, how many acknowledged it.
+    pub acknowledged_live: u64,
     /// One page of the sessions concerned (delivered, acknowledged, or live and subscribed),
     /// by session id.
     pub sessions: Vec<SessionDelivery>,
@@ -963,6 +967,13 @@ pub trait SessionStore {
     fn prune_sessions(&self, before: Millis) -> StoreResult<u64>;
     /// Who received a message; `None` when no message has that id.
     fn delivery_report(&self, query: &ReportQuery) -> StoreResult<Option<DeliveryReport>>;
+    /// For each of `session_ids`, how many unexpired alert and critical messages were delivered
+    /// to it and not acknowledged by it at `now`; sessions with none are left out.
+    fn unacknowledged_alerts(
+        &self,
+        session_ids: &[String],
+        now: Millis,
+    ) -> StoreResult<Vec<(String, u64)>>;
 }
 
 /// Everything a backend provides.

@@ -85,6 +85,7 @@ pub(crate) fn report(rows: ReportRows, query: &ReportQuery) -> DeliveryReport {
         delivered_live: count(&|s| s.live && s.subscribed && s.delivered_at.is_some()),
         delivered: count(&|s| s.delivered_at.is_some()),
         acknowledged: count(&|s| s.acknowledged_at.is_some()),
+        acknowledged_live: count(&|s| s.live && s.subscribed && s.acknowledged_at.is_some()),
         sessions: all
             .iter()
             .filter(|s| {

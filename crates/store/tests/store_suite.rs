@@ -86,6 +86,8 @@ backend_suite! {
     fleet: [
         every_change_writes_its_audit_entry,
         the_audit_trail_pages_filters_and_prunes,
+        the_recent_audit_trail_is_newest_first_and_pages_backwards,
+        unacknowledged_alerts_count_what_was_delivered_and_not_acknowledged,
         sightings_build_session_records,
         a_delivery_report_counts_live_subscribed_sessions,
         killed_writers_leave_every_change_with_its_entry,

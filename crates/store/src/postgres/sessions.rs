@@ -122,6 +122,33 @@ impl SessionStore for PostgresStore {
         self.run(|db| Ok(db.execute("DELETE FROM sessions WHERE last_seen < $1", &[&before])?))
     }
 
+    fn unacknowledged_alerts(
+        &self,
+        session_ids: &[String],
+        now: Millis,
+    ) -> StoreResult<Vec<(String, u64)>> {
+        if session_ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        self.run(|db| {
+            let rows = db.query(
+                "SELECT d.session_id, count(*)
+                 FROM messages m
+                 JOIN message_deliveries d ON d.message_id = m.id
+                 WHERE m.expires_at > $2
+                   AND m.severity IN ('alert', 'critical')
+                   AND d.session_id = ANY ($1::text[])
+                   AND NOT EXISTS (SELECT 1 FROM message_acks a
+                                   WHERE a.message_id = m.id AND a.session_id = d.session_id)
+                 GROUP BY d.session_id ORDER BY d.session_id",
+                &[&session_ids, &now],
+            )?;
+            rows.iter()
+                .map(|r| Ok((r.try_get::<_, String>(0)?, to_u64(r.try_get(1)?, "count")?)))
+                .collect()
+        })
+    }
+
     fn delivery_report(&self, query: &ReportQuery) -> StoreResult<Option<DeliveryReport>> {
         // One snapshot for the three reads.
         self.transaction(|db| {

@@ -116,6 +116,39 @@ impl SessionStore for SqliteStore {
         })
     }
 
+    fn unacknowledged_alerts(
+        &self,
+        session_ids: &[String],
+        now: Millis,
+    ) -> StoreResult<Vec<(String, u64)>> {
+        if session_ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let ids = serde_json::Value::from(session_ids.to_vec()).to_string();
+        self.read(|tx| {
+            let mut stmt = tx.prepare_cached(
+                "SELECT d.session_id, count(*)
+                 FROM messages m
+                 JOIN message_deliveries d ON d.message_id = m.id
+                 WHERE m.expires_at > ?2
+                   AND m.severity IN ('alert', 'critical')
+                   AND d.session_id IN (SELECT value FROM json_each(?1))
+                   AND NOT EXISTS (SELECT 1 FROM message_acks a
+                                   WHERE a.message_id = m.id AND a.session_id = d.session_id)
+                 GROUP BY d.session_id ORDER BY d.session_id",
+            )?;
+            let rows = stmt.query_map(params![ids, now], |r| {
+                Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?))
+            })?;
+            let mut out = Vec::new();
+            for row in rows {
+                let (id, n) = row?;
+                out.push((id, u64::try_from(n).unwrap_or(0)));
+            }
+            Ok(out)
+        })
+    }
+
     fn delivery_report(&self, query: &ReportQuery) -> StoreResult<Option<DeliveryReport>> {
         self.read(|tx| {
             let raw = tx

@@ -282,6 +282,89 @@ pub(crate) fn the_audit_trail_pages_filters_and_prunes(b: &dyn Backend) {
     );
 }
 
+pub(crate) fn the_recent_audit_trail_is_newest_first_and_pages_backwards(b: &dyn Backend) {
+    let store = fresh(b);
+    for i in 0..5 {
+        store
+            .publish(&message("a", T0 + i * 1000), &Actor::Token("ci".into()))
+            .unwrap();
+    }
+    let first = store.recent_audit(None, 2).unwrap();
+    let times = |page: &[AuditEntry]| page.iter().map(|e| e.at).collect::<Vec<_>>();
+    assert_eq!(times(&first), vec![T0 + 4000, T0 + 3000]);
+    let second = store.recent_audit(first.last().map(|e| e.id), 2).unwrap();
+    assert_eq!(times(&second), vec![T0 + 2000, T0 + 1000]);
+    let third = store.recent_audit(second.last().map(|e| e.id), 2).unwrap();
+    assert_eq!(times(&third), vec![T0]);
+    assert!(
+        store
+            .recent_audit(third.last().map(|e| e.id), 2)
+            .unwrap()
+            .is_empty()
+    );
+}
+
+pub(crate) fn unacknowledged_alerts_count_what_was_delivered_and_not_acknowledged(
+    b: &dyn Backend,
+) {
+    let store = fresh(b);
+    let op = Actor::Operator("alice".into());
+    let alert = store.publish(&message("deploys", T0), &op).unwrap();
+    let critical = store
+        .publish(
+            &NewMessage {
+                severity: Severity::Critical,
+                ..message("deploys", T0 + 1)
+            },
+            &op,
+        )
+        .unwrap();
+    store
+        .publish(
+            &NewMessage {
+                severity: Severity::Info,
+                ..message("deploys", T0 + 2)
+            },
+            &op,
+        )
+        .unwrap();
+    let short = store
+        .publish(
+            &NewMessage {
+                expires_at: T0 + 1000,
+                ..message("deploys", T0 + 3)
+            },
+            &op,
+        )
+        .unwrap();
+    for session in ["s1", "s2", "s3"] {
+        let got = store
+            .deliver(session, None, DeliveryPoint::Prompt, T0 + 10)
+            .unwrap();
+        assert_eq!(got.len(), 4, "{session} receives all four");
+    }
+    store
+        .acknowledge(alert.id, "s1", T0 + 20, &Actor::Session("s1".into()))
+        .unwrap();
+    store
+        .acknowledge(alert.id, "s2", T0 + 20, &Actor::Session("s2".into()))
+        .unwrap();
+    store
+        .acknowledge(critical.id, "s2", T0 + 20, &Actor::Session("s2".into()))
+        .unwrap();
+    let ids = |list: &[&str]| list.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    // At T0 + 2000 the short-lived alert has expired: only the alert and the critical count.
+    let counts = store
+        .unacknowledged_alerts(&ids(&["s1", "s2", "s3", "s4"]), T0 + 2000)
+        .unwrap();
+    assert_eq!(counts, vec![("s1".to_owned(), 1), ("s3".to_owned(), 2)]);
+    // Before it expires it counts too; the list limits the sessions answered.
+    let counts = store.unacknowledged_alerts(&ids(&["s3"]), T0 + 500).unwrap();
+    assert_eq!(counts, vec![("s3".to_owned(), 3)]);
+    assert_eq!(short.severity, Severity::Alert);
+    assert!(store.unacknowledged_alerts(&[], T0).unwrap().is_empty());
+}
+
 fn sighting(session: &str, at: i64, event: &str) -> Sighting {
     Sighting {
         session_id: session.into(),
@@ -442,6 +525,7 @@ pub(crate) fn a_delivery_report_counts_live_subscribed_sessions(b: &dyn Backend)
     assert_eq!(report.delivered_live, 2, "a and b");
     assert_eq!(report.delivered, 3, "gone too");
     assert_eq!(report.acknowledged, 1);
+    assert_eq!(report.acknowledged_live, 1, "a");
     let rows: Vec<(&str, bool, bool, bool, bool)> = report
         .sessions
         .iter()

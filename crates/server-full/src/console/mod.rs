@@ -1,0 +1,1195 @@
+//! The operator console at `/console/`: the fleet, live, in a browser, on the daemon's listener.
+//!
+//! Server-rendered HTML (the templates in [`views`] escape everything they insert: stored text
+//! is user text) with a small vendored library for live updates (htmx and its server-sent
+//! events extension, embedded with their licences under `assets/`). Each page's live region
+//! re-reads itself when `/console/events` says the store changed (its change version moved),
+//! and every 15 seconds for what changes with time alone (ages, expiries, the scheduler's lag).
+//!
+//! # Access
+//!
+//! With a token (`HOOKS_MCP_TOKEN`), the console asks for it once and keeps a signed session
+//! cookie (`HttpOnly`, `SameSite=Strict`, path `/console`); a request carrying the daemon's
+//! bearer token is let in too and gets the cookie. Without a token the daemon serves loopback
+//! only, and the console hands every browser a session cookie on its first page. Sessions are
+//! stateless: the cookie holds its expiry and a random nonce, signed (HMAC-SHA-256) with a
+//! secret drawn at start-up, so a restart signs everyone out and no client can make the daemon
+//! keep state. Every state-changing request carries the session's CSRF token (an HMAC of its
+//! nonce) and passes the same `Host` and `Origin` checks as `/mcp`; responses carry a
+//! Content-Security-Policy that allows scripts and styles from the console's own assets only.
+//!
+//! # Actions
+//!
+//! Publishing, clearing a message, cancelling a schedule, adding and clearing reminders call
+//! the same tools as an agent or the CLI would (same checks, same audit entry), as the actor
+//! `token:console`. Conditions are shown, never edited.
+
+mod views;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use axum::extract::{Form, Path, Query, Request, State};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Extension, Router};
+use hmac::{KeyInit, Mac};
+use serde_json::{Value, json};
+use store::StoreHandle;
+use tokio_util::sync::CancellationToken;
+
+use crate::http::Shared;
+use crate::settings::now_ms;
+
+pub(crate) use views::Page;
+
+/// Where the console is served.
+pub(crate) const PREFIX: &str = "/console";
+/// The session cookie's name.
+const COOKIE: &str = "hooks_mcp_console";
+/// How long a console session lasts.
+const SESSION_SECONDS: i64 = 12 * 3600;
+/// How often an open page's event stream asks the store whether anything changed.
+const CHANGE_POLL: Duration = Duration::from_millis(200);
+/// Without a change version (a PostgreSQL feed that is down), how often pages re-read anyway.
+const BLIND_REFRESH: Duration = Duration::from_secs(1);
+/// The audit actor of the console's changes.
+const ACTOR: &str = "console";
+/// The policy every console page is served with.
+pub(crate) const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; \
+                              img-src 'self'; connect-src 'self'; form-action 'self'; \
+                              frame-ancestors 'none'; base-uri 'none'";
+
+type HmacSha256 = hmac::Hmac<sha2::Sha256>;
+
+/// The console's state: what it reads and the secret that signs its sessions.
+#[derive(Clone)]
+pub(crate) struct Console {
+    shared: Arc<Shared>,
+    store: StoreHandle,
+    secret: Arc<[u8; 32]>,
+    stop: CancellationToken,
+}
+
+impl std::fmt::Debug for Console {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Console").finish_non_exhaustive()
+    }
+}
+
+/// A signed-in browser: its CSRF token, and the cookie to set when the session is new.
+#[derive(Debug, Clone)]
+pub(crate) struct Session {
+    /// What every form of this session must send back as `csrf`.
+    pub(crate) csrf: String,
+    /// `Set-Cookie` for a session issued by this request.
+    issued: Option<String>,
+}
+
+/// Why the console could not be set up.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum ConsoleError {
+    /// The system's random source failed.
+    #[error("cannot draw the console's session secret from the system's random source: {0}")]
+    Random(String),
+}
+
+/// The console's routes, or an error when its session secret cannot be drawn.
+pub(crate) fn router(
+    shared: Arc<Shared>,
+    store: StoreHandle,
+    stop: CancellationToken,
+) -> Result<Router, ConsoleError> {
+    let mut secret = [0u8; 32];
+    getrandom::fill(&mut secret).map_err(|e| ConsoleError::Random(e.to_string()))?;
+    let console = Console {
+        shared,
+        store,
+        secret: Arc::new(secret),
+        stop,
+    };
+    let signed_in = Router::new()
+        .route("/console/", get(overview))
+        .route("/console/channels", get(channels))
+        .route("/console/messages/{id}", get(message))
+        .route("/console/sessions", get(sessions))
+        .route("/console/schedules", get(schedules))
+        .route("/console/reminders", get(reminders).post(add_reminder))
+        .route("/console/conditions", get(conditions))
+        .route("/console/audit", get(audit))
+        .route("/console/events", get(events))
+        .route("/console/publish", post(publish))
+        .route("/console/messages/{id}/clear", post(clear_message))
+        .route("/console/schedules/{id}/cancel", post(cancel_schedule))
+        .route("/console/reminders/{id}/clear", post(clear_reminder))
+        .route("/console/logout", post(logout))
+        .route_layer(axum::middleware::from_fn_with_state(
+            console.clone(),
+            authenticate,
+        ));
+    Ok(Router::new()
+        .merge(signed_in)
+        .route("/console", get(|| async { see_other("/console/") }))
+        .route("/console/login", get(login_form).post(login))
+        .route("/console/assets/{name}", get(asset))
+        .fallback(not_found)
+        .layer(axum::middleware::from_fn(protect))
+        .with_state(console))
+}
+
+// --- Sessions, cookies and CSRF -------------------------------------------------------------
+
+impl Console {
+    fn mac(&self, parts: &[&[u8]]) -> HmacSha256 {
+        // HMAC takes keys of any length: this cannot fail for a 32-byte key.
+        let mut mac = <HmacSha256 as KeyInit>::new_from_slice(self.secret.as_slice())
+            .unwrap_or_else(|_| unreachable!("HMAC accepts 32-byte keys"));
+        for part in parts {
+            mac.update(part);
+            mac.update(b"\0");
+        }
+        mac
+    }
+
+    fn token_mode(&self) -> bool {
+        self.shared.access.token.is_some()
+    }
+
+    /// A new session: its cookie value and CSRF token.
+    fn issue(&self, now_s: i64) -> Result<(String, String), ConsoleError> {
+        let mut nonce = [0u8; 16];
+        getrandom::fill(&mut nonce).map_err(|e| ConsoleError::Random(e.to_string()))?;
+        let nonce = hex(&nonce);
+        let expires = (now_s + SESSION_SECONDS).to_string();
+        let tag = hex(&self
+            .mac(&[b"session", expires.as_bytes(), nonce.as_bytes()])
+            .finalize()
+            .into_bytes());
+        let csrf = self.csrf(&nonce);
+        Ok((format!("{expires}.{nonce}.{tag}"), csrf))
+    }
+
+    fn csrf(&self, nonce: &str) -> String {
+        hex(&self
+            .mac(&[b"csrf", nonce.as_bytes()])
+            .finalize()
+            .into_bytes())
+    }
+
+    /// The session a cookie value proves, if it is signed by this daemon and unexpired.
+    fn verify(&self, value: &str, now_s: i64) -> Option<Session> {
+        let mut parts = value.splitn(3, '.');
+        let (expires, nonce, tag) = (parts.next()?, parts.next()?, parts.next()?);
+        let tag = unhex(tag)?;
+        self.mac(&[b"session", expires.as_bytes(), nonce.as_bytes()])
+            .verify_slice(&tag)
+            .ok()?;
+        let expires: i64 = expires.parse().ok()?;
+        (expires > now_s).then(|| Session {
+            csrf: self.csrf(nonce),
+            issued: None,
+        })
+    }
+
+    /// The session of a request's cookie.
+    fn session_of(&self, headers: &HeaderMap, now_s: i64) -> Option<Session> {
+        headers
+            .get_all(header::COOKIE)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .flat_map(|v| v.split(';'))
+            .filter_map(|pair| pair.trim().split_once('='))
+            .filter(|(name, _)| *name == COOKIE)
+            .find_map(|(_, value)| self.verify(value, now_s))
+    }
+
+    /// A fresh session for this request, with its `Set-Cookie`.
+    fn new_session(&self, now_s: i64, headers: &HeaderMap) -> Result<Session, ConsoleError> {
+        let (value, csrf) = self.issue(now_s)?;
+        let secure = headers
+            .get("x-forwarded-proto")
+            .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"https"));
+        Ok(Session {
+            csrf,
+            issued: Some(format!(
+                "{COOKIE}={value}; Path={PREFIX}; Max-Age={SESSION_SECONDS}; HttpOnly; \
+                 SameSite=Strict{}",
+                if secure { "; Secure" } else { "" }
+            )),
+        })
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    use std::fmt::Write;
+    let mut out = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        let _ = write!(out, "{b:02x}");
+    }
+    out
+}
+
+fn unhex(text: &str) -> Option<Vec<u8>> {
+    if !text.len().is_multiple_of(2) || !text.is_ascii() {
+        return None;
+    }
+    (0..text.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(text.get(i..i + 2)?, 16).ok())
+        .collect()
+}
+
+/// Compares two strings in time that does not depend on where they differ.
+fn same(a: &str, b: &str) -> bool {
+    a.len() == b.len()
+        && std::hint::black_box(
+            a.bytes()
+                .zip(b.bytes())
+                .fold(0u8, |acc, (x, y)| acc | (x ^ y)),
+        ) == 0
+}
+
+/// Lets signed-in requests through (with their [`Session`] as an extension); a request with
+/// the daemon's bearer token, or any request on a daemon without a token, gets a new session.
+/// Others are sent to the login page (pages) or refused with 401.
+async fn authenticate(State(console): State<Console>, mut request: Request, next: Next) -> Response {
+    let now_s = now_ms() / 1000;
+    let session = match console.session_of(request.headers(), now_s) {
+        Some(session) => Some(session),
+        None if !console.token_mode()
+            || console.shared.access.authorize(request.headers()).is_ok() =>
+        {
+            match console.new_session(now_s, request.headers()) {
+                Ok(session) => Some(session),
+                Err(e) => {
+                    tracing::error!("{e}");
+                    return problem_page(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string());
+                }
+            }
+        }
+        None => None,
+    };
+    request.headers_mut().remove(header::AUTHORIZATION);
+    let Some(session) = session else {
+        let is_page = request.method() == Method::GET
+            && request.uri().path() != "/console/events"
+            && !request.headers().contains_key("hx-request");
+        if is_page {
+            let next = request
+                .uri()
+                .path_and_query()
+                .map_or("/console/", |p| p.as_str());
+            return see_other(&format!(
+                "/console/login?{}",
+                encode(&[("next", next)])
+            ));
+        }
+        return problem_page(
+            StatusCode::UNAUTHORIZED,
+            "sign in first: open /console/login and enter the daemon's token (HOOKS_MCP_TOKEN)",
+        );
+    };
+    let issued = session.issued.clone();
+    request.extensions_mut().insert(session);
+    let mut response = next.run(request).await;
+    if let Some(cookie) = issued.and_then(|c| HeaderValue::from_str(&c).ok()) {
+        response.headers_mut().append(header::SET_COOKIE, cookie);
+    }
+    response
+}
+
+/// Security headers on every console response, and the time it took (`Server-Timing`).
+async fn protect(request: Request, next: Next) -> Response {
+    let started = Instant::now();
+    let mut response = next.run(request).await;
+    let took = started.elapsed().as_secs_f64() * 1000.0;
+    let headers = response.headers_mut();
+    let fixed = [
+        (header::CONTENT_SECURITY_POLICY, CSP),
+        (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
+        (header::X_FRAME_OPTIONS, "DENY"),
+        // Not `no-referrer`: with it, browsers send `Origin: null` on form posts, which the
+        // Origin check refuses.
+        (header::REFERRER_POLICY, "same-origin"),
+    ];
+    for (name, value) in fixed {
+        headers.insert(name, HeaderValue::from_static(value));
+    }
+    if !headers.contains_key(header::CACHE_CONTROL) {
+        headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    }
+    if let Ok(value) = HeaderValue::from_str(&format!("app;dur={took:.2}")) {
+        headers.insert("server-timing", value);
+    }
+    response
+}
+
+/// URL-encodes query pairs.
+fn encode(pairs: &[(&str, &str)]) -> String {
+    serde_urlencoded::to_string(pairs).unwrap_or_default()
+}
+
+fn see_other(location: &str) -> Response {
+    (StatusCode::SEE_OTHER, [(header::LOCATION, location.to_owned())]).into_response()
+}
+
+fn html(status: StatusCode, page: String) -> Response {
+    (
+        status,
+        [(header::CONTENT_TYPE, "text/html; charset=utf-8")],
+        page,
+    )
+        .into_response()
+}
+
+fn problem_page(status: StatusCode, message: &str) -> Response {
+    html(status, views::problem(status, message).into_string())
+}
+
+async fn not_found() -> Response {
+    problem_page(
+        StatusCode::NOT_FOUND,
+        "no console page is here; start from /console/",
+    )
+}
+
+/// A page or, for the live region's own requests (`HX-Request`), its live part alone.
+fn page_response(headers: &HeaderMap, page: Page) -> Response {
+    let live_only = headers.contains_key("hx-request");
+    html(StatusCode::OK, page.render(live_only).into_string())
+}
+
+// --- Reading ---------------------------------------------------------------------------------
+
+/// Runs `read` on the blocking pool.
+async fn blocking<T: Send + 'static>(
+    store: &StoreHandle,
+    read: impl FnOnce(&StoreHandle) -> Result<T, store::StoreError> + Send + 'static,
+) -> Result<T, Response> {
+    let store = store.clone();
+    match tokio::task::spawn_blocking(move || read(&store)).await {
+        Ok(Ok(value)) => Ok(value),
+        Ok(Err(e)) => Err(problem_page(
+            StatusCode::SERVICE_UNAVAILABLE,
+            &format!("the store could not be read: {e}"),
+        )),
+        Err(e) => Err(problem_page(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            &format!("the read failed: {e}"),
+        )),
+    }
+}
+
+/// What every page shows besides its content.
+fn frame(console: &Console, session: &Session, query: &Params, path: &str) -> views::Frame {
+    let kept: Vec<(&str, &str)> = query
+        .iter()
+        .filter(|(k, _)| k.as_str() != "notice" && k.as_str() != "problem")
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
+    let path = if kept.is_empty() {
+        path.to_owned()
+    } else {
+        format!("{path}?{}", encode(&kept))
+    };
+    views::Frame {
+        path,
+        csrf: session.csrf.clone(),
+        signed_in_with_token: console.token_mode(),
+        notice: query.get("notice").cloned(),
+        problem: query.get("problem").cloned(),
+        version: None,
+        now: now_ms(),
+    }
+}
+
+type Params = HashMap<String, String>;
+
+/// The store's change version now (for the page's event stream to compare with).
+fn change_version(store: &StoreHandle) -> Option<u64> {
+    store.change_version().ok().flatten()
+}
+
+async fn overview(
+    State(console): State<Console>,
+    Extension(session): Extension<Session>,
+    headers: HeaderMap,
+    Query(query): Query<Params>,
+) -> Response {
+    let mut frame = frame(&console, &session, &query, "/console/");
+    let now = frame.now;
+    let live_since = console.shared.retention.live_since(now);
+    let read = blocking(&console.store, move |store| {
+        Ok((
+            store.counts(now)?,
+            store.channels(now)?.len() as u64,
+            store.next_fire_after(now - 1)?,
+            store.count_sessions(live_since)?,
+            store.describe(),
+            change_version(store),
+        ))
+    })
+    .await;
+    let (counts, channel_count, next_due, live_sessions, store_text, version) = match read {
+        Ok(read) => read,
+        Err(response) => return response,
+    };
+    frame.version = version;
+    let shared = &console.shared;
+    let sched = &shared.status.scheduler;
+    let (http, sse, max) = shared.sessions.open();
+    let charts = shared.metrics.as_ref().map(|m| views::Charts {
+        tool_calls: m.tool_calls_per_minute.last_hour(now),
+        hook_events: m.hooks.per_minute.last_hour(now),
+    });
+    let last_tick = sched.last_tick_ms.load(std::sync::atomic::Ordering::Acquire);
+    let overview = views::Overview {
+        version: protocol_lite::handshake::SERVER_VERSION.to_owned(),
+        degraded: sched.lag_ms(now) > i64::try_from(sched.max_lag.as_millis()).unwrap_or(i64::MAX),
+        uptime_s: shared.status.uptime().as_secs(),
+        store: store_text,
+        counts,
+        channels: channel_count,
+        live_sessions,
+        live_window_s: shared.retention.live_ms / 1000,
+        open_sessions: (http as u64, sse as u64, max as u64),
+        tick_ms: u64::try_from(sched.tick.as_millis()).unwrap_or(u64::MAX),
+        last_tick: (last_tick > 0).then_some(last_tick),
+        lag_ms: sched.lag_ms(now),
+        max_lag_ms: i64::try_from(sched.max_lag.as_millis()).unwrap_or(i64::MAX),
+        fired: sched.fired.load(std::sync::atomic::Ordering::Relaxed),
+        next_due,
+        last_error: sched
+            .last_error
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone(),
+        charts,
+    };
+    page_response(&headers, Page::Overview(frame, overview))
+}
+
+/// Messages listed on a page of the channels view.
+const MESSAGES_PER_PAGE: u32 = 50;
+/// Sessions read with each alert's delivery report on the channels view.
+const REPORT_SESSIONS: u32 = 200;
+/// Sessions listed on a message's page at a time.
+const MESSAGE_SESSIONS: u32 = 500;
+
+async fn channels(
+    State(console): State<Console>,
+    Extension(session): Extension<Session>,
+    headers: HeaderMap,
+    Query(query): Query<Params>,
+) -> Response {
+    let mut frame = frame(&console, &session, &query, "/console/channels");
+    let now = frame.now;
+    let channel = query.get("channel").filter(|c| !c.is_empty()).cloned();
+    let before = match query.get("before").map(|b| parse_cursor(b)) {
+        Some(Some(cursor)) => Some(cursor),
+        Some(None) => {
+            return problem_page(
+                StatusCode::BAD_REQUEST,
+                "before: not a page cursor; follow the console's own “Older” link",
+            );
+        }
+        None => None,
+    };
+    let live_since = console.shared.retention.live_since(now);
+    let filter = channel.clone();
+    let read = blocking(&console.store, move |store| {
+        let mut list = store.channels(now)?;
+        list.sort_by_key(|c| std::cmp::Reverse(c.latest_at));
+        let mut messages = store.read_messages(&store::MessageQuery {
+            channel: filter,
+            session_id: None,
+            include_acknowledged: true,
+            limit: MESSAGES_PER_PAGE + 1,
+            now,
+            before,
+        })?;
+        let more = messages.len() > MESSAGES_PER_PAGE as usize;
+        messages.truncate(MESSAGES_PER_PAGE as usize);
+        let mut rows = Vec::with_capacity(messages.len());
+        for view in messages {
+            let report = if view.message.severity == store::Severity::Info {
+                None
+            } else {
+                store.delivery_report(&store::ReportQuery {
+                    message_id: view.message.id,
+                    live_since,
+                    after_session: None,
+                    limit: REPORT_SESSIONS,
+                })?
+            };
+            rows.push((view.message, report));
+        }
+        Ok((list, rows, more, change_version(store)))
+    })
+    .await;
+    let (list, rows, more, version) = match read {
+        Ok(read) => read,
+        Err(response) => return response,
+    };
+    frame.version = version;
+    let older = more
+        .then(|| rows.last().map(|(m, _)| format!("{}.{}", m.created_at, m.id)))
+        .flatten();
+    page_response(
+        &headers,
+        Page::Channels(
+            frame,
+            views::Channels {
+                channels: list,
+                filter: channel,
+                messages: rows,
+                older,
+            },
+        ),
+    )
+}
+
+fn parse_cursor(text: &str) -> Option<store::MessageCursor> {
+    let (at, id) = text.split_once('.')?;
+    Some(store::MessageCursor {
+        created_at: at.parse().ok()?,
+        id: id.parse().ok()?,
+    })
+}
+
+async fn message(
+    State(console): State<Console>,
+    Extension(session): Extension<Session>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+    Query(query): Query<Params>,
+) -> Response {
+    let Ok(id) = id.parse::<i64>() else {
+        return problem_page(
+            StatusCode::BAD_REQUEST,
+            "a message's id is a number; pick a message from the channels page",
+        );
+    };
+    let path = format!("/console/messages/{id}");
+    let mut frame = frame(&console, &session, &query, &path);
+    let now = frame.now;
+    let live_since = console.shared.retention.live_since(now);
+    let after = query.get("after").cloned();
+    let read = blocking(&console.store, move |store| {
+        let report = store.delivery_report(&store::ReportQuery {
+            message_id: id,
+            live_since,
+            after_session: after,
+            limit: MESSAGE_SESSIONS + 1,
+        })?;
+        Ok((report, change_version(store)))
+    })
+    .await;
+    let (report, version) = match read {
+        Ok(read) => read,
+        Err(response) => return response,
+    };
+    frame.version = version;
+    let Some(mut report) = report else {
+        return problem_page(
+            StatusCode::NOT_FOUND,
+            &format!("no stored message has id {id}; it may have been cleared or pruned"),
+        );
+    };
+    let more = report.sessions.len() > MESSAGE_SESSIONS as usize;
+    report.sessions.truncate(MESSAGE_SESSIONS as usize);
+    let next = more
+        .then(|| report.sessions.last().map(|s| s.session_id.clone()))
+        .flatten();
+    page_response(&headers, Page::Message(frame, report, next))
+}
+
+/// Sessions on one page of the sessions view.
+const SESSIONS_PER_PAGE: u32 = 100;
+
+async fn sessions(
+    State(console): State<Console>,
+    Extension(session): Extension<Session>,
+    headers: HeaderMap,
+    Query(query): Query<Params>,
+) -> Response {
+    let mut frame = frame(&console, &session, &query, "/console/sessions");
+    let now = frame.now;
+    let all = query.get("all").is_some_and(|v| v == "1");
+    let offset: u32 = query
+        .get("offset")
+        .and_then(|o| o.parse().ok())
+        .unwrap_or(0);
+    let live_since = console.shared.retention.live_since(now);
+    let read = blocking(&console.store, move |store| {
+        let mut list = store.sessions(&store::SessionQuery {
+            seen_since: (!all).then_some(live_since),
+            offset,
+            limit: SESSIONS_PER_PAGE + 1,
+        })?;
+        let more = list.len() > SESSIONS_PER_PAGE as usize;
+        list.truncate(SESSIONS_PER_PAGE as usize);
+        let ids: Vec<String> = list.iter().map(|s| s.session_id.clone()).collect();
+        let unacked: HashMap<String, u64> =
+            store.unacknowledged_alerts(&ids, now)?.into_iter().collect();
+        Ok((list, unacked, more, change_version(store)))
+    })
+    .await;
+    let (list, unacked, more, version) = match read {
+        Ok(read) => read,
+        Err(response) => return response,
+    };
+    frame.version = version;
+    page_response(
+        &headers,
+        Page::Sessions(
+            frame,
+            views::Sessions {
+                all,
+                live_since,
+                rows: list,
+                unacked,
+                next_offset: more.then(|| offset.saturating_add(SESSIONS_PER_PAGE)),
+            },
+        ),
+    )
+}
+
+/// Firings shown with each schedule.
+const FIRINGS_PER_SCHEDULE: u32 = 5;
+
+async fn schedules(
+    State(console): State<Console>,
+    Extension(session): Extension<Session>,
+    headers: HeaderMap,
+    Query(query): Query<Params>,
+) -> Response {
+    let mut frame = frame(&console, &session, &query, "/console/schedules");
+    let read = blocking(&console.store, |store| {
+        let mut list = Vec::new();
+        for schedule in store.schedules()? {
+            let firings = store.recent_firings(Some(schedule.id), FIRINGS_PER_SCHEDULE)?;
+            list.push((schedule, firings));
+        }
+        // Active ones first, then the most recent.
+        list.sort_by_key(|(s, _)| {
+            (
+                s.status != store::ScheduleStatus::Active,
+                std::cmp::Reverse(s.id),
+            )
+        });
+        Ok((list, change_version(store)))
+    })
+    .await;
+    let (list, version) = match read {
+        Ok(read) => read,
+        Err(response) => return response,
+    };
+    frame.version = version;
+    page_response(&headers, Page::Schedules(frame, list))
+}
+
+async fn reminders(
+    State(console): State<Console>,
+    Extension(session): Extension<Session>,
+    headers: HeaderMap,
+    Query(query): Query<Params>,
+) -> Response {
+    let mut frame = frame(&console, &session, &query, "/console/reminders");
+    let read = blocking(&console.store, |store| {
+        Ok((store.reminders()?, change_version(store)))
+    })
+    .await;
+    let (list, version) = match read {
+        Ok(read) => read,
+        Err(response) => return response,
+    };
+    frame.version = version;
+    page_response(&headers, Page::Reminders(frame, list))
+}
+
+async fn conditions(
+    State(console): State<Console>,
+    Extension(session): Extension<Session>,
+    headers: HeaderMap,
+    Query(query): Query<Params>,
+) -> Response {
+    let mut frame = frame(&console, &session, &query, "/console/conditions");
+    let read = blocking(&console.store, |store| {
+        Ok((store.conditions()?, change_version(store)))
+    })
+    .await;
+    let (list, version) = match read {
+        Ok(read) => read,
+        Err(response) => return response,
+    };
+    frame.version = version;
+    page_response(&headers, Page::Conditions(frame, list))
+}
+
+/// Audit entries on one page.
+const AUDIT_PER_PAGE: u32 = 100;
+
+async fn audit(
+    State(console): State<Console>,
+    Extension(session): Extension<Session>,
+    headers: HeaderMap,
+    Query(query): Query<Params>,
+) -> Response {
+    let mut frame = frame(&console, &session, &query, "/console/audit");
+    let action = match query.get("action").filter(|a| !a.is_empty()) {
+        None => None,
+        Some(text) => match text.parse::<store::AuditAction>() {
+            Ok(action) => Some(action),
+            Err(e) => return problem_page(StatusCode::BAD_REQUEST, &format!("action: {e}")),
+        },
+    };
+    let actor = query
+        .get("actor")
+        .map(|a| a.trim().to_owned())
+        .filter(|a| !a.is_empty());
+    let before: Option<i64> = match query.get("before").map(|b| b.parse()) {
+        Some(Ok(id)) => Some(id),
+        Some(Err(_)) => {
+            return problem_page(
+                StatusCode::BAD_REQUEST,
+                "before: not an entry id; follow the console's own “Older” link",
+            );
+        }
+        None => None,
+    };
+    let filter = views::AuditFilter {
+        action,
+        actor: actor.clone(),
+    };
+    let wanted = filter.clone();
+    // Filters apply to the pages the store returns, newest first, until one is full or the
+    // trail ends (at most 50 store pages per request).
+    let read = blocking(&console.store, move |store| {
+        let mut out = Vec::new();
+        let mut cursor = before;
+        let mut ended = false;
+        for _ in 0..50 {
+            let page = store.recent_audit(cursor, AUDIT_PER_PAGE + 1)?;
+            ended = page.len() <= AUDIT_PER_PAGE as usize;
+            cursor = page.last().map(|e| e.id).or(cursor);
+            out.extend(page.into_iter().filter(|e| wanted.admits(e)));
+            if ended || out.len() > AUDIT_PER_PAGE as usize {
+                break;
+            }
+        }
+        let more = out.len() > AUDIT_PER_PAGE as usize || !ended;
+        out.truncate(AUDIT_PER_PAGE as usize);
+        Ok((out, more, change_version(store)))
+    })
+    .await;
+    let (entries, more, version) = match read {
+        Ok(read) => read,
+        Err(response) => return response,
+    };
+    frame.version = version;
+    let older = more.then(|| entries.last().map(|e| e.id)).flatten();
+    page_response(&headers, Page::Audit(frame, filter, entries, older))
+}
+
+// --- Live updates ----------------------------------------------------------------------------
+
+/// `GET /console/events?v=VERSION`: a `change` event whenever the store's change version moves
+/// (at once if it already differs from the page's `VERSION`), and every second when the store
+/// has no version to compare.
+async fn events(State(console): State<Console>, Query(query): Query<Params>) -> Response {
+    let seen: Option<u64> = query.get("v").and_then(|v| v.parse().ok());
+    let state = (console.store.clone(), seen, console.stop.clone(), Instant::now());
+    let stream = futures_util::stream::unfold(state, |(store, mut seen, stop, mut blind)| async move {
+        loop {
+            tokio::select! {
+                () = stop.cancelled() => return None,
+                () = tokio::time::sleep(CHANGE_POLL) => {}
+            }
+            let probe = store.clone();
+            let version = tokio::task::spawn_blocking(move || change_version(&probe))
+                .await
+                .ok()
+                .flatten();
+            match version {
+                Some(v) if seen != Some(v) => {
+                    let changed = seen.is_some();
+                    seen = Some(v);
+                    if changed {
+                        let event = Event::default().event("change").data(v.to_string());
+                        return Some((Ok::<_, std::convert::Infallible>(event), (store, seen, stop, blind)));
+                    }
+                }
+                Some(_) => {}
+                None if blind.elapsed() >= BLIND_REFRESH => {
+                    blind = Instant::now();
+                    let event = Event::default().event("change").data("?");
+                    return Some((Ok(event), (store, seen, stop, blind)));
+                }
+                None => {}
+            }
+        }
+    });
+    Sse::new(stream)
+        .keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
+        .into_response()
+}
+
+// --- Signing in ------------------------------------------------------------------------------
+
+/// Where to go after signing in: a console page, never elsewhere.
+fn safe_next(next: Option<&String>) -> String {
+    match next {
+        Some(n)
+            if n.starts_with("/console/")
+                && !n.contains("//")
+                && !n.contains('\\')
+                && !n.chars().any(char::is_control) =>
+        {
+            n.clone()
+        }
+        _ => "/console/".to_owned(),
+    }
+}
+
+async fn login_form(State(console): State<Console>, Query(query): Query<Params>) -> Response {
+    if !console.token_mode() {
+        return see_other("/console/");
+    }
+    let next = safe_next(query.get("next"));
+    html(
+        StatusCode::OK,
+        views::login(&next, None).into_string(),
+    )
+}
+
+async fn login(
+    State(console): State<Console>,
+    headers: HeaderMap,
+    Form(form): Form<Params>,
+) -> Response {
+    let next = safe_next(form.get("next"));
+    let Some(token) = &console.shared.access.token else {
+        return see_other("/console/");
+    };
+    let given = form.get("token").map(|t| t.trim()).unwrap_or("");
+    if !token.matches(given.as_bytes()) {
+        tracing::warn!("refused a console sign-in with a wrong token");
+        return html(
+            StatusCode::UNAUTHORIZED,
+            views::login(
+                &next,
+                Some("That is not this daemon's token. Enter the value of HOOKS_MCP_TOKEN."),
+            )
+            .into_string(),
+        );
+    }
+    match console.new_session(now_ms() / 1000, &headers) {
+        Ok(session) => {
+            let mut response = see_other(&next);
+            if let Some(cookie) = session.issued.and_then(|c| HeaderValue::from_str(&c).ok()) {
+                response.headers_mut().append(header::SET_COOKIE, cookie);
+            }
+            response
+        }
+        Err(e) => problem_page(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
+    }
+}
+
+async fn logout(Extension(session): Extension<Session>, Form(form): Form<Params>) -> Response {
+    if let Err(refused) = check_csrf(&session, &form) {
+        return refused;
+    }
+    let mut response = see_other(if session.issued.is_some() {
+        "/console/"
+    } else {
+        "/console/login"
+    });
+    if let Ok(cookie) = HeaderValue::from_str(&format!(
+        "{COOKIE}=; Path={PREFIX}; Max-Age=0; HttpOnly; SameSite=Strict"
+    )) {
+        response.headers_mut().insert(header::SET_COOKIE, cookie);
+    }
+    response
+}
+
+// --- Actions ---------------------------------------------------------------------------------
+
+/// Refuses a form without this session's CSRF token.
+fn check_csrf(session: &Session, form: &Params) -> Result<(), Response> {
+    match form.get("csrf") {
+        Some(given) if same(given, &session.csrf) => Ok(()),
+        _ => {
+            tracing::warn!("refused a console form without a valid CSRF token");
+            Err(problem_page(
+                StatusCode::FORBIDDEN,
+                "Forbidden: the form's CSRF token is missing or belongs to another console \
+                 session; reload the page and submit the form again",
+            ))
+        }
+    }
+}
+
+/// Calls `tool` as the console's actor; its answer, or its error as text.
+async fn call_tool(console: &Console, tool: &'static str, args: Value) -> Result<Value, String> {
+    let store = console.store.clone();
+    let call = tokio::task::spawn_blocking(move || {
+        let mut extensions = crate::Settings::extensions(store);
+        extensions.insert(store::Actor::Token(ACTOR.to_owned()));
+        let policy = catalogue::SessionPolicy::Fallback(None);
+        let ctx = catalogue::CallContext::new(now_ms(), &policy, &extensions);
+        catalogue::call(tool, &ctx, args).map_err(|e| e.to_string())
+    });
+    match call.await {
+        Ok(result) => result,
+        Err(e) => Err(format!("the call failed: {e}")),
+    }
+}
+
+/// Back to the page the form came from (its `back` field, a console page) with a notice or a
+/// problem to show.
+fn back(form: &Params, result: Result<String, String>) -> Response {
+    let page = safe_next(form.get("back"));
+    let (page, anchor) = match page.split_once('#') {
+        Some((p, a)) => (p.to_owned(), format!("#{a}")),
+        None => (page, String::new()),
+    };
+    let (path, query) = page.split_once('?').unwrap_or((&page, ""));
+    let mut pairs: Vec<(String, String)> = serde_urlencoded::from_str(query).unwrap_or_default();
+    pairs.retain(|(k, _)| k != "notice" && k != "problem");
+    match result {
+        Ok(notice) => pairs.push(("notice".into(), notice)),
+        Err(problem) => pairs.push(("problem".into(), problem)),
+    }
+    let query = serde_urlencoded::to_string(&pairs).unwrap_or_default();
+    see_other(&format!("{path}?{query}{anchor}"))
+}
+
+fn field<'a>(form: &'a Params, name: &str) -> &'a str {
+    form.get(name).map_or("", |v| v.as_str())
+}
+
+async fn publish(
+    State(console): State<Console>,
+    Extension(session): Extension<Session>,
+    Form(form): Form<Params>,
+) -> Response {
+    if let Err(refused) = check_csrf(&session, &form) {
+        return refused;
+    }
+    let mut args = json!({
+        "channel": field(&form, "channel").trim(),
+        "message": field(&form, "message"),
+    });
+    let severity = field(&form, "severity").trim();
+    if !severity.is_empty() {
+        args["severity"] = severity.into();
+    }
+    let ttl = field(&form, "ttl_seconds").trim();
+    if !ttl.is_empty() {
+        match ttl.parse::<u64>() {
+            Ok(n) => args["ttl_seconds"] = n.into(),
+            Err(_) => {
+                return back(
+                    &form,
+                    Err(format!(
+                        "Not published: the lifetime `{ttl}` is not a whole number of seconds"
+                    )),
+                );
+            }
+        }
+    }
+    let result = call_tool(&console, "channel_publish", args).await;
+    back(
+        &form,
+        result
+            .map(|answer| format!("Published message #{} on {}", answer["id"], answer["channel"].as_str().unwrap_or("")))
+            .map_err(|e| format!("Not published: {e}")),
+    )
+}
+
+/// An id from the path, or the form's way back with what was wrong.
+fn path_id(id: &str, form: &Params, what: &str) -> Result<i64, Response> {
+    id.parse()
+        .map_err(|_| back(form, Err(format!("`{id}` is not a {what} id"))))
+}
+
+async fn clear_message(
+    State(console): State<Console>,
+    Extension(session): Extension<Session>,
+    Path(id): Path<String>,
+    Form(form): Form<Params>,
+) -> Response {
+    if let Err(refused) = check_csrf(&session, &form) {
+        return refused;
+    }
+    let id = match path_id(&id, &form, "message") {
+        Ok(id) => id,
+        Err(response) => return response,
+    };
+    let result = call_tool(&console, "channel_clear", json!({ "message_id": id })).await;
+    back(
+        &form,
+        result
+            .map(|_| format!("Cleared message #{id}"))
+            .map_err(|e| format!("Not cleared: {e}")),
+    )
+}
+
+async fn cancel_schedule(
+    State(console): State<Console>,
+    Extension(session): Extension<Session>,
+    Path(id): Path<String>,
+    Form(form): Form<Params>,
+) -> Response {
+    if let Err(refused) = check_csrf(&session, &form) {
+        return refused;
+    }
+    let id = match path_id(&id, &form, "schedule") {
+        Ok(id) => id,
+        Err(response) => return response,
+    };
+    let result = call_tool(&console, "schedule_cancel", json!({ "schedule_id": id })).await;
+    back(
+        &form,
+        result
+            .map(|_| format!("Cancelled schedule #{id}"))
+            .map_err(|e| format!("Not cancelled: {e}")),
+    )
+}
+
+async fn add_reminder(
+    State(console): State<Console>,
+    Extension(session): Extension<Session>,
+    Form(form): Form<Params>,
+) -> Response {
+    if let Err(refused) = check_csrf(&session, &form) {
+        return refused;
+    }
+    let cadence = field(&form, "cadence").trim();
+    let Ok(cadence) = cadence.parse::<u64>() else {
+        return back(
+            &form,
+            Err(format!(
+                "Not added: the cadence `{cadence}` is not a whole number of tool calls"
+            )),
+        );
+    };
+    let mut args = json!({ "message": field(&form, "message"), "cadence": cadence });
+    let tag = field(&form, "tag").trim();
+    if !tag.is_empty() {
+        args["tag"] = tag.into();
+    }
+    let result = call_tool(&console, "enforcement_set", args).await;
+    back(
+        &form,
+        result
+            .map(|answer| format!("Added reminder #{}", answer["id"]))
+            .map_err(|e| format!("Not added: {e}")),
+    )
+}
+
+async fn clear_reminder(
+    State(console): State<Console>,
+    Extension(session): Extension<Session>,
+    Path(id): Path<String>,
+    Form(form): Form<Params>,
+) -> Response {
+    if let Err(refused) = check_csrf(&session, &form) {
+        return refused;
+    }
+    let id = match path_id(&id, &form, "reminder") {
+        Ok(id) => id,
+        Err(response) => return response,
+    };
+    let result = call_tool(&console, "enforcement_clear", json!({ "enforcement_id": id })).await;
+    back(
+        &form,
+        result
+            .map(|_| format!("Cleared reminder #{id}"))
+            .map_err(|e| format!("Not cleared: {e}")),
+    )
+}
+
+// --- Assets ----------------------------------------------------------------------------------
+
+/// The embedded files: name, content type, bytes.
+const ASSETS: [(&str, &str, &[u8]); 5] = [
+    (
+        "htmx.min.js",
+        "text/javascript; charset=utf-8",
+        include_bytes!("assets/htmx.min.js"),
+    ),
+    (
+        "htmx-ext-sse.js",
+        "text/javascript; charset=utf-8",
+        include_bytes!("assets/htmx-ext-sse.js"),
+    ),
+    (
+        "console.css",
+        "text/css; charset=utf-8",
+        include_bytes!("assets/console.css"),
+    ),
+    (
+        "LICENSE.htmx",
+        "text/plain; charset=utf-8",
+        include_bytes!("assets/LICENSE.htmx"),
+    ),
+    (
+        "LICENSE.htmx-ext-sse",
+        "text/plain; charset=utf-8",
+        include_bytes!("assets/LICENSE.htmx-ext-sse"),
+    ),
+];
+
+async fn asset(Path(name): Path<String>) -> Response {
+    match ASSETS.iter().find(|(n, _, _)| *n == name) {
+        Some((_, content_type, bytes)) => (
+            StatusCode::OK,
+            [
+                (header::CONTENT_TYPE, *content_type),
+                (header::CACHE_CONTROL, "public, max-age=3600"),
+            ],
+            *bytes,
+        )
+            .into_response(),
+        None => not_found().await,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hex_round_trips_and_rejects_odd_or_foreign_text() {
+        assert_eq!(hex(&[0, 15, 255]), "000fff");
+        assert_eq!(unhex("000fff"), Some(vec![0, 15, 255]));
+        assert_eq!(unhex("0"), None);
+        assert_eq!(unhex("zz"), None);
+        assert_eq!(unhex("éé"), None);
+    }
+
+    #[test]
+    fn next_pages_stay_on_the_console() {
+        let s = |v: &str| safe_next(Some(&v.to_owned()));
+        assert_eq!(s("/console/channels?channel=a"), "/console/channels?channel=a");
+        assert_eq!(s("https://evil.example/"), "/console/");
+        assert_eq!(s("//evil.example/console/"), "/console/");
+        assert_eq!(s("/console//evil.example"), "/console/");
+        assert_eq!(s("/console/\\evil"), "/console/");
+        assert_eq!(s("/mcp"), "/console/");
+        assert_eq!(safe_next(None), "/console/");
+    }
+
+    #[test]
+    fn strings_compare_whole() {
+        assert!(same("abc", "abc"));
+        assert!(!same("abc", "abd"));
+        assert!(!same("abc", "ab"));
+    }
+}
