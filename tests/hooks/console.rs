@@ -233,6 +233,13 @@ async fn the_console_in_chromium() {
     assert_eq!(b.js("return document.cookie").await, json!(""));
 
     // Publishing through the form: listed, with the payloads as text.
+    b.client
+        .find(Locator::Css("details.publish summary"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
     let form = b
         .client
         .form(Locator::Css("form.publish"))
@@ -398,6 +405,13 @@ async fn the_console_in_chromium() {
 
     // A reminder added through the form and cleared with one click.
     b.goto(&format!("{base}/console/reminders")).await;
+    b.client
+        .find(Locator::Css("details.add-reminder summary"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
     let form = b
         .client
         .form(Locator::Css("form[action='/console/reminders']"))
@@ -455,8 +469,21 @@ async fn the_console_in_chromium() {
     b.goto(&format!("{base}/console/audit")).await;
     assert!(b.text("table.audit").await.contains("schedule_cancel"));
     b.screenshot("audit").await;
+    // The overview's hook chart counts the HTTP hook events the daemon answered.
+    let bearer = format!("Bearer {TOKEN}");
+    for _ in 0..3 {
+        let (status, _, _) = http(
+            daemon.port,
+            "POST",
+            "/hooks/UserPromptSubmit",
+            &[("Authorization", &bearer), ("Content-Type", "application/json")],
+            &fixture_for("user_prompt_submit", "s3").to_string(),
+        );
+        assert!(status == 200 || status == 204, "{status}");
+    }
     b.goto(&format!("{base}/console/")).await;
     assert!(b.text("#tool-calls").await.contains("Tool calls per minute"));
+    assert_eq!(b.text("#hook-events .total").await, "3");
     b.screenshot("overview").await;
     b.close().await;
 }

@@ -1,10 +1,11 @@
 //! The operator console at `/console/`: the fleet, live, in a browser, on the daemon's listener.
 //!
 //! Server-rendered HTML (the templates in [`views`] escape everything they insert: stored text
-//! is user text) with a small vendored library for live updates (htmx and its server-sent
-//! events extension, embedded with their licences under `assets/`). Each page's live region
-//! re-reads itself when `/console/events` says the store changed (its change version moved),
-//! and every 15 seconds for what changes with time alone (ages, expiries, the scheduler's lag).
+//! is user text) with a small vendored library for live updates (htmx, embedded with its
+//! licence under `assets/`) and a few lines of the console's own (`assets/console.js`: the
+//! event stream). Each page's live region re-reads itself when `/console/events` says the
+//! store changed (its change version moved), and every 15 seconds for what changes with time
+//! alone (ages, expiries, the scheduler's lag).
 //!
 //! # Access
 //!
@@ -1118,16 +1119,16 @@ async fn clear_reminder(
 // --- Assets ----------------------------------------------------------------------------------
 
 /// The embedded files: name, content type, bytes.
-const ASSETS: [(&str, &str, &[u8]); 5] = [
+const ASSETS: [(&str, &str, &[u8]); 4] = [
     (
         "htmx.min.js",
         "text/javascript; charset=utf-8",
         include_bytes!("assets/htmx.min.js"),
     ),
     (
-        "htmx-ext-sse.js",
+        "console.js",
         "text/javascript; charset=utf-8",
-        include_bytes!("assets/htmx-ext-sse.js"),
+        include_bytes!("assets/console.js"),
     ),
     (
         "console.css",
@@ -1138,11 +1139,6 @@ const ASSETS: [(&str, &str, &[u8]); 5] = [
         "LICENSE.htmx",
         "text/plain; charset=utf-8",
         include_bytes!("assets/LICENSE.htmx"),
-    ),
-    (
-        "LICENSE.htmx-ext-sse",
-        "text/plain; charset=utf-8",
-        include_bytes!("assets/LICENSE.htmx-ext-sse"),
     ),
 ];
 

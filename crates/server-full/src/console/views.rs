@@ -199,7 +199,7 @@ fn head(title: &str) -> Markup {
             title { (title) " · hooks-mcp console" }
             link rel="stylesheet" href={ "/console/assets/console.css?v=" (v) };
             script src={ "/console/assets/htmx.min.js?v=" (v) } defer {}
-            script src={ "/console/assets/htmx-ext-sse.js?v=" (v) } defer {}
+            script src={ "/console/assets/console.js?v=" (v) } defer {}
         }
     }
 }
@@ -213,7 +213,7 @@ fn layout(frame: &Frame, title: &str, nav: &str, before: Markup, live: Markup) -
         (DOCTYPE)
         html lang="en" {
             (head(title))
-            body hx-ext="sse" {
+            body {
                 a.skip href="#content" { "Skip to content" }
                 header {
                     a.brand href="/console/" { "hooks-mcp" }
@@ -246,12 +246,9 @@ fn layout(frame: &Frame, title: &str, nav: &str, before: Markup, live: Markup) -
                         p.problem role="alert" { (problem) }
                     }
                     (before)
-                    div #stream sse-connect=(events) {
-                        div #live hx-get=(frame.path)
-                            hx-trigger="sse:change, every 15s" hx-swap="innerHTML"
-                            aria-live="polite" {
-                            (live)
-                        }
+                    div #live hx-get=(frame.path) data-events=(events)
+                        hx-trigger="refresh, every 15s" hx-swap="innerHTML" aria-live="polite" {
+                        (live)
                     }
                 }
                 footer {
@@ -439,7 +436,7 @@ fn chart(title: &str, id: &str, counts: &[u64]) -> Markup {
 
 fn publish_form(frame: &Frame, channel: Option<&str>) -> Markup {
     html! {
-        details.card open {
+        details.card.publish {
             summary { "Publish a broadcast" }
             form.publish method="post" action="/console/publish" {
                 (csrf(frame))
@@ -717,7 +714,7 @@ fn trigger(t: &store::Trigger) -> String {
 
 fn reminder_form(frame: &Frame) -> Markup {
     html! {
-        details.card open {
+        details.card.add-reminder {
             summary { "Add a reminder" }
             form method="post" action="/console/reminders" {
                 (csrf(frame)) (back_to(frame))
