@@ -11,8 +11,8 @@
 //! Content-Security-Policy, CSRF and `Origin` refusals, and the token-less loopback daemon.
 //!
 //! The browser tests need `chromium` and `chromedriver` (Debian's `chromium` and
-//! `chromium-driver`, which `.ci/run` installs). Without them they fail under CI (`CI` set)
-//! and are skipped with a note elsewhere.
+//! `chromium-driver`, which `.ci/run` installs). Without them they fail under CI (`CI` or
+//! `HOOKS_MCP_REQUIRE_BROWSER` set) and are skipped with a note elsewhere.
 
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -51,7 +51,10 @@ fn find_program(names: &[&str]) -> Option<PathBuf> {
     let path = std::env::var_os("PATH").unwrap_or_default();
     names.iter().find_map(|name| {
         std::env::split_paths(&path)
-            .chain([PathBuf::from("/usr/bin"), PathBuf::from("/usr/lib/chromium")])
+            .chain([
+                PathBuf::from("/usr/bin"),
+                PathBuf::from("/usr/lib/chromium"),
+            ])
             .map(|dir| dir.join(name))
             .find(|p| p.is_file())
     })
@@ -64,10 +67,15 @@ impl Programs {
         let driver = find_program(&["chromedriver"]);
         match (chromium, driver) {
             (Some(chromium), Some(driver)) => Some(Programs { chromium, driver }),
-            _ if std::env::var_os("CI").is_some() => panic!(
-                "{test}: chromium and chromedriver are required under CI; install Debian's \
-                 `chromium` and `chromium-driver`"
-            ),
+            _ if std::env::var_os("CI").is_some()
+                || std::env::var_os("HOOKS_MCP_REQUIRE_BROWSER").is_some() =>
+            {
+                panic!(
+                    "{test}: chromium and chromedriver are required here (CI or \
+                     HOOKS_MCP_REQUIRE_BROWSER); install Debian's `chromium` and \
+                     `chromium-driver`"
+                )
+            }
             _ => {
                 use std::io::Write;
                 let _ = writeln!(
@@ -126,7 +134,10 @@ impl Browser {
             {
                 Ok(client) => break client,
                 Err(e) => {
-                    assert!(Instant::now() < deadline, "chromedriver never answered: {e}");
+                    assert!(
+                        Instant::now() < deadline,
+                        "chromedriver never answered: {e}"
+                    );
                     tokio::time::sleep(Duration::from_millis(100)).await;
                 }
             }
@@ -240,11 +251,7 @@ async fn the_console_in_chromium() {
         .click()
         .await
         .unwrap();
-    let form = b
-        .client
-        .form(Locator::Css("form.publish"))
-        .await
-        .unwrap();
+    let form = b.client.form(Locator::Css("form.publish")).await.unwrap();
     form.set_by_name("channel", "deploys").await.unwrap();
     form.set_by_name("message", XSS).await.unwrap();
     form.set_by_name("severity", "alert").await.unwrap();
@@ -271,7 +278,10 @@ async fn the_console_in_chromium() {
 
     // Two live sessions receive a global alert published by the CLI in another process: it
     // appears without a reload, with its delivery and acknowledgement bars.
-    assert_eq!(b.js("window.__page = 'kept'; return true").await, json!(true));
+    assert_eq!(
+        b.js("window.__page = 'kept'; return true").await,
+        json!(true)
+    );
     for session in ["s1", "s2"] {
         env.hook("SessionStart", &fixture_for("session_start", session));
     }
@@ -303,8 +313,14 @@ async fn the_console_in_chromium() {
         appeared.as_secs_f64() * 1000.0
     );
     for session in ["s1", "s2"] {
-        let run = env.hook("UserPromptSubmit", &fixture_for("user_prompt_submit", session));
-        assert!(run.context().contains("freeze merges"), "{session}: {run:?}");
+        let run = env.hook(
+            "UserPromptSubmit",
+            &fixture_for("user_prompt_submit", session),
+        );
+        assert!(
+            run.context().contains("freeze merges"),
+            "{session}: {run:?}"
+        );
     }
     b.until(
         "both deliveries show",
@@ -385,7 +401,11 @@ async fn the_console_in_chromium() {
         .await,
         json!("active")
     );
-    assert!(b.text(&format!("#schedule-{id}")).await.contains("standup <b>now</b>"));
+    assert!(
+        b.text(&format!("#schedule-{id}"))
+            .await
+            .contains("standup <b>now</b>")
+    );
     b.screenshot("schedules").await;
     b.client
         .find(Locator::Css(&format!("#schedule-{id} button")))
@@ -399,7 +419,11 @@ async fn the_console_in_chromium() {
         &format!("return document.querySelector('#schedule-{id}')?.dataset.status === 'cancelled'"),
     )
     .await;
-    assert!(b.text(".notice").await.contains(&format!("Cancelled schedule #{id}")));
+    assert!(
+        b.text(".notice")
+            .await
+            .contains(&format!("Cancelled schedule #{id}"))
+    );
     let list = env.cli_json(&["schedule", "list"]);
     assert_eq!(list["schedules"][0]["status"], json!("cancelled"), "{list}");
 
@@ -449,7 +473,10 @@ async fn the_console_in_chromium() {
 
     // A POST without the CSRF token, or with another session's, is refused, and nothing is
     // published.
-    for body in ["channel=x&message=forged", "channel=x&message=forged&csrf=00ff"] {
+    for body in [
+        "channel=x&message=forged",
+        "channel=x&message=forged&csrf=00ff",
+    ] {
         let status = b
             .client
             .execute_async(
@@ -476,13 +503,20 @@ async fn the_console_in_chromium() {
             daemon.port,
             "POST",
             "/hooks/UserPromptSubmit",
-            &[("Authorization", &bearer), ("Content-Type", "application/json")],
+            &[
+                ("Authorization", &bearer),
+                ("Content-Type", "application/json"),
+            ],
             &fixture_for("user_prompt_submit", "s3").to_string(),
         );
         assert!(status == 200 || status == 204, "{status}");
     }
     b.goto(&format!("{base}/console/")).await;
-    assert!(b.text("#tool-calls").await.contains("Tool calls per minute"));
+    assert!(
+        b.text("#tool-calls")
+            .await
+            .contains("Tool calls per minute")
+    );
     assert_eq!(b.text("#hook-events .total").await, "3");
     b.screenshot("overview").await;
     b.close().await;
@@ -538,8 +572,15 @@ fn sessions_cookies_csrf_and_headers_over_plain_http() {
         assert!(set_cookie.contains(flag), "{set_cookie}");
     }
     let csp = header(&head, "content-security-policy").unwrap();
-    assert!(csp.contains("script-src 'self'") && !csp.contains("unsafe-inline"), "{csp}");
-    assert!(header(&head, "server-timing").unwrap().starts_with("app;dur="));
+    assert!(
+        csp.contains("script-src 'self'") && !csp.contains("unsafe-inline"),
+        "{csp}"
+    );
+    assert!(
+        header(&head, "server-timing")
+            .unwrap()
+            .starts_with("app;dur=")
+    );
     let cookie = cookie_pair(set_cookie);
     let csrf = csrf_of(&page);
 
@@ -555,7 +596,13 @@ fn sessions_cookies_csrf_and_headers_over_plain_http() {
         ("Content-Type", "application/x-www-form-urlencoded"),
     ];
     // No CSRF token, a wrong one, a cross-site Origin: refused, nothing published.
-    let (status, _, body) = http(port, "POST", "/console/publish", &form, "channel=a&message=b");
+    let (status, _, body) = http(
+        port,
+        "POST",
+        "/console/publish",
+        &form,
+        "channel=a&message=b",
+    );
     assert_eq!(status, 403);
     assert!(body.contains("CSRF token"), "{body}");
     let (status, _, _) = http(
@@ -594,7 +641,10 @@ fn sessions_cookies_csrf_and_headers_over_plain_http() {
         &format!("{good}&ttl_seconds=soon"),
     );
     assert_eq!(status, 303);
-    assert!(header(&head, "location").unwrap().contains("problem="), "{head}");
+    assert!(
+        header(&head, "location").unwrap().contains("problem="),
+        "{head}"
+    );
     assert_eq!(
         env.cli_json(&["channel", "read"])["messages"]
             .as_array()
@@ -610,7 +660,9 @@ fn sessions_cookies_csrf_and_headers_over_plain_http() {
         &format!("channel=a&message=c&csrf={csrf}&back=https%3A%2F%2Fevil.example%2F"),
     );
     assert!(
-        header(&head, "location").unwrap().starts_with("/console/?notice="),
+        header(&head, "location")
+            .unwrap()
+            .starts_with("/console/?notice="),
         "{head}"
     );
 
@@ -623,12 +675,19 @@ fn sessions_cookies_csrf_and_headers_over_plain_http() {
         "",
     );
     assert_eq!(status, 200);
-    assert!(!live.contains("<html") && live.contains("message-1"), "{live}");
+    assert!(
+        !live.contains("<html") && live.contains("message-1"),
+        "{live}"
+    );
 
     // Assets are embedded, with their types.
     let (status, head, js) = http(port, "GET", "/console/assets/htmx.min.js", &[], "");
     assert_eq!(status, 200);
-    assert!(header(&head, "content-type").unwrap().starts_with("text/javascript"));
+    assert!(
+        header(&head, "content-type")
+            .unwrap()
+            .starts_with("text/javascript")
+    );
     assert!(js.contains("htmx"));
     let (status, _, _) = http(port, "GET", "/console/assets/nothing.js", &[], "");
     assert_eq!(status, 404);
@@ -644,7 +703,10 @@ fn without_a_token_every_loopback_browser_gets_a_session_and_the_stream_says_wha
     assert!(header(&head, "set-cookie").unwrap().contains("HttpOnly"));
     assert!(!page.contains("Sign out"), "no sign-out without a token");
     let (status, head, _) = http(port, "GET", "/console/login", &[], "");
-    assert_eq!((status, header(&head, "location")), (303, Some("/console/")));
+    assert_eq!(
+        (status, header(&head, "location")),
+        (303, Some("/console/"))
+    );
 
     // The event stream sends `change` once a publication from another process commits.
     let cookie = cookie_pair(header(&head_of(port), "set-cookie").unwrap());

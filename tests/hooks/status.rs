@@ -105,6 +105,11 @@ fn status_reports_each_state_and_every_divergence() {
     let (code, report) = status(&env, &running);
     assert_eq!(code, 0, "{report}");
     assert_eq!(report["daemon"]["health_status"], Value::from(200));
+    assert_eq!(
+        report["daemon"]["console"],
+        Value::from(format!("http://localhost:{daemon_port}/console/")),
+        "the console's address is shown while a daemon runs"
+    );
 
     // The client points at another port than the daemon's: diverged.
     let (code, report) = status(&env, &http);

@@ -519,6 +519,8 @@ pub(crate) struct Reply {
     pub(crate) session: Option<String>,
     /// The body, de-chunked.
     pub(crate) body: String,
+    /// The `app` duration of a `Server-Timing` header, in milliseconds, if any.
+    pub(crate) server_ms: Option<f64>,
 }
 
 /// The server closed the connection before answering a request (an idle keep-alive
@@ -672,7 +674,7 @@ impl Conn {
             .nth(1)
             .and_then(|s| s.parse().ok())
             .with_context(|| format!("not an HTTP status line: {line:?}"))?;
-        let (mut length, mut chunked, mut session) = (None, false, None);
+        let (mut length, mut chunked, mut session, mut server_ms) = (None, false, None, None);
         loop {
             line.clear();
             self.reader.read_line(&mut line)?;
@@ -686,6 +688,11 @@ impl Conn {
                     "content-length" => length = value.parse::<usize>().ok(),
                     "transfer-encoding" => chunked = value.contains("chunked"),
                     "mcp-session-id" => session = Some(value.to_owned()),
+                    "server-timing" => {
+                        server_ms = value
+                            .split_once("dur=")
+                            .and_then(|(_, d)| d.split([',', ';']).next()?.trim().parse().ok());
+                    }
                     _ => {}
                 }
             }
@@ -716,6 +723,7 @@ impl Conn {
             status,
             session,
             body: String::from_utf8_lossy(&body).into_owned(),
+            server_ms,
         })
     }
 }

@@ -99,6 +99,9 @@ pub fn run(json: bool, probe: impl FnOnce() -> Daemon) -> StatusReport {
 
     // The daemon.
     let daemon = probe();
+    // The operator console, served by a daemon that answers.
+    let console = matches!(daemon, Daemon::Answered(code) if (200..300).contains(&code))
+        .then(|| format!("{}/console/", endpoint.base_url()));
     let mut stopped = false;
     // HTTP hooks need the daemon as much as a network transport does.
     let needs_daemon = transport != Transport::Stdio || http_hooks;
@@ -143,7 +146,9 @@ pub fn run(json: bool, probe: impl FnOnce() -> Daemon) -> StatusReport {
                 }).collect::<serde_json::Map<String, Value>>(),
             },
             "daemon": match &daemon {
-                Daemon::Answered(code) => json!({ "up": true, "health_status": code }),
+                Daemon::Answered(code) => {
+                    json!({ "up": true, "health_status": code, "console": console })
+                }
                 Daemon::Down(why) => json!({ "up": false, "error": why }),
             },
             "divergences": divergences,
@@ -164,6 +169,9 @@ pub fn run(json: bool, probe: impl FnOnce() -> Daemon) -> StatusReport {
             ),
             format!("daemon:      {daemon_text}"),
         ];
+        if let Some(url) = &console {
+            lines.push(format!("console:     {url}"));
+        }
         if divergences.is_empty() {
             lines.push("divergences: none".into());
         } else {

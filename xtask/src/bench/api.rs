@@ -39,7 +39,7 @@ pub(crate) struct Args {
 }
 
 /// Channels the messages are spread over.
-const CHANNELS: usize = 20;
+pub(super) const CHANNELS: usize = 20;
 
 /// Runs the benchmark.
 pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
@@ -56,7 +56,8 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
         "bench api: filling a store with {} messages, {} sessions...",
         args.messages, args.sessions
     );
-    let (message_id, audit_rows) = fill(&home.path().join("state.db"), args)?;
+    let (message_id, audit_rows) =
+        fill(&home.path().join("state.db"), args.messages, args.sessions)?;
 
     let _ = std::process::Command::new("sync").status();
     let daemon = Daemon::start_with(
@@ -138,12 +139,16 @@ fn get(conn: &mut Conn, path: &str) -> anyhow::Result<String> {
 
 /// Fills the store at `db`; returns the id of a message with deliveries and acknowledgements,
 /// and the number of audit entries kept.
-fn fill(db: &std::path::Path, args: &Args) -> anyhow::Result<(i64, usize)> {
+pub(super) fn fill(
+    db: &std::path::Path,
+    messages: usize,
+    sessions: usize,
+) -> anyhow::Result<(i64, usize)> {
     let store = SqliteStore::create(db)?;
     let now = now_ms();
     let daemon = Actor::Daemon;
-    let mut ids = Vec::with_capacity(args.messages);
-    for i in 0..args.messages {
+    let mut ids = Vec::with_capacity(messages);
+    for i in 0..messages {
         let severity = match i % 10 {
             0 => Severity::Critical,
             1..=3 => Severity::Alert,
@@ -209,7 +214,7 @@ fn fill(db: &std::path::Path, args: &Args) -> anyhow::Result<(i64, usize)> {
     }
     // Keep the audit trail at the acknowledgements below.
     store.prune_audit(now + 1)?;
-    for s in 0..args.sessions {
+    for s in 0..sessions {
         let channel = format!("channel-{}", s % CHANNELS);
         store.record_sighting(&Sighting {
             session_id: format!("session-{s:04}"),
@@ -239,7 +244,7 @@ fn fill(db: &std::path::Path, args: &Args) -> anyhow::Result<(i64, usize)> {
         .next_back()
         .context("no message on channel-0")?;
     let mut acks = 0;
-    for s in (0..args.sessions).step_by(CHANNELS).take(50) {
+    for s in (0..sessions).step_by(CHANNELS).take(50) {
         store.acknowledge(
             newest,
             &format!("session-{s:04}"),
@@ -252,7 +257,7 @@ fn fill(db: &std::path::Path, args: &Args) -> anyhow::Result<(i64, usize)> {
         if acks >= 1_000 {
             break;
         }
-        let session = format!("session-{:04}", n % args.sessions);
+        let session = format!("session-{:04}", n % sessions);
         store.acknowledge(*id, &session, now, &Actor::Session(session.clone()))?;
         acks += 1;
     }

@@ -6,6 +6,7 @@
 
 mod api;
 mod client;
+mod console;
 mod fixtures;
 mod stats;
 mod stdio;
@@ -45,6 +46,9 @@ enum Which {
     Hook(crate::bench_hook::Args),
     /// Latency of every read API route on a release daemon over a filled SQLite store.
     Api(api::Args),
+    /// The operator console's pages on a release daemon over a filled SQLite store: server
+    /// time, page weight, and how soon a change reaches an open page's event stream.
+    Console(console::Args),
     /// One concurrent publisher of `bench store` (spawned by it).
     #[command(hide = true)]
     StoreWorker(store_bench::WorkerArgs),
@@ -64,6 +68,7 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
         Which::Tools(a) => tools::run(a),
         Which::Hook(a) => crate::bench_hook::run(a),
         Which::Api(a) => api::run(a),
+        Which::Console(a) => console::run(a),
         Which::StoreWorker(_) => Ok(()),
     }
 }

@@ -257,7 +257,11 @@ fn same(a: &str, b: &str) -> bool {
 /// Lets signed-in requests through (with their [`Session`] as an extension); a request with
 /// the daemon's bearer token, or any request on a daemon without a token, gets a new session.
 /// Others are sent to the login page (pages) or refused with 401.
-async fn authenticate(State(console): State<Console>, mut request: Request, next: Next) -> Response {
+async fn authenticate(
+    State(console): State<Console>,
+    mut request: Request,
+    next: Next,
+) -> Response {
     let now_s = now_ms() / 1000;
     let session = match console.session_of(request.headers(), now_s) {
         Some(session) => Some(session),
@@ -284,10 +288,7 @@ async fn authenticate(State(console): State<Console>, mut request: Request, next
                 .uri()
                 .path_and_query()
                 .map_or("/console/", |p| p.as_str());
-            return see_other(&format!(
-                "/console/login?{}",
-                encode(&[("next", next)])
-            ));
+            return see_other(&format!("/console/login?{}", encode(&[("next", next)])));
         }
         return problem_page(
             StatusCode::UNAUTHORIZED,
@@ -335,7 +336,11 @@ fn encode(pairs: &[(&str, &str)]) -> String {
 }
 
 fn see_other(location: &str) -> Response {
-    (StatusCode::SEE_OTHER, [(header::LOCATION, location.to_owned())]).into_response()
+    (
+        StatusCode::SEE_OTHER,
+        [(header::LOCATION, location.to_owned())],
+    )
+        .into_response()
 }
 
 fn html(status: StatusCode, page: String) -> Response {
@@ -447,7 +452,9 @@ async fn overview(
         tool_calls: m.tool_calls_per_minute.last_hour(now),
         hook_events: m.hooks.per_minute.last_hour(now),
     });
-    let last_tick = sched.last_tick_ms.load(std::sync::atomic::Ordering::Acquire);
+    let last_tick = sched
+        .last_tick_ms
+        .load(std::sync::atomic::Ordering::Acquire);
     let overview = views::Overview {
         version: protocol_lite::handshake::SERVER_VERSION.to_owned(),
         degraded: sched.lag_ms(now) > i64::try_from(sched.max_lag.as_millis()).unwrap_or(i64::MAX),
@@ -538,7 +545,10 @@ async fn channels(
     };
     frame.version = version;
     let older = more
-        .then(|| rows.last().map(|(m, _)| format!("{}.{}", m.created_at, m.id)))
+        .then(|| {
+            rows.last()
+                .map(|(m, _)| format!("{}.{}", m.created_at, m.id))
+        })
         .flatten();
     page_response(
         &headers,
@@ -635,8 +645,10 @@ async fn sessions(
         let more = list.len() > SESSIONS_PER_PAGE as usize;
         list.truncate(SESSIONS_PER_PAGE as usize);
         let ids: Vec<String> = list.iter().map(|s| s.session_id.clone()).collect();
-        let unacked: HashMap<String, u64> =
-            store.unacknowledged_alerts(&ids, now)?.into_iter().collect();
+        let unacked: HashMap<String, u64> = store
+            .unacknowledged_alerts(&ids, now)?
+            .into_iter()
+            .collect();
         Ok((list, unacked, more, change_version(store)))
     })
     .await;
@@ -804,37 +816,46 @@ async fn audit(
 /// has no version to compare.
 async fn events(State(console): State<Console>, Query(query): Query<Params>) -> Response {
     let seen: Option<u64> = query.get("v").and_then(|v| v.parse().ok());
-    let state = (console.store.clone(), seen, console.stop.clone(), Instant::now());
-    let stream = futures_util::stream::unfold(state, |(store, mut seen, stop, mut blind)| async move {
-        loop {
-            tokio::select! {
-                () = stop.cancelled() => return None,
-                () = tokio::time::sleep(CHANGE_POLL) => {}
-            }
-            let probe = store.clone();
-            let version = tokio::task::spawn_blocking(move || change_version(&probe))
-                .await
-                .ok()
-                .flatten();
-            match version {
-                Some(v) if seen != Some(v) => {
-                    let changed = seen.is_some();
-                    seen = Some(v);
-                    if changed {
-                        let event = Event::default().event("change").data(v.to_string());
-                        return Some((Ok::<_, std::convert::Infallible>(event), (store, seen, stop, blind)));
+    let state = (
+        console.store.clone(),
+        seen,
+        console.stop.clone(),
+        Instant::now(),
+    );
+    let stream =
+        futures_util::stream::unfold(state, |(store, mut seen, stop, mut blind)| async move {
+            loop {
+                tokio::select! {
+                    () = stop.cancelled() => return None,
+                    () = tokio::time::sleep(CHANGE_POLL) => {}
+                }
+                let probe = store.clone();
+                let version = tokio::task::spawn_blocking(move || change_version(&probe))
+                    .await
+                    .ok()
+                    .flatten();
+                match version {
+                    Some(v) if seen != Some(v) => {
+                        let changed = seen.is_some();
+                        seen = Some(v);
+                        if changed {
+                            let event = Event::default().event("change").data(v.to_string());
+                            return Some((
+                                Ok::<_, std::convert::Infallible>(event),
+                                (store, seen, stop, blind),
+                            ));
+                        }
                     }
+                    Some(_) => {}
+                    None if blind.elapsed() >= BLIND_REFRESH => {
+                        blind = Instant::now();
+                        let event = Event::default().event("change").data("?");
+                        return Some((Ok(event), (store, seen, stop, blind)));
+                    }
+                    None => {}
                 }
-                Some(_) => {}
-                None if blind.elapsed() >= BLIND_REFRESH => {
-                    blind = Instant::now();
-                    let event = Event::default().event("change").data("?");
-                    return Some((Ok(event), (store, seen, stop, blind)));
-                }
-                None => {}
             }
-        }
-    });
+        });
     Sse::new(stream)
         .keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
         .into_response()
@@ -862,10 +883,7 @@ async fn login_form(State(console): State<Console>, Query(query): Query<Params>)
         return see_other("/console/");
     }
     let next = safe_next(query.get("next"));
-    html(
-        StatusCode::OK,
-        views::login(&next, None).into_string(),
-    )
+    html(StatusCode::OK, views::login(&next, None).into_string())
 }
 
 async fn login(
@@ -1008,7 +1026,13 @@ async fn publish(
     back(
         &form,
         result
-            .map(|answer| format!("Published message #{} on {}", answer["id"], answer["channel"].as_str().unwrap_or("")))
+            .map(|answer| {
+                format!(
+                    "Published message #{} on {}",
+                    answer["id"],
+                    answer["channel"].as_str().unwrap_or("")
+                )
+            })
             .map_err(|e| format!("Not published: {e}")),
     )
 }
@@ -1107,7 +1131,12 @@ async fn clear_reminder(
         Ok(id) => id,
         Err(response) => return response,
     };
-    let result = call_tool(&console, "enforcement_clear", json!({ "enforcement_id": id })).await;
+    let result = call_tool(
+        &console,
+        "enforcement_clear",
+        json!({ "enforcement_id": id }),
+    )
+    .await;
     back(
         &form,
         result
@@ -1173,7 +1202,10 @@ mod tests {
     #[test]
     fn next_pages_stay_on_the_console() {
         let s = |v: &str| safe_next(Some(&v.to_owned()));
-        assert_eq!(s("/console/channels?channel=a"), "/console/channels?channel=a");
+        assert_eq!(
+            s("/console/channels?channel=a"),
+            "/console/channels?channel=a"
+        );
         assert_eq!(s("https://evil.example/"), "/console/");
         assert_eq!(s("//evil.example/console/"), "/console/");
         assert_eq!(s("/console//evil.example"), "/console/");

@@ -497,7 +497,7 @@ fn channels(frame: &Frame, c: &Channels) -> Markup {
                 (empty("No unexpired messages."))
             } @else {
                 div.scroll {
-                    table.messages {
+                    table.messages.stack {
                         thead { tr {
                             th scope="col" { "#" } th scope="col" { "Channel" } th scope="col" { "Severity" }
                             th scope="col" { "Message" } th scope="col" { "Age" } th scope="col" { "Expires" }
@@ -506,13 +506,13 @@ fn channels(frame: &Frame, c: &Channels) -> Markup {
                         tbody {
                             @for (m, report) in &c.messages {
                                 tr #{ "message-" (m.id) } data-severity=(m.severity.as_str()) {
-                                    td { a href={ "/console/messages/" (m.id) } { (m.id) } }
-                                    td { code { (m.channel) } }
-                                    td { (severity(m.severity)) }
-                                    td.body { (m.body) }
-                                    td { (ago(now, m.created_at)) }
-                                    td { (ago(now, m.expires_at)) }
-                                    td { @if let Some(r) = report { (delivery(r, 5)) } @else { span.muted { "shown once" } } }
+                                    td data-label="#" { a href={ "/console/messages/" (m.id) } { (m.id) } }
+                                    td data-label="Channel" { code { (m.channel) } }
+                                    td data-label="Severity" { (severity(m.severity)) }
+                                    td.body data-label="Message" { (m.body) }
+                                    td data-label="Age" { (ago(now, m.created_at)) }
+                                    td data-label="Expires" { (ago(now, m.expires_at)) }
+                                    td data-label="Delivery" { @if let Some(r) = report { (delivery(r, 5)) } @else { span.muted { "shown once" } } }
                                     td {
                                         form method="post" action={ "/console/messages/" (m.id) "/clear" } {
                                             (csrf(frame)) (back_to(frame))
@@ -620,7 +620,7 @@ fn sessions(frame: &Frame, s: &Sessions) -> Markup {
         @if s.rows.is_empty() {
             (empty(if s.all { "No session was recorded." } else { "No session was seen within the live window." }))
         } @else {
-            div.scroll { table.sessions {
+            div.scroll { table.sessions.stack {
                 thead { tr {
                     th scope="col" { "Session" } th scope="col" { "State" } th scope="col" { "Last seen" }
                     th scope="col" { "Last event" } th scope="col" { "Tool calls" } th scope="col" { "Working directory" }
@@ -630,13 +630,13 @@ fn sessions(frame: &Frame, s: &Sessions) -> Markup {
                     @for r in &s.rows {
                         @let unacked = s.unacked.get(&r.session_id).copied().unwrap_or(0);
                         tr {
-                            td { code { (r.session_id) } }
-                            td { @if r.last_seen >= s.live_since { span.live { "live" } } @else { span.muted { "gone" } } }
-                            td { (ago(now, r.last_seen)) }
-                            td { (r.last_event) " " span.muted { "(" (r.transport.as_str()) ")" } }
-                            td.num { (r.tool_calls) }
-                            td { @if let Some(cwd) = &r.cwd { code { (cwd) } } @else { span.muted { "—" } } }
-                            td.num { @if unacked > 0 { strong.bad { (unacked) } } @else { "0" } }
+                            td data-label="Session" { code { (r.session_id) } }
+                            td data-label="State" { @if r.last_seen >= s.live_since { span.live { "live" } } @else { span.muted { "gone" } } }
+                            td data-label="Last seen" { (ago(now, r.last_seen)) }
+                            td data-label="Last event" { (r.last_event) " " span.muted { "(" (r.transport.as_str()) ")" } }
+                            td.num data-label="Tool calls" { (r.tool_calls) }
+                            td data-label="Directory" { @if let Some(cwd) = &r.cwd { code { (cwd) } } @else { span.muted { "—" } } }
+                            td.num data-label="Unacknowledged" { @if unacked > 0 { strong.bad { (unacked) } } @else { "0" } }
                         }
                     }
                 }
@@ -806,7 +806,12 @@ fn audit_form(filter: &AuditFilter) -> Markup {
     }
 }
 
-fn audit(frame: &Frame, filter: &AuditFilter, entries: &[AuditEntry], older: Option<i64>) -> Markup {
+fn audit(
+    frame: &Frame,
+    filter: &AuditFilter,
+    entries: &[AuditEntry],
+    older: Option<i64>,
+) -> Markup {
     let now = frame.now;
     html! {
         @if entries.is_empty() {

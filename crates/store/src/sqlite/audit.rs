@@ -56,9 +56,8 @@ fn entries(
             actor: Actor::from_parts(&kind, name)?,
             action: parse_column(&action)?,
             subject,
-            detail: serde_json::from_str(&detail).map_err(|e| {
-                StoreError::InvalidData(format!("audit entry {id}: detail: {e}"))
-            })?,
+            detail: serde_json::from_str(&detail)
+                .map_err(|e| StoreError::InvalidData(format!("audit entry {id}: detail: {e}")))?,
         });
     }
     Ok(out)

@@ -304,9 +304,7 @@ pub(crate) fn the_recent_audit_trail_is_newest_first_and_pages_backwards(b: &dyn
     );
 }
 
-pub(crate) fn unacknowledged_alerts_count_what_was_delivered_and_not_acknowledged(
-    b: &dyn Backend,
-) {
+pub(crate) fn unacknowledged_alerts_count_what_was_delivered_and_not_acknowledged(b: &dyn Backend) {
     let store = fresh(b);
     let op = Actor::Operator("alice".into());
     let alert = store.publish(&message("deploys", T0), &op).unwrap();
@@ -359,7 +357,9 @@ pub(crate) fn unacknowledged_alerts_count_what_was_delivered_and_not_acknowledge
         .unwrap();
     assert_eq!(counts, vec![("s1".to_owned(), 1), ("s3".to_owned(), 2)]);
     // Before it expires it counts too; the list limits the sessions answered.
-    let counts = store.unacknowledged_alerts(&ids(&["s3"]), T0 + 500).unwrap();
+    let counts = store
+        .unacknowledged_alerts(&ids(&["s3"]), T0 + 500)
+        .unwrap();
     assert_eq!(counts, vec![("s3".to_owned(), 3)]);
     assert_eq!(short.severity, Severity::Alert);
     assert!(store.unacknowledged_alerts(&[], T0).unwrap().is_empty());
