@@ -14,6 +14,7 @@
 //! `chromium-driver`, which `.ci/run` installs). Without them they fail under CI (`CI` or
 //! `HOOKS_MCP_REQUIRE_BROWSER` set) and are skipped with a note elsewhere.
 
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -306,7 +307,8 @@ async fn the_console_in_chromium() {
         json!("kept"),
         "no reload"
     );
-    eprintln!(
+    let _ = writeln!(
+        std::io::stderr(),
         "console: the CLI's publication appeared {:.0} ms after the CLI was started ({:.0} ms \
          after it returned)",
         (cli_done + appeared).as_secs_f64() * 1000.0,
@@ -714,7 +716,7 @@ fn without_a_token_every_loopback_browser_gets_a_session_and_the_stream_says_wha
     stream
         .set_read_timeout(Some(Duration::from_secs(30)))
         .unwrap();
-    use std::io::{Read, Write};
+    use std::io::Read;
     // The version the page was read at, then a change.
     let version = page
         .split("/console/events?v=")

@@ -763,7 +763,9 @@ mod tests {
     #[test]
     fn per_minute_counts_fall_in_their_minute_and_age_out_after_an_hour() {
         let counts = PerMinute::default();
-        let t0 = 1_800_000_000_000_i64 - 1_800_000_000_000_i64 % 60_000;
+        // A minute boundary.
+        let t0 = 1_800_000_000_000_i64;
+        assert_eq!(t0 % 60_000, 0);
         counts.record(t0);
         counts.record(t0 + 59_999);
         counts.record(t0 + 60_000);

@@ -920,7 +920,7 @@ async fn login(
 }
 
 async fn logout(Extension(session): Extension<Session>, Form(form): Form<Params>) -> Response {
-    if let Err(refused) = check_csrf(&session, &form) {
+    if let Some(refused) = check_csrf(&session, &form) {
         return refused;
     }
     let mut response = see_other(if session.issued.is_some() {
@@ -938,13 +938,13 @@ async fn logout(Extension(session): Extension<Session>, Form(form): Form<Params>
 
 // --- Actions ---------------------------------------------------------------------------------
 
-/// Refuses a form without this session's CSRF token.
-fn check_csrf(session: &Session, form: &Params) -> Result<(), Response> {
+/// The refusal of a form without this session's CSRF token; `None` when it has it.
+fn check_csrf(session: &Session, form: &Params) -> Option<Response> {
     match form.get("csrf") {
-        Some(given) if same(given, &session.csrf) => Ok(()),
+        Some(given) if same(given, &session.csrf) => None,
         _ => {
             tracing::warn!("refused a console form without a valid CSRF token");
-            Err(problem_page(
+            Some(problem_page(
                 StatusCode::FORBIDDEN,
                 "Forbidden: the form's CSRF token is missing or belongs to another console \
                  session; reload the page and submit the form again",
@@ -997,7 +997,7 @@ async fn publish(
     Extension(session): Extension<Session>,
     Form(form): Form<Params>,
 ) -> Response {
-    if let Err(refused) = check_csrf(&session, &form) {
+    if let Some(refused) = check_csrf(&session, &form) {
         return refused;
     }
     let mut args = json!({
@@ -1037,10 +1037,9 @@ async fn publish(
     )
 }
 
-/// An id from the path, or the form's way back with what was wrong.
-fn path_id(id: &str, form: &Params, what: &str) -> Result<i64, Response> {
-    id.parse()
-        .map_err(|_| back(form, Err(format!("`{id}` is not a {what} id"))))
+/// An id from the path, or what was wrong with it.
+fn path_id(id: &str, what: &str) -> Result<i64, String> {
+    id.parse().map_err(|_| format!("`{id}` is not a {what} id"))
 }
 
 async fn clear_message(
@@ -1049,12 +1048,12 @@ async fn clear_message(
     Path(id): Path<String>,
     Form(form): Form<Params>,
 ) -> Response {
-    if let Err(refused) = check_csrf(&session, &form) {
+    if let Some(refused) = check_csrf(&session, &form) {
         return refused;
     }
-    let id = match path_id(&id, &form, "message") {
+    let id = match path_id(&id, "message") {
         Ok(id) => id,
-        Err(response) => return response,
+        Err(problem) => return back(&form, Err(problem)),
     };
     let result = call_tool(&console, "channel_clear", json!({ "message_id": id })).await;
     back(
@@ -1071,12 +1070,12 @@ async fn cancel_schedule(
     Path(id): Path<String>,
     Form(form): Form<Params>,
 ) -> Response {
-    if let Err(refused) = check_csrf(&session, &form) {
+    if let Some(refused) = check_csrf(&session, &form) {
         return refused;
     }
-    let id = match path_id(&id, &form, "schedule") {
+    let id = match path_id(&id, "schedule") {
         Ok(id) => id,
-        Err(response) => return response,
+        Err(problem) => return back(&form, Err(problem)),
     };
     let result = call_tool(&console, "schedule_cancel", json!({ "schedule_id": id })).await;
     back(
@@ -1092,7 +1091,7 @@ async fn add_reminder(
     Extension(session): Extension<Session>,
     Form(form): Form<Params>,
 ) -> Response {
-    if let Err(refused) = check_csrf(&session, &form) {
+    if let Some(refused) = check_csrf(&session, &form) {
         return refused;
     }
     let cadence = field(&form, "cadence").trim();
@@ -1124,12 +1123,12 @@ async fn clear_reminder(
     Path(id): Path<String>,
     Form(form): Form<Params>,
 ) -> Response {
-    if let Err(refused) = check_csrf(&session, &form) {
+    if let Some(refused) = check_csrf(&session, &form) {
         return refused;
     }
-    let id = match path_id(&id, &form, "reminder") {
+    let id = match path_id(&id, "reminder") {
         Ok(id) => id,
-        Err(response) => return response,
+        Err(problem) => return back(&form, Err(problem)),
     };
     let result = call_tool(
         &console,

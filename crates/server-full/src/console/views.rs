@@ -525,8 +525,8 @@ fn channels(frame: &Frame, c: &Channels) -> Markup {
                     }
                 }
                 @if let Some(older) = &c.older {
-                    @let mut pairs = vec![("before", older.as_str())];
-                    @if let Some(f) = &c.filter { @let _ = pairs.push(("channel", f.as_str())); }
+                    @let pairs: Vec<(&str, &str)> = [("before", Some(older.as_str())), ("channel", c.filter.as_deref())]
+                        .into_iter().filter_map(|(k, v)| Some((k, v?))).collect();
                     p { a.more href={ "/console/channels?" (super::encode(&pairs)) } { "Older messages" } }
                 }
             }
@@ -833,9 +833,11 @@ fn audit(
             } }
             @if let Some(id) = older {
                 @let id = id.to_string();
-                @let mut pairs = vec![("before", id.as_str())];
-                @if let Some(a) = filter.action { @let _ = pairs.push(("action", a.as_str())); }
-                @if let Some(actor) = &filter.actor { @let _ = pairs.push(("actor", actor.as_str())); }
+                @let pairs: Vec<(&str, &str)> = [
+                    ("before", Some(id.as_str())),
+                    ("action", filter.action.map(|a| a.as_str())),
+                    ("actor", filter.actor.as_deref()),
+                ].into_iter().filter_map(|(k, v)| Some((k, v?))).collect();
                 p { a.more href={ "/console/audit?" (super::encode(&pairs)) } { "Older entries" } }
             }
         }

@@ -125,6 +125,9 @@ impl SessionStore for SqliteStore {
             return Ok(Vec::new());
         }
         let ids = serde_json::Value::from(session_ids.to_vec()).to_string();
+        // `+d.session_id`: walk each unexpired alert's deliveries by its id and test the session
+        // against the list, rather than probe the key once per listed session and message (a
+        // hundred times slower with 10,000 messages and a page of 100 sessions).
         self.read(|tx| {
             let mut stmt = tx.prepare_cached(
                 "SELECT d.session_id, count(*)
@@ -132,7 +135,7 @@ impl SessionStore for SqliteStore {
                  JOIN message_deliveries d ON d.message_id = m.id
                  WHERE m.expires_at > ?2
                    AND m.severity IN ('alert', 'critical')
-                   AND d.session_id IN (SELECT value FROM json_each(?1))
+                   AND +d.session_id IN (SELECT value FROM json_each(?1))
                    AND NOT EXISTS (SELECT 1 FROM message_acks a
                                    WHERE a.message_id = m.id AND a.session_id = d.session_id)
                  GROUP BY d.session_id ORDER BY d.session_id",
