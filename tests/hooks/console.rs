@@ -712,23 +712,42 @@ fn without_a_token_every_loopback_browser_gets_a_session_and_the_stream_says_wha
 
     // The event stream sends `change` once a publication from another process commits.
     let cookie = cookie_pair(header(&head_of(port), "set-cookie").unwrap());
+    let took = change_reaches_the_stream(port, &[("Cookie", &cookie)], &page, || {
+        env.cli(&["channel", "publish", "global", "hello"]);
+    });
+    let _ = writeln!(
+        std::io::stderr(),
+        "console: SQLite: a CLI publication reached the event stream in {:.0} ms",
+        took.as_secs_f64() * 1000.0
+    );
+}
+
+/// Opens `/console/events` (with `headers`, at the version `page` was read at), runs `change`,
+/// and waits for the stream's `change` event; how long that took from `change`'s start.
+fn change_reaches_the_stream(
+    port: u16,
+    headers: &[(&str, &str)],
+    page: &str,
+    change: impl FnOnce(),
+) -> Duration {
+    use std::io::Read;
     let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
     stream
         .set_read_timeout(Some(Duration::from_secs(30)))
         .unwrap();
-    use std::io::Read;
-    // The version the page was read at, then a change.
     let version = page
         .split("/console/events?v=")
         .nth(1)
         .and_then(|rest| rest.split('"').next())
         .unwrap()
         .to_owned();
-    write!(
-        stream,
-        "GET /console/events?v={version} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nCookie: {cookie}\r\n\r\n"
-    )
-    .unwrap();
+    let mut request =
+        format!("GET /console/events?v={version} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n");
+    for (k, v) in headers {
+        request.push_str(&format!("{k}: {v}\r\n"));
+    }
+    request.push_str("\r\n");
+    stream.write_all(request.as_bytes()).unwrap();
     let mut seen = Vec::new();
     let mut buf = [0u8; 4096];
     // The head first.
@@ -737,16 +756,65 @@ fn without_a_token_every_loopback_browser_gets_a_session_and_the_stream_says_wha
         assert!(n > 0, "the stream closed");
         seen.extend_from_slice(&buf[..n]);
     }
-    assert!(String::from_utf8_lossy(&seen).contains("text/event-stream"));
+    let head = String::from_utf8_lossy(&seen).into_owned();
+    assert!(head.contains("text/event-stream"), "{head}");
+    assert!(
+        !head.contains("event: change"),
+        "no change before there is one: {head}"
+    );
     seen.clear();
-    env.cli(&["channel", "publish", "global", "hello"]);
-    let deadline = Instant::now() + Duration::from_secs(30);
+    let started = Instant::now();
+    change();
     while !String::from_utf8_lossy(&seen).contains("event: change") {
-        assert!(Instant::now() < deadline, "no change event");
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "no change event"
+        );
         let n = stream.read(&mut buf).unwrap();
         assert!(n > 0, "the stream closed");
         seen.extend_from_slice(&buf[..n]);
     }
+    started.elapsed()
+}
+
+/// On PostgreSQL, a publication another process makes (the CLI, on the same database) reaches
+/// an open console page's event stream: the store's notifications carry it.
+#[test]
+fn on_postgres_the_stream_hears_of_another_process_publishing() {
+    let Some(db) = crate::forward::Database::new(
+        "console::on_postgres_the_stream_hears_of_another_process_publishing",
+    ) else {
+        return;
+    };
+    let mut env = Env::new();
+    env.vars
+        .push(("HOOKS_MCP_DATABASE_URL".into(), db.url.clone()));
+    let daemon = Daemon::start(&env, Some(&db.url));
+    let bearer = format!("Bearer {TOKEN}");
+    let auth = [("Authorization", bearer.as_str())];
+    // The first page starts the store's listener; once it listens, pages carry the store's
+    // change version (a page read before has none, and its stream re-reads every second).
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let page = loop {
+        let (status, _, page) = http(daemon.port, "GET", "/console/channels", &auth, "");
+        assert_eq!(status, 200);
+        if page.contains("/console/events?v=") {
+            break page;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the listener never reported a version"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let took = change_reaches_the_stream(daemon.port, &auth, &page, || {
+        env.cli(&["channel", "publish", "global", "from another process"]);
+    });
+    let _ = writeln!(
+        std::io::stderr(),
+        "console: PostgreSQL: a CLI publication reached the event stream in {:.0} ms",
+        took.as_secs_f64() * 1000.0
+    );
 }
 
 /// A fresh session's response head on a token-less daemon.
