@@ -30,12 +30,20 @@ pub(crate) struct Args {
     /// Timed requests per route (after 20 warm-up ones).
     #[arg(long, default_value_t = 300)]
     requests: usize,
+    /// What the store holds.
+    #[command(flatten)]
+    size: StoreSize,
+}
+
+/// How much the filled store holds (shared by `bench api` and `bench console`).
+#[derive(Debug, clap::Args)]
+pub(crate) struct StoreSize {
     /// Messages in the store.
     #[arg(long, default_value_t = 10_000)]
-    messages: usize,
+    pub(crate) messages: usize,
     /// Sessions in the store.
     #[arg(long, default_value_t = 1_000)]
-    sessions: usize,
+    pub(crate) sessions: usize,
 }
 
 /// Channels the messages are spread over.
@@ -45,7 +53,7 @@ pub(super) const CHANNELS: usize = 20;
 pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
     anyhow::ensure!(args.requests >= 1, "--requests: at least 1");
     anyhow::ensure!(
-        args.messages >= CHANNELS && args.sessions >= 100,
+        args.size.messages >= CHANNELS && args.size.sessions >= 100,
         "--messages: at least {CHANNELS}; --sessions: at least 100"
     );
     let root = super::workspace_root()?;
@@ -54,10 +62,13 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
     let home = tempfile::tempdir()?;
     eprintln!(
         "bench api: filling a store with {} messages, {} sessions...",
-        args.messages, args.sessions
+        args.size.messages, args.size.sessions
     );
-    let (message_id, audit_rows) =
-        fill(&home.path().join("state.db"), args.messages, args.sessions)?;
+    let (message_id, audit_rows) = fill(
+        &home.path().join("state.db"),
+        args.size.messages,
+        args.size.sessions,
+    )?;
 
     let _ = std::process::Command::new("sync").status();
     let daemon = Daemon::start_with(
@@ -110,7 +121,7 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
          channels, {} sessions and {audit_rows} audit entries. {} sequential requests per \
          route on one keep-alive connection (after 20 warm-up ones); client-side times, \
          request written to response read.\n",
-        args.messages, args.sessions, args.requests
+        args.size.messages, args.size.sessions, args.requests
     );
     print!(
         "{}",

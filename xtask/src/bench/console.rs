@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, bail};
 use store::{Actor, ChannelStore, NewMessage, Severity, SqliteStore};
 
+use super::api::StoreSize;
 use super::now_ms;
 use super::stats::{Summary, millis, num};
 use crate::bench_http::Conn;
@@ -28,12 +29,9 @@ pub(crate) struct Args {
     /// Timed requests per page (after 20 warm-up ones).
     #[arg(long, default_value_t = 300)]
     requests: usize,
-    /// Messages in the store.
-    #[arg(long, default_value_t = 10_000)]
-    messages: usize,
-    /// Sessions in the store.
-    #[arg(long, default_value_t = 1_000)]
-    sessions: usize,
+    /// What the store holds.
+    #[command(flatten)]
+    size: StoreSize,
     /// Publications timed to the event stream.
     #[arg(long, default_value_t = 30)]
     changes: usize,
@@ -61,7 +59,7 @@ const ASSETS: [&str; 3] = [
 pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
     anyhow::ensure!(args.requests >= 1, "--requests: at least 1");
     anyhow::ensure!(
-        args.messages >= super::api::CHANNELS && args.sessions >= 100,
+        args.size.messages >= super::api::CHANNELS && args.size.sessions >= 100,
         "--messages: at least {}; --sessions: at least 100",
         super::api::CHANNELS
     );
@@ -71,10 +69,10 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
     let home = tempfile::tempdir()?;
     eprintln!(
         "bench console: filling a store with {} messages, {} sessions...",
-        args.messages, args.sessions
+        args.size.messages, args.size.sessions
     );
     let db = home.path().join("state.db");
-    let (message_id, audit_rows) = super::api::fill(&db, args.messages, args.sessions)?;
+    let (message_id, audit_rows) = super::api::fill(&db, args.size.messages, args.size.sessions)?;
 
     let _ = std::process::Command::new("sync").status();
     let daemon = Daemon::start_with(
@@ -129,9 +127,9 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
          keep-alive connection (after 20 warm-up ones). Server time: the daemon's \
          `Server-Timing`; client time: request written to response read. First load: the page \
          and its assets ({:.1} KiB of CSS and scripts), uncompressed.\n",
-        args.messages,
+        args.size.messages,
         super::api::CHANNELS,
-        args.sessions,
+        args.size.sessions,
         args.requests,
         asset_bytes as f64 / 1024.0
     );

@@ -1037,9 +1037,49 @@ async fn publish(
     )
 }
 
-/// An id from the path, or what was wrong with it.
-fn path_id(id: &str, what: &str) -> Result<i64, String> {
-    id.parse().map_err(|_| format!("`{id}` is not a {what} id"))
+/// An action on one record named by its id in the path: what it is.
+struct IdAction {
+    /// What the id names, for messages (`message`, `schedule`, `reminder`).
+    what: &'static str,
+    /// The tool that acts.
+    tool: &'static str,
+    /// The tool's argument that takes the id.
+    argument: &'static str,
+    /// What was done (`Cleared`, `Cancelled`).
+    done: &'static str,
+    /// What did not happen (`Not cleared`).
+    failed: &'static str,
+}
+
+/// Checks the form, calls the action's tool on the path's id, and goes back with the outcome.
+async fn act_on_id(
+    console: &Console,
+    session: &Session,
+    id: &str,
+    form: &Params,
+    action: IdAction,
+) -> Response {
+    if let Some(refused) = check_csrf(session, form) {
+        return refused;
+    }
+    let Ok(id) = id.parse::<i64>() else {
+        return back(
+            form,
+            Err(format!(
+                "{}: `{id}` is not a {} id",
+                action.failed, action.what
+            )),
+        );
+    };
+    let mut args = serde_json::Map::new();
+    args.insert(action.argument.to_owned(), id.into());
+    let result = call_tool(console, action.tool, Value::Object(args)).await;
+    back(
+        form,
+        result
+            .map(|_| format!("{} {} #{id}", action.done, action.what))
+            .map_err(|e| format!("{}: {e}", action.failed)),
+    )
 }
 
 async fn clear_message(
@@ -1048,20 +1088,14 @@ async fn clear_message(
     Path(id): Path<String>,
     Form(form): Form<Params>,
 ) -> Response {
-    if let Some(refused) = check_csrf(&session, &form) {
-        return refused;
-    }
-    let id = match path_id(&id, "message") {
-        Ok(id) => id,
-        Err(problem) => return back(&form, Err(problem)),
+    let action = IdAction {
+        what: "message",
+        tool: "channel_clear",
+        argument: "message_id",
+        done: "Cleared",
+        failed: "Not cleared",
     };
-    let result = call_tool(&console, "channel_clear", json!({ "message_id": id })).await;
-    back(
-        &form,
-        result
-            .map(|_| format!("Cleared message #{id}"))
-            .map_err(|e| format!("Not cleared: {e}")),
-    )
+    act_on_id(&console, &session, &id, &form, action).await
 }
 
 async fn cancel_schedule(
@@ -1070,20 +1104,14 @@ async fn cancel_schedule(
     Path(id): Path<String>,
     Form(form): Form<Params>,
 ) -> Response {
-    if let Some(refused) = check_csrf(&session, &form) {
-        return refused;
-    }
-    let id = match path_id(&id, "schedule") {
-        Ok(id) => id,
-        Err(problem) => return back(&form, Err(problem)),
+    let action = IdAction {
+        what: "schedule",
+        tool: "schedule_cancel",
+        argument: "schedule_id",
+        done: "Cancelled",
+        failed: "Not cancelled",
     };
-    let result = call_tool(&console, "schedule_cancel", json!({ "schedule_id": id })).await;
-    back(
-        &form,
-        result
-            .map(|_| format!("Cancelled schedule #{id}"))
-            .map_err(|e| format!("Not cancelled: {e}")),
-    )
+    act_on_id(&console, &session, &id, &form, action).await
 }
 
 async fn add_reminder(
@@ -1123,25 +1151,14 @@ async fn clear_reminder(
     Path(id): Path<String>,
     Form(form): Form<Params>,
 ) -> Response {
-    if let Some(refused) = check_csrf(&session, &form) {
-        return refused;
-    }
-    let id = match path_id(&id, "reminder") {
-        Ok(id) => id,
-        Err(problem) => return back(&form, Err(problem)),
+    let action = IdAction {
+        what: "reminder",
+        tool: "enforcement_clear",
+        argument: "enforcement_id",
+        done: "Cleared",
+        failed: "Not cleared",
     };
-    let result = call_tool(
-        &console,
-        "enforcement_clear",
-        json!({ "enforcement_id": id }),
-    )
-    .await;
-    back(
-        &form,
-        result
-            .map(|_| format!("Cleared reminder #{id}"))
-            .map_err(|e| format!("Not cleared: {e}")),
-    )
+    act_on_id(&console, &session, &id, &form, action).await
 }
 
 // --- Assets ----------------------------------------------------------------------------------
