@@ -185,6 +185,43 @@ impl Browser {
         }
     }
 
+    /// Marks the current document, so that [`Browser::next_page`] can tell a new one.
+    async fn mark_page(&self) {
+        assert_eq!(
+            self.js("window.__leaving = true; return true").await,
+            json!(true)
+        );
+    }
+
+    /// Waits for the document after the marked one to load.
+    async fn next_page(&self) {
+        self.until(
+            "the next page loads",
+            "return window.__leaving === undefined && document.readyState === 'complete'",
+        )
+        .await;
+    }
+
+    /// Submits `form` and waits for the page it leads to.
+    async fn submit(&self, form: fantoccini::elements::Form) {
+        self.mark_page().await;
+        form.submit().await.unwrap();
+        self.next_page().await;
+    }
+
+    /// Clicks the element `css` finds and waits for the page it leads to.
+    async fn click_to_page(&self, css: &str) {
+        self.mark_page().await;
+        self.client
+            .find(Locator::Css(css))
+            .await
+            .unwrap_or_else(|e| panic!("no `{css}` on the page: {e}"))
+            .click()
+            .await
+            .unwrap();
+        self.next_page().await;
+    }
+
     async fn screenshot(&self, name: &str) {
         let png = self.client.screenshot().await.unwrap();
         assert!(png.starts_with(b"\x89PNG"), "{name}: not a PNG");
@@ -228,7 +265,7 @@ async fn the_console_in_chromium() {
     form.set_by_name("token", "not-the-token-0123456789")
         .await
         .unwrap();
-    form.submit().await.unwrap();
+    b.submit(form).await;
     b.until(
         "the refusal shows",
         "return document.querySelector('.problem') !== null",
@@ -240,7 +277,7 @@ async fn the_console_in_chromium() {
     );
     let form = b.client.form(Locator::Css("form")).await.unwrap();
     form.set_by_name("token", TOKEN).await.unwrap();
-    form.submit().await.unwrap();
+    b.submit(form).await;
     assert_eq!(b.path().await, "/console/channels", "back where it started");
     assert_eq!(b.js("return document.cookie").await, json!(""));
 
@@ -256,7 +293,7 @@ async fn the_console_in_chromium() {
     form.set_by_name("channel", "deploys").await.unwrap();
     form.set_by_name("message", XSS).await.unwrap();
     form.set_by_name("severity", "alert").await.unwrap();
-    form.submit().await.unwrap();
+    b.submit(form).await;
     assert!(
         b.text(".notice").await.starts_with("Published message #1"),
         "the form's publication is reported"
@@ -357,6 +394,12 @@ async fn the_console_in_chromium() {
     );
     b.screenshot("channels").await;
     b.client.set_window_size(390, 844).await.unwrap();
+    assert_eq!(
+        b.js("return document.documentElement.scrollWidth <= window.innerWidth")
+            .await,
+        json!(true),
+        "at phone width nothing overflows sideways"
+    );
     b.screenshot("channels-phone").await;
     b.client.set_window_size(1280, 800).await.unwrap();
 
@@ -409,13 +452,7 @@ async fn the_console_in_chromium() {
             .contains("standup <b>now</b>")
     );
     b.screenshot("schedules").await;
-    b.client
-        .find(Locator::Css(&format!("#schedule-{id} button")))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    b.click_to_page(&format!("#schedule-{id} button")).await;
     b.until(
         "the schedule shows cancelled",
         &format!("return document.querySelector('#schedule-{id}')?.dataset.status === 'cancelled'"),
@@ -445,17 +482,11 @@ async fn the_console_in_chromium() {
         .unwrap();
     form.set_by_name("message", "run the tests").await.unwrap();
     form.set_by_name("cadence", "5").await.unwrap();
-    form.submit().await.unwrap();
+    b.submit(form).await;
     assert!(b.text(".notice").await.starts_with("Added reminder #"));
     assert!(b.text("table.reminders").await.contains("run the tests"));
     b.screenshot("reminders").await;
-    b.client
-        .find(Locator::Css("table.reminders button"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    b.click_to_page("table.reminders button").await;
     assert!(b.text(".notice").await.starts_with("Cleared reminder #"));
     assert!(
         b.js("return document.querySelector('table.reminders') === null")
@@ -520,6 +551,30 @@ async fn the_console_in_chromium() {
             .contains("Tool calls per minute")
     );
     assert_eq!(b.text("#hook-events .total").await, "3");
+    // Keyboard: the first Tab reaches the skip link, which moves focus to the content.
+    b.client
+        .find(Locator::Css("body"))
+        .await
+        .unwrap()
+        .send_keys("\u{E004}")
+        .await
+        .unwrap();
+    assert_eq!(
+        b.js("return document.activeElement.className").await,
+        json!("skip")
+    );
+    b.client
+        .active_element()
+        .await
+        .unwrap()
+        .send_keys("\u{E007}")
+        .await
+        .unwrap();
+    b.until(
+        "Enter on the skip link focuses the content",
+        "return document.activeElement.id === 'content'",
+    )
+    .await;
     b.screenshot("overview").await;
     b.close().await;
 }
