@@ -340,6 +340,7 @@ fn command(
         .env("HOOKS_MCP_TOOL_NAME", &payload.tool_name)
         .env("HOOKS_MCP_SESSION_ID", &payload.session_id)
         .env("HOOKS_MCP_CONDITION", &condition.name)
+        .env_remove(crate::open::HANDED_OVER_ENV)
         .stdin(payload_file(stdin)?)
         .process_group(0);
     if let Some(cwd) = payload.cwd().map(Path::new).filter(|p| p.is_dir()) {
@@ -486,7 +487,7 @@ fn read_capped(mut pipe: impl Read) -> String {
 
 /// An unnamed file holding `text`, positioned at its start, for a child's stdin: a script that
 /// never reads its stdin cannot block the hook, and a detached one reads it at leisure.
-fn payload_file(text: &str) -> io::Result<File> {
+pub(crate) fn payload_file(text: &str) -> io::Result<File> {
     #[cfg(target_os = "linux")]
     let mut file = File::from(rustix::fs::memfd_create(
         "hooks-mcp-payload",
