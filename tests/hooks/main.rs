@@ -14,6 +14,7 @@ mod support;
 mod conditions;
 mod events;
 mod forward;
+mod hand_over;
 mod http;
 mod init;
 mod ops;

@@ -546,6 +546,24 @@ mod tests {
     }
 
     #[test]
+    fn scripts_never_see_the_hand_over_flag() {
+        let dir = tempfile::tempdir().unwrap();
+        let command = command(
+            &condition("c", "true"),
+            Event::PreToolUse,
+            &payload(dir.path()),
+            "{}",
+        )
+        .unwrap();
+        let removed: Vec<_> = command
+            .get_envs()
+            .filter(|(_, value)| value.is_none())
+            .map(|(key, _)| key.to_owned())
+            .collect();
+        assert_eq!(removed, [crate::open::HANDED_OVER_ENV], "{removed:?}");
+    }
+
+    #[test]
     fn a_late_script_is_killed_with_its_process_group() {
         let dir = tempfile::tempdir().unwrap();
         let marker = dir.path().join("survived");
