@@ -16,6 +16,7 @@ mod conditions;
 mod console;
 mod events;
 mod forward;
+mod hand_over;
 mod http;
 mod init;
 mod ops;

@@ -86,24 +86,7 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
     }
     let root = workspace_root()?;
     if !args.skip_build {
-        eprintln!("bench hook: cargo build --release -p hooks-mcp -p bench-floor --bins");
-        let status = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
-            .current_dir(root)
-            .args([
-                "build",
-                "--release",
-                "-p",
-                "hooks-mcp",
-                "-p",
-                "bench-floor",
-                "--bins",
-            ])
-            .stdout(Stdio::null())
-            .status()
-            .context("running cargo")?;
-        if !status.success() {
-            bail!("the release build failed ({status})");
-        }
+        build(root)?;
     }
     let release = target_dir(root).join("release");
     let front = release.join("hooks-mcp");
@@ -115,8 +98,9 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
         if !bin.exists() {
             bail!(
                 "{} is missing; build with `cargo build --release -p hooks-mcp -p bench-floor \
-                 --bins` (or drop --skip-build)",
-                bin.display()
+                 --bins` and `{}` (or drop --skip-build)",
+                bin.display(),
+                STATIC_HOOK.join(" ")
             );
         }
     }
@@ -174,6 +158,65 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
         results.insert(CASES_PER_EVENT * (i + 1) + i, m);
     }
     print_report(&results, args.runs);
+    Ok(())
+}
+
+/// How the hook binary is built for release (docs/hooks.md): linked statically, so it starts
+/// without the dynamic loader. A flag of the final link only, so it is passed to that one
+/// crate (`cargo rustc`), never to the other binaries or the build scripts.
+const STATIC_HOOK: &[&str] = &[
+    "cargo",
+    "rustc",
+    "--release",
+    "-p",
+    "hooks-mcp",
+    "--bin",
+    "hooks-mcp-hook",
+    "--",
+    "-C",
+    "target-feature=+crt-static",
+];
+
+/// Builds what the benchmark runs: the release binaries but the hook, then the hook as it is
+/// built for release ([`STATIC_HOOK`]; the plain build where static linking is not supported).
+/// Building the hook separately keeps the first step from relinking it dynamically each time.
+fn build(root: &Path) -> anyhow::Result<()> {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let others = [
+        "build",
+        "--release",
+        "-p",
+        "hooks-mcp",
+        "-p",
+        "bench-floor",
+        "--bin",
+        "hooks-mcp",
+        "--bin",
+        "hooks-mcp-full",
+        "--bin",
+        "hooks-mcp-catalogue",
+        "--bin",
+        "floor-hook",
+        "--bin",
+        "floor-hook-store",
+    ];
+    let hook: &[&str] = if cfg!(all(target_os = "linux", target_env = "gnu")) {
+        &STATIC_HOOK[1..]
+    } else {
+        &STATIC_HOOK[1..7]
+    };
+    for step in [&others[..], hook] {
+        eprintln!("bench hook: cargo {}", step.join(" "));
+        let status = Command::new(&cargo)
+            .current_dir(root)
+            .args(step)
+            .stdout(Stdio::null())
+            .status()
+            .context("running cargo")?;
+        if !status.success() {
+            bail!("the release build failed ({status})");
+        }
+    }
     Ok(())
 }
 

@@ -340,6 +340,7 @@ fn command(
         .env("HOOKS_MCP_TOOL_NAME", &payload.tool_name)
         .env("HOOKS_MCP_SESSION_ID", &payload.session_id)
         .env("HOOKS_MCP_CONDITION", &condition.name)
+        .env_remove(crate::open::HANDED_OVER_ENV)
         .stdin(payload_file(stdin)?)
         .process_group(0);
     if let Some(cwd) = payload.cwd().map(Path::new).filter(|p| p.is_dir()) {
@@ -486,7 +487,7 @@ fn read_capped(mut pipe: impl Read) -> String {
 
 /// An unnamed file holding `text`, positioned at its start, for a child's stdin: a script that
 /// never reads its stdin cannot block the hook, and a detached one reads it at leisure.
-fn payload_file(text: &str) -> io::Result<File> {
+pub(crate) fn payload_file(text: &str) -> io::Result<File> {
     #[cfg(target_os = "linux")]
     let mut file = File::from(rustix::fs::memfd_create(
         "hooks-mcp-payload",
@@ -542,6 +543,24 @@ mod tests {
         })
         .to_string();
         Payload::parse(Event::PreToolUse, &text).unwrap()
+    }
+
+    #[test]
+    fn scripts_never_see_the_hand_over_flag() {
+        let dir = tempfile::tempdir().unwrap();
+        let command = command(
+            &condition("c", "true"),
+            Event::PreToolUse,
+            &payload(dir.path()),
+            "{}",
+        )
+        .unwrap();
+        let removed: Vec<_> = command
+            .get_envs()
+            .filter(|(_, value)| value.is_none())
+            .map(|(key, _)| key.to_owned())
+            .collect();
+        assert_eq!(removed, [crate::open::HANDED_OVER_ENV], "{removed:?}");
     }
 
     #[test]

@@ -19,18 +19,30 @@ pub use tools_channels::SUBSCRIPTIONS_ENV as CHANNELS_ENV;
 
 /// Runs `hook <event>` when the command line is exactly that, before any other start-up work
 /// (logging, argument parsing); `None` for every other command line (including `hook --help`).
+/// The store is opened in this process, either backend ([`open::any_backend`]).
 pub fn run_from_args() -> Option<ExitCode> {
+    run_from_args_with(open::any_backend)
+}
+
+/// [`run_from_args`], opening the store with `open` when no local daemon answers for it (the
+/// hook binary passes [`open::sqlite_or_hand_over`]).
+pub fn run_from_args_with(open: open::Opener) -> Option<ExitCode> {
     let mut args = std::env::args_os().skip(1);
     let (Some(command), Some(event), None) = (args.next(), args.next(), args.next()) else {
         return None;
     };
     let event = event.to_str()?;
-    (command == "hook" && !event.starts_with('-')).then(|| run(event))
+    (command == "hook" && !event.starts_with('-')).then(|| run_with(event, open))
 }
 
 /// Runs the command hook for the event named `event`; always exits 0 (a broken hook never
-/// blocks the agent).
+/// blocks the agent). The store is opened in this process, either backend.
 pub fn run(event: &str) -> ExitCode {
+    run_with(event, open::any_backend)
+}
+
+/// [`run`], opening the store with `open` when no local daemon answers for it.
+pub fn run_with(event: &str, open: open::Opener) -> ExitCode {
     let Some(event) = Event::parse(event) else {
         protocol_lite::diag!("{}", unknown_event(event));
         return ExitCode::SUCCESS;
@@ -50,13 +62,24 @@ pub fn run(event: &str) -> ExitCode {
         }
     };
     let now = open::now_ms();
-    let subscriptions =
-        Subscriptions::from_env(|bad| protocol_lite::diag!("hooks-mcp hook: {bad}"));
+    // A hook that handed its event over to this process printed the settings' warnings and
+    // asked the local daemon already.
+    let handed_over = open::handed_over();
+    let subscriptions = Subscriptions::from_env(|bad| {
+        if !handed_over {
+            protocol_lite::diag!("hooks-mcp hook: {bad}")
+        }
+    });
     let gate = tools_conditions::gate_setting_from_env().enforced;
     // A local daemon that shares this store answers from its pooled connections; otherwise
     // (or when it does not answer) the hook opens the store itself. Same answer either way.
-    let part = forward::via_daemon(event, &text, &subscriptions, gate)
-        .unwrap_or_else(|| direct(event, &payload, &subscriptions, gate, now));
+    let forwarded = if handed_over {
+        None
+    } else {
+        forward::via_daemon(event, &text, &subscriptions, gate)
+    };
+    let part = forwarded
+        .unwrap_or_else(|| direct(event, &payload, &text, &subscriptions, gate, now, open));
     let response = complete(
         event,
         &payload,
@@ -114,16 +137,19 @@ impl StorePart {
     }
 }
 
-/// The store's part when this process opens the store itself.
+/// The store's part when this process opens the store itself, with `open` (given the
+/// payload's `text`, for a hand-over).
 fn direct(
     event: Event,
     payload: &Payload,
+    text: &str,
     subscriptions: &Subscriptions,
     gate: bool,
     now: i64,
+    open: open::Opener,
 ) -> StorePart {
-    match open::store_from_env(false) {
-        Ok((store, _)) => {
+    match open(event, text) {
+        Ok(store) => {
             let part = store_part(event, payload, subscriptions, gate, &*store, now);
             // This process exits once it has answered: closing the store would only free
             // memory the exit frees anyway.
@@ -131,7 +157,7 @@ fn direct(
             part
         }
         // No store yet: nothing was ever published, so there is nothing to deliver.
-        Err(StoreError::Missing { .. }) => StorePart::default(),
+        Err(open::OpenError::Store(StoreError::Missing { .. })) => StorePart::default(),
         Err(e) => StorePart {
             errors: vec![format!(
                 "hooks-mcp hook {event}: cannot open the store: {e}"

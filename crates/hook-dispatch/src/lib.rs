@@ -11,7 +11,10 @@
 //! - Condition scripts ([`conditions`]): run in the payload's `cwd` with a time limit, each in
 //!   its own process group, killed with it on time-out; their results folded into the answer.
 //! - The answer ([`Response`]) in Claude Code's hook output format.
-//! - The command hook ([`run`], [`run_from_args`]): stdin, stdout, stderr, always exit 0.
+//! - The command hook ([`run`], [`run_from_args`]): stdin, stdout, stderr, always exit 0; and
+//!   how it opens the store ([`open`]): in process, or, for the hook binary on PostgreSQL,
+//!   by handing the event over to the full binary (`exec`), so that binary links no
+//!   PostgreSQL client.
 //! - Forwarding ([`forward`]): a command hook hands its event to a local daemon (PostgreSQL),
 //!   and the daemon's side of that exchange.
 //! - HTTP hooks ([`http`]): the daemon's answer to Claude Code's `"type": "http"` hooks, the
@@ -32,7 +35,8 @@ mod output;
 mod payload;
 
 pub use dispatch::{
-    CHANNELS_ENV, StorePart, Subscriptions, banner, complete, run, run_from_args, store_part,
+    CHANNELS_ENV, StorePart, Subscriptions, banner, complete, run, run_from_args,
+    run_from_args_with, run_with, store_part,
 };
 pub use output::{Decision, Response, answer_bytes};
 pub use payload::{Event, Payload, PayloadError};

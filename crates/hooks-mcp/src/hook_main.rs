@@ -3,11 +3,18 @@
 //! It runs twice around every tool call, so it is its own small executable: the hook dispatcher
 //! (`hook-dispatch`) with the store and the tools crates only (no async runtime, no MCP SDK, no
 //! network server), which saves start-up time on every call. `hooks-mcp init` registers it.
+//!
+//! It opens an SQLite store itself and never references the PostgreSQL backend, so an
+//! optimised build links neither the PostgreSQL client nor TLS: on PostgreSQL, an event that
+//! no local daemon answers is handed over to `hooks-mcp-full hook <Event>` (`exec`, the payload
+//! replayed on its stdin), which answers exactly as this binary would. Built with
+//! `-C target-feature=+crt-static` (docs/hooks.md), it needs no dynamic loader either: it
+//! resolves no host names and loads no library at run time.
 
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    match hook_dispatch::run_from_args() {
+    match hook_dispatch::run_from_args_with(hook_dispatch::open::sqlite_or_hand_over) {
         Some(code) => code,
         None => {
             protocol_lite::diag!(

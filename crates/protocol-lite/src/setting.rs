@@ -36,7 +36,7 @@ pub const LAUNCH_SETTINGS: &[Setting] = &[
         flag: "",
         default: "beside hooks-mcp",
         effect: "Path of `hooks-mcp-full`, which takes the session over on its first tool \
-                 call.",
+                 call, and a PostgreSQL store's hook events over from `hooks-mcp-hook`.",
     },
     Setting {
         env: CATALOGUE_BIN_ENV,

@@ -17,7 +17,8 @@
 //!   machines, selected at run time by `HOOKS_MCP_DATABASE_URL`. Same API and semantics; a
 //!   bounded lazy pool, versioned migrations, `FOR UPDATE SKIP LOCKED` claims in `fire_due`,
 //!   and a LISTEN/NOTIFY change feed ([`StoreAdmin::changes`]).
-//! - [`open_from_env`]: the one place that picks the backend from the environment.
+//! - [`open_from_env`]: the one place that picks the backend from the environment
+//!   ([`open_sqlite_from_env`] for a program that links no PostgreSQL client).
 //! - [`StoreLocation`]: where the database lives (`HOOKS_MCP_HOME`, else the XDG state directory).
 //! - [`StoreError`]: typed failures that say what is wrong and how to repair it.
 //! - [`no_wait`]: store calls that answer at once or refuse, for servers that run read-only
@@ -140,11 +141,22 @@ pub const SETTINGS: &[catalogue::Setting] = &[
 /// [`StoreError::NoLocation`], [`StoreError::InvalidSetting`] for a bad setting, and whatever
 /// opening the backend reports.
 pub fn open_from_env(create: bool) -> Result<(StoreHandle, Opened), StoreError> {
-    let url = std::env::var(DATABASE_URL_ENV)
-        .ok()
-        .filter(|v| !v.trim().is_empty());
-    if let Some(url) = url {
-        return open_postgres(&url, create);
+    match open_sqlite_from_env(create)? {
+        Some(opened) => Ok(opened),
+        None => open_postgres(&database_url_from_env().unwrap_or_default(), create),
+    }
+}
+
+/// [`open_from_env`] for SQLite alone: `Ok(None)`, with nothing opened, when
+/// [`DATABASE_URL_ENV`] selects PostgreSQL. A program that calls only this never references
+/// the PostgreSQL backend, so an optimised build of it links neither the PostgreSQL client
+/// nor TLS (the hook binary, which hands a PostgreSQL store over to the full binary).
+///
+/// # Errors
+/// As [`open_from_env`] on SQLite.
+pub fn open_sqlite_from_env(create: bool) -> Result<Option<(StoreHandle, Opened)>, StoreError> {
+    if database_url_from_env().is_some() {
+        return Ok(None);
     }
     let location = StoreLocation::from_env().ok_or(StoreError::NoLocation)?;
     let mut options = OpenOptions {
@@ -165,7 +177,14 @@ pub fn open_from_env(create: bool) -> Result<(StoreHandle, Opened), StoreError> 
         options.busy_timeout = std::time::Duration::from_millis(ms);
     }
     let (store, opened) = SqliteStore::open(&location, &options)?;
-    Ok((StoreHandle(std::sync::Arc::new(store)), opened))
+    Ok(Some((StoreHandle(std::sync::Arc::new(store)), opened)))
+}
+
+/// [`DATABASE_URL_ENV`] when it is set and not blank.
+fn database_url_from_env() -> Option<String> {
+    std::env::var(DATABASE_URL_ENV)
+        .ok()
+        .filter(|v| !v.trim().is_empty())
 }
 
 /// Which store the environment selects, without secrets, as far as two processes must agree
@@ -176,10 +195,7 @@ pub fn open_from_env(create: bool) -> Result<(StoreHandle, Opened), StoreError> 
 /// [`StoreError::InvalidSetting`] for a URL that cannot be parsed (or a build without
 /// PostgreSQL support).
 pub fn identity_from_env() -> Result<Option<String>, StoreError> {
-    let Some(url) = std::env::var(DATABASE_URL_ENV)
-        .ok()
-        .filter(|v| !v.trim().is_empty())
-    else {
+    let Some(url) = database_url_from_env() else {
         return Ok(None);
     };
     postgres_identity(&url).map(Some)
