@@ -46,38 +46,64 @@ pub(crate) struct StoreSize {
     pub(crate) sessions: usize,
 }
 
+/// A release daemon (no token) over a freshly filled SQLite store.
+pub(super) struct Filled {
+    /// The daemon; stopped on drop.
+    pub(super) daemon: Daemon,
+    /// The store's file.
+    pub(super) db: std::path::PathBuf,
+    /// A message with deliveries and acknowledgements.
+    pub(super) message_id: i64,
+    /// Audit entries kept.
+    pub(super) audit_rows: usize,
+    // Declared last: removed after the daemon stopped.
+    _home: tempfile::TempDir,
+}
+
+impl Filled {
+    /// Builds the daemon, fills a store as `size` says and starts the daemon on it (`bench`
+    /// names the benchmark in progress messages).
+    pub(super) fn start(bench: &str, size: &StoreSize) -> anyhow::Result<Filled> {
+        anyhow::ensure!(
+            size.messages >= CHANNELS && size.sessions >= 100,
+            "--messages: at least {CHANNELS}; --sessions: at least 100"
+        );
+        let root = super::workspace_root()?;
+        eprintln!("bench {bench}: building hooks-mcp-full...");
+        let bin = build_daemon(root, true)?;
+        let home = tempfile::tempdir()?;
+        eprintln!(
+            "bench {bench}: filling a store with {} messages, {} sessions...",
+            size.messages, size.sessions
+        );
+        let db = home.path().join("state.db");
+        let (message_id, audit_rows) = fill(&db, size.messages, size.sessions)?;
+        let _ = std::process::Command::new("sync").status();
+        let daemon = Daemon::start_with(
+            &bin,
+            home.path(),
+            &home.path().join("daemon.log"),
+            &[("HOOKS_MCP_LOG", "warn")],
+            None,
+        )?;
+        Ok(Filled {
+            daemon,
+            db,
+            message_id,
+            audit_rows,
+            _home: home,
+        })
+    }
+}
+
 /// Channels the messages are spread over.
 pub(super) const CHANNELS: usize = 20;
 
 /// Runs the benchmark.
 pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
     anyhow::ensure!(args.requests >= 1, "--requests: at least 1");
-    anyhow::ensure!(
-        args.size.messages >= CHANNELS && args.size.sessions >= 100,
-        "--messages: at least {CHANNELS}; --sessions: at least 100"
-    );
-    let root = super::workspace_root()?;
-    eprintln!("bench api: building hooks-mcp-full...");
-    let bin = build_daemon(root, true)?;
-    let home = tempfile::tempdir()?;
-    eprintln!(
-        "bench api: filling a store with {} messages, {} sessions...",
-        args.size.messages, args.size.sessions
-    );
-    let (message_id, audit_rows) = fill(
-        &home.path().join("state.db"),
-        args.size.messages,
-        args.size.sessions,
-    )?;
-
-    let _ = std::process::Command::new("sync").status();
-    let daemon = Daemon::start_with(
-        &bin,
-        home.path(),
-        &home.path().join("daemon.log"),
-        &[("HOOKS_MCP_LOG", "warn")],
-        None,
-    )?;
+    let filled = Filled::start("api", &args.size)?;
+    let (message_id, audit_rows, daemon) = (filled.message_id, filled.audit_rows, &filled.daemon);
     let addr = SocketAddr::from(([127, 0, 0, 1], daemon.port));
     let mut conn = Conn::connect(addr)?;
     let doc = get(&mut conn, "/api/v1/openapi.json")?;
@@ -113,7 +139,7 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
             bytes.to_string(),
         ]);
     }
-    drop(daemon);
+    drop(filled);
 
     println!("## Read API latency (`cargo xtask bench api`)\n");
     println!(
@@ -150,11 +176,7 @@ fn get(conn: &mut Conn, path: &str) -> anyhow::Result<String> {
 
 /// Fills the store at `db`; returns the id of a message with deliveries and acknowledgements,
 /// and the number of audit entries kept.
-pub(super) fn fill(
-    db: &std::path::Path,
-    messages: usize,
-    sessions: usize,
-) -> anyhow::Result<(i64, usize)> {
+fn fill(db: &std::path::Path, messages: usize, sessions: usize) -> anyhow::Result<(i64, usize)> {
     let store = SqliteStore::create(db)?;
     let now = now_ms();
     let daemon = Actor::Daemon;

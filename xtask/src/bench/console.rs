@@ -16,11 +16,10 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, bail};
 use store::{Actor, ChannelStore, NewMessage, Severity, SqliteStore};
 
-use super::api::StoreSize;
+use super::api::{Filled, StoreSize};
 use super::now_ms;
 use super::stats::{Summary, millis, num};
 use crate::bench_http::Conn;
-use crate::conformance::{Daemon, build_daemon};
 use crate::markdown::{Align, table};
 
 /// Options of `cargo xtask bench console`.
@@ -58,30 +57,9 @@ const ASSETS: [&str; 3] = [
 /// Runs the benchmark.
 pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
     anyhow::ensure!(args.requests >= 1, "--requests: at least 1");
-    anyhow::ensure!(
-        args.size.messages >= super::api::CHANNELS && args.size.sessions >= 100,
-        "--messages: at least {}; --sessions: at least 100",
-        super::api::CHANNELS
-    );
-    let root = super::workspace_root()?;
-    eprintln!("bench console: building hooks-mcp-full...");
-    let bin = build_daemon(root, true)?;
-    let home = tempfile::tempdir()?;
-    eprintln!(
-        "bench console: filling a store with {} messages, {} sessions...",
-        args.size.messages, args.size.sessions
-    );
-    let db = home.path().join("state.db");
-    let (message_id, audit_rows) = super::api::fill(&db, args.size.messages, args.size.sessions)?;
-
-    let _ = std::process::Command::new("sync").status();
-    let daemon = Daemon::start_with(
-        &bin,
-        home.path(),
-        &home.path().join("daemon.log"),
-        &[("HOOKS_MCP_LOG", "warn")],
-        None,
-    )?;
+    let filled = Filled::start("console", &args.size)?;
+    let (db, message_id, audit_rows) = (&filled.db, filled.message_id, filled.audit_rows);
+    let daemon = &filled.daemon;
     let addr = SocketAddr::from(([127, 0, 0, 1], daemon.port));
     let mut conn = Conn::connect(addr)?;
 
@@ -117,8 +95,8 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
         ]);
     }
 
-    let live = live_latency(addr, &db, args.changes)?;
-    drop(daemon);
+    let live = live_latency(addr, db, args.changes)?;
+    drop(filled);
 
     println!("## Operator console (`cargo xtask bench console`)\n");
     println!(

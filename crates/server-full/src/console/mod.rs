@@ -371,14 +371,23 @@ fn page_response(headers: &HeaderMap, page: Page) -> Response {
 
 // --- Reading ---------------------------------------------------------------------------------
 
-/// Runs `read` on the blocking pool.
-async fn blocking<T: Send + 'static>(
+/// Runs a page's `read` on the blocking pool, and records in `frame` the store's change version
+/// at that read (for the page's event stream to compare with).
+async fn read_page<T: Send + 'static>(
     store: &StoreHandle,
+    frame: &mut views::Frame,
     read: impl FnOnce(&StoreHandle) -> Result<T, store::StoreError> + Send + 'static,
 ) -> Result<T, Response> {
     let store = store.clone();
-    match tokio::task::spawn_blocking(move || read(&store)).await {
-        Ok(Ok(value)) => Ok(value),
+    let read = move || {
+        let value = read(&store)?;
+        Ok::<_, store::StoreError>((value, change_version(&store)))
+    };
+    match tokio::task::spawn_blocking(read).await {
+        Ok(Ok((value, version))) => {
+            frame.version = version;
+            Ok(value)
+        }
         Ok(Err(e)) => Err(problem_page(
             StatusCode::SERVICE_UNAVAILABLE,
             &format!("the store could not be read: {e}"),
@@ -429,22 +438,20 @@ async fn overview(
     let mut frame = frame(&console, &session, &query, "/console/");
     let now = frame.now;
     let live_since = console.shared.retention.live_since(now);
-    let read = blocking(&console.store, move |store| {
+    let read = read_page(&console.store, &mut frame, move |store| {
         Ok((
             store.counts(now)?,
             store.channels(now)?.len() as u64,
             store.next_fire_after(now - 1)?,
             store.count_sessions(live_since)?,
             store.describe(),
-            change_version(store),
         ))
     })
     .await;
-    let (counts, channel_count, next_due, live_sessions, store_text, version) = match read {
+    let (counts, channel_count, next_due, live_sessions, store_text) = match read {
         Ok(read) => read,
         Err(response) => return response,
     };
-    frame.version = version;
     let shared = &console.shared;
     let sched = &shared.status.scheduler;
     let (http, sse, max) = shared.sessions.open();
@@ -509,7 +516,7 @@ async fn channels(
     };
     let live_since = console.shared.retention.live_since(now);
     let filter = channel.clone();
-    let read = blocking(&console.store, move |store| {
+    let read = read_page(&console.store, &mut frame, move |store| {
         let mut list = store.channels(now)?;
         list.sort_by_key(|c| std::cmp::Reverse(c.latest_at));
         let mut messages = store.read_messages(&store::MessageQuery {
@@ -536,14 +543,13 @@ async fn channels(
             };
             rows.push((view.message, report));
         }
-        Ok((list, rows, more, change_version(store)))
+        Ok((list, rows, more))
     })
     .await;
-    let (list, rows, more, version) = match read {
+    let (list, rows, more) = match read {
         Ok(read) => read,
         Err(response) => return response,
     };
-    frame.version = version;
     let older = more
         .then(|| {
             rows.last()
@@ -590,21 +596,20 @@ async fn message(
     let now = frame.now;
     let live_since = console.shared.retention.live_since(now);
     let after = query.get("after").cloned();
-    let read = blocking(&console.store, move |store| {
+    let read = read_page(&console.store, &mut frame, move |store| {
         let report = store.delivery_report(&store::ReportQuery {
             message_id: id,
             live_since,
             after_session: after,
             limit: MESSAGE_SESSIONS + 1,
         })?;
-        Ok((report, change_version(store)))
+        Ok(report)
     })
     .await;
-    let (report, version) = match read {
+    let report = match read {
         Ok(read) => read,
         Err(response) => return response,
     };
-    frame.version = version;
     let Some(mut report) = report else {
         return problem_page(
             StatusCode::NOT_FOUND,
@@ -636,7 +641,7 @@ async fn sessions(
         .and_then(|o| o.parse().ok())
         .unwrap_or(0);
     let live_since = console.shared.retention.live_since(now);
-    let read = blocking(&console.store, move |store| {
+    let read = read_page(&console.store, &mut frame, move |store| {
         let mut list = store.sessions(&store::SessionQuery {
             seen_since: (!all).then_some(live_since),
             offset,
@@ -649,14 +654,13 @@ async fn sessions(
             .unacknowledged_alerts(&ids, now)?
             .into_iter()
             .collect();
-        Ok((list, unacked, more, change_version(store)))
+        Ok((list, unacked, more))
     })
     .await;
-    let (list, unacked, more, version) = match read {
+    let (list, unacked, more) = match read {
         Ok(read) => read,
         Err(response) => return response,
     };
-    frame.version = version;
     page_response(
         &headers,
         Page::Sessions(
@@ -682,7 +686,7 @@ async fn schedules(
     Query(query): Query<Params>,
 ) -> Response {
     let mut frame = frame(&console, &session, &query, "/console/schedules");
-    let read = blocking(&console.store, |store| {
+    let read = read_page(&console.store, &mut frame, |store| {
         let mut list = Vec::new();
         for schedule in store.schedules()? {
             let firings = store.recent_firings(Some(schedule.id), FIRINGS_PER_SCHEDULE)?;
@@ -695,14 +699,13 @@ async fn schedules(
                 std::cmp::Reverse(s.id),
             )
         });
-        Ok((list, change_version(store)))
+        Ok(list)
     })
     .await;
-    let (list, version) = match read {
+    let list = match read {
         Ok(read) => read,
         Err(response) => return response,
     };
-    frame.version = version;
     page_response(&headers, Page::Schedules(frame, list))
 }
 
@@ -713,15 +716,11 @@ async fn reminders(
     Query(query): Query<Params>,
 ) -> Response {
     let mut frame = frame(&console, &session, &query, "/console/reminders");
-    let read = blocking(&console.store, |store| {
-        Ok((store.reminders()?, change_version(store)))
-    })
-    .await;
-    let (list, version) = match read {
+    let read = read_page(&console.store, &mut frame, |store| store.reminders()).await;
+    let list = match read {
         Ok(read) => read,
         Err(response) => return response,
     };
-    frame.version = version;
     page_response(&headers, Page::Reminders(frame, list))
 }
 
@@ -732,15 +731,11 @@ async fn conditions(
     Query(query): Query<Params>,
 ) -> Response {
     let mut frame = frame(&console, &session, &query, "/console/conditions");
-    let read = blocking(&console.store, |store| {
-        Ok((store.conditions()?, change_version(store)))
-    })
-    .await;
-    let (list, version) = match read {
+    let read = read_page(&console.store, &mut frame, |store| store.conditions()).await;
+    let list = match read {
         Ok(read) => read,
         Err(response) => return response,
     };
-    frame.version = version;
     page_response(&headers, Page::Conditions(frame, list))
 }
 
@@ -782,7 +777,7 @@ async fn audit(
     let wanted = filter.clone();
     // Filters apply to the pages the store returns, newest first, until one is full or the
     // trail ends (at most 50 store pages per request).
-    let read = blocking(&console.store, move |store| {
+    let read = read_page(&console.store, &mut frame, move |store| {
         let mut out = Vec::new();
         let mut cursor = before;
         let mut ended = false;
@@ -797,14 +792,13 @@ async fn audit(
         }
         let more = out.len() > AUDIT_PER_PAGE as usize || !ended;
         out.truncate(AUDIT_PER_PAGE as usize);
-        Ok((out, more, change_version(store)))
+        Ok((out, more))
     })
     .await;
-    let (entries, more, version) = match read {
+    let (entries, more) = match read {
         Ok(read) => read,
         Err(response) => return response,
     };
-    frame.version = version;
     let older = more.then(|| entries.last().map(|e| e.id)).flatten();
     page_response(&headers, Page::Audit(frame, filter, entries, older))
 }
