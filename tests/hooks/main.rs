@@ -19,5 +19,6 @@ mod forward;
 mod hand_over;
 mod http;
 mod init;
+mod linking;
 mod ops;
 mod status;

@@ -97,18 +97,7 @@ impl EnforcementStore for SqliteStore {
     }
 
     fn count_tool_call(&self, session_id: &str, now: Millis) -> StoreResult<u64> {
-        self.write(|tx| {
-            let n: i64 = tx.query_row(
-                "INSERT INTO session_counters (session_id, tool_calls, updated_at)
-                 VALUES (?1, 1, ?2)
-                 ON CONFLICT (session_id) DO UPDATE
-                     SET tool_calls = tool_calls + 1, updated_at = excluded.updated_at
-                 RETURNING tool_calls",
-                params![session_id, now],
-                |r| r.get(0),
-            )?;
-            to_count(n)
-        })
+        self.write(|tx| to_count(super::sessions::count_call(tx, session_id, now)?))
     }
 
     fn tool_calls(&self, session_id: &str) -> StoreResult<u64> {

@@ -10,7 +10,35 @@ use crate::{
 };
 
 /// Records `sighting` inside the caller's transaction.
+///
+/// A known session (every event after its first) is one `UPDATE`; the upsert runs only when
+/// no row changed. A hook is a new process each time, so each statement it runs is prepared
+/// again: an `UPDATE` costs SQLite well under half the preparation of an
+/// `INSERT … ON CONFLICT DO UPDATE` (docs/benchmarks.md).
 fn upsert(tx: &Connection, sighting: &Sighting) -> Result<(), Fail> {
+    let subscriptions = subscriptions_text(sighting.subscriptions.as_ref());
+    let changed = tx
+        .prepare_cached(
+            "UPDATE sessions SET
+                 first_seen = min(first_seen, ?2),
+                 last_seen = max(last_seen, ?2),
+                 last_event = ?3,
+                 transport = ?4,
+                 cwd = coalesce(?5, cwd),
+                 subscriptions = coalesce(?6, subscriptions)
+             WHERE session_id = ?1",
+        )?
+        .execute(params![
+            sighting.session_id,
+            sighting.at,
+            sighting.event,
+            sighting.transport.as_str(),
+            sighting.cwd,
+            subscriptions,
+        ])?;
+    if changed > 0 {
+        return Ok(());
+    }
     tx.prepare_cached(
         "INSERT INTO sessions
              (session_id, first_seen, last_seen, last_event, transport, cwd, subscriptions)
@@ -29,9 +57,34 @@ fn upsert(tx: &Connection, sighting: &Sighting) -> Result<(), Fail> {
         sighting.event,
         sighting.transport.as_str(),
         sighting.cwd,
-        subscriptions_text(sighting.subscriptions.as_ref()),
+        subscriptions,
     ])?;
     Ok(())
+}
+
+/// Counts one tool call of `session_id` inside the caller's transaction and returns the
+/// session's count: one `UPDATE … RETURNING` for a counted session, the upsert for its first.
+pub(super) fn count_call(tx: &Connection, session_id: &str, at: Millis) -> Result<i64, Fail> {
+    let counted: Option<i64> = tx
+        .prepare_cached(
+            "UPDATE session_counters SET tool_calls = tool_calls + 1, updated_at = ?2
+             WHERE session_id = ?1
+             RETURNING tool_calls",
+        )?
+        .query_row(params![session_id, at], |r| r.get(0))
+        .optional()?;
+    if let Some(n) = counted {
+        return Ok(n);
+    }
+    Ok(tx
+        .prepare_cached(
+            "INSERT INTO session_counters (session_id, tool_calls, updated_at)
+             VALUES (?1, 1, ?2)
+             ON CONFLICT (session_id) DO UPDATE
+                 SET tool_calls = tool_calls + 1, updated_at = excluded.updated_at
+             RETURNING tool_calls",
+        )?
+        .query_row(params![session_id, at], |r| r.get(0))?)
 }
 
 impl SessionStore for SqliteStore {
@@ -42,15 +95,7 @@ impl SessionStore for SqliteStore {
     fn count_sighted_call(&self, sighting: &Sighting) -> StoreResult<u64> {
         self.write(|tx| {
             upsert(tx, sighting)?;
-            let n: i64 = tx
-                .prepare_cached(
-                    "INSERT INTO session_counters (session_id, tool_calls, updated_at)
-                     VALUES (?1, 1, ?2)
-                     ON CONFLICT (session_id) DO UPDATE
-                         SET tool_calls = tool_calls + 1, updated_at = excluded.updated_at
-                     RETURNING tool_calls",
-                )?
-                .query_row(params![sighting.session_id, sighting.at], |r| r.get(0))?;
+            let n = count_call(tx, &sighting.session_id, sighting.at)?;
             u64::try_from(n).map_err(|_| {
                 Fail::Store(StoreError::InvalidData(format!(
                     "negative tool-call count {n}"
