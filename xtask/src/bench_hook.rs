@@ -11,7 +11,9 @@
 //! among the commands (so a change of the machine's load falls on all of them alike); the
 //! workers' `getrusage(RUSAGE_CHILDREN)` maximum resident size is the command's peak. Nothing
 //! here asserts a timing: it prints a markdown table and the ratios to both floors (targets:
-//! ≤ 2× the std-only floor, ≤ 1.5× the store floor).
+//! ≤ 2× the std-only floor, ≤ 1.5× the store floor). The hook measured is the one a plain
+//! `cargo build --release` or `cargo install` links; `--static-hook` adds a row for the same
+//! binary relinked statically (docs/hooks.md).
 //!
 //! The same run measures Claude Code's HTTP hooks: a daemon (`hooks-mcp-full serve`, streamable
 //! HTTP on 127.0.0.1) on the same store, and one keep-alive connection posting each payload to
@@ -48,6 +50,10 @@ pub(crate) struct Args {
     /// Use the release binaries already built instead of building them.
     #[arg(long)]
     skip_build: bool,
+    /// Also measure the hook relinked statically (docs/hooks.md, "The fast hook binary"), kept
+    /// beside the others as `hooks-mcp-hook-static` (Linux with glibc only).
+    #[arg(long)]
+    static_hook: bool,
     /// Measure on PostgreSQL instead (a fresh schema of the database HOOKS_MCP_DATABASE_URL
     /// names): `hooks-mcp-hook` opening the store itself beside the same command answered by
     /// a local daemon (`hooks-mcp-full serve`) it forwards the event to.
@@ -86,19 +92,25 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
     }
     let root = workspace_root()?;
     if !args.skip_build {
-        build(root)?;
+        build(root, args.static_hook)?;
     }
     let release = target_dir(root).join("release");
     let front = release.join("hooks-mcp");
     let full = release.join("hooks-mcp-full");
     let lean = release.join("hooks-mcp-hook");
+    let lean_static = release.join(STATIC_COPY);
     let floor = release.join("floor-hook");
     let floor_store = release.join("floor-hook-store");
-    for bin in [&front, &full, &lean, &floor, &floor_store] {
+    let mut needed = vec![&front, &full, &lean, &floor, &floor_store];
+    if args.static_hook {
+        needed.push(&lean_static);
+    }
+    for bin in needed {
         if !bin.exists() {
             bail!(
                 "{} is missing; build with `cargo build --release -p hooks-mcp -p bench-floor \
-                 --bins` and `{}` (or drop --skip-build)",
+                 --bins` (and for --static-hook, `{}` then copy target/release/hooks-mcp-hook \
+                 to target/release/{STATIC_COPY} before the build), or drop --skip-build",
                 bin.display(),
                 STATIC_HOOK.join(" ")
             );
@@ -131,10 +143,19 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
                 vec![floor_store.clone().into()],
             ),
             (
-                format!("hooks-mcp-hook hook {event} (registered by init)"),
+                format!("hooks-mcp-hook hook {event} (as built and installed; registered by init)"),
                 payload.as_path(),
                 hook(&lean),
             ),
+        ]);
+        if args.static_hook {
+            cases.push((
+                format!("hooks-mcp-hook hook {event}, relinked statically (docs/hooks.md)"),
+                payload.as_path(),
+                hook(&lean_static),
+            ));
+        }
+        cases.extend([
             (
                 format!("hooks-mcp-full hook {event}"),
                 payload.as_path(),
@@ -153,17 +174,18 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
         .collect();
     let mut results = measure_cases(args, &exe, home.path(), cases)?;
     let http = measure_http_hooks(args, &full, home.path())?;
-    // Each HTTP row follows its event's command rows (5 per event).
+    // Each HTTP row follows its event's command rows.
+    let per_event = CASES_PER_EVENT + usize::from(args.static_hook);
     for (i, m) in http.into_iter().enumerate() {
-        results.insert(CASES_PER_EVENT * (i + 1) + i, m);
+        results.insert(per_event * (i + 1) + i, m);
     }
     print_report(&results, args.runs);
     Ok(())
 }
 
-/// How the hook binary is built for release (docs/hooks.md): linked statically, so it starts
-/// without the dynamic loader. A flag of the final link only, so it is passed to that one
-/// crate (`cargo rustc`), never to the other binaries or the build scripts.
+/// The optional static relink of the hook binary (docs/hooks.md, "The fast hook binary"): a
+/// flag of the final link only, so it is passed to that one crate (`cargo rustc`), never to
+/// the other binaries or the build scripts.
 const STATIC_HOOK: &[&str] = &[
     "cargo",
     "rustc",
@@ -177,12 +199,17 @@ const STATIC_HOOK: &[&str] = &[
     "target-feature=+crt-static",
 ];
 
-/// Builds what the benchmark runs: the release binaries but the hook, then the hook as it is
-/// built for release ([`STATIC_HOOK`]; the plain build where static linking is not supported).
-/// Building the hook separately keeps the first step from relinking it dynamically each time.
-fn build(root: &Path) -> anyhow::Result<()> {
+/// Where `--static-hook` keeps the statically relinked hook, beside the release binaries.
+const STATIC_COPY: &str = "hooks-mcp-hook-static";
+
+/// Builds what the benchmark runs: the release binaries as `cargo build --release` (and so
+/// `cargo install`) links them, the hook among them. With `static_hook`, first the hook
+/// relinked statically ([`STATIC_HOOK`]), copied aside as [`STATIC_COPY`]; the plain build
+/// after it links the plain hook again.
+fn build(root: &Path, static_hook: bool) -> anyhow::Result<()> {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let others = [
+    let release = target_dir(root).join("release");
+    let plain = [
         "build",
         "--release",
         "-p",
@@ -192,6 +219,8 @@ fn build(root: &Path) -> anyhow::Result<()> {
         "--bin",
         "hooks-mcp",
         "--bin",
+        "hooks-mcp-hook",
+        "--bin",
         "hooks-mcp-full",
         "--bin",
         "hooks-mcp-catalogue",
@@ -200,12 +229,15 @@ fn build(root: &Path) -> anyhow::Result<()> {
         "--bin",
         "floor-hook-store",
     ];
-    let hook: &[&str] = if cfg!(all(target_os = "linux", target_env = "gnu")) {
-        &STATIC_HOOK[1..]
-    } else {
-        &STATIC_HOOK[1..7]
-    };
-    for step in [&others[..], hook] {
+    let mut steps: Vec<&[&str]> = Vec::new();
+    if static_hook {
+        if !cfg!(all(target_os = "linux", target_env = "gnu")) {
+            bail!("--static-hook links glibc statically: Linux with glibc only");
+        }
+        steps.push(&STATIC_HOOK[1..]);
+    }
+    steps.push(&plain);
+    for step in steps {
         eprintln!("bench hook: cargo {}", step.join(" "));
         let status = Command::new(&cargo)
             .current_dir(root)
@@ -216,11 +248,16 @@ fn build(root: &Path) -> anyhow::Result<()> {
         if !status.success() {
             bail!("the release build failed ({status})");
         }
+        if step[0] == "rustc" {
+            std::fs::copy(release.join("hooks-mcp-hook"), release.join(STATIC_COPY))
+                .context("keeping the statically linked hook")?;
+        }
     }
     Ok(())
 }
 
-/// Command rows per event in the SQLite series: two floors and three commands.
+/// Command rows per event in the SQLite series: two floors and three commands (and the static
+/// hook with `--static-hook`).
 const CASES_PER_EVENT: usize = 5;
 
 /// The bearer token of the HTTP-hook daemon.
@@ -763,7 +800,10 @@ fn print_report(results: &[Measured], runs: usize) {
             command = f64::NAN;
         }
         if m.label.starts_with("hooks-mcp-hook ") {
-            command = m.median_ms;
+            // The first is the hook as built and installed: the others compare with it.
+            if command.is_nan() {
+                command = m.median_ms;
+            }
             verdicts.push((m.label.clone(), m.median_ms, floor, store_floor));
         }
         let rss = if m.peak_rss_mib.is_nan() {
