@@ -7,8 +7,9 @@
 //! It opens an SQLite store itself and never references the PostgreSQL backend, so an
 //! optimised build links neither the PostgreSQL client nor TLS: on PostgreSQL, an event that
 //! no local daemon answers is handed over to `hooks-mcp-full hook <Event>` (`exec`, the payload
-//! replayed on its stdin), which answers exactly as this binary would. Built with
-//! `-C target-feature=+crt-static` (docs/hooks.md), it needs no dynamic loader either: it
+//! replayed on its stdin), which answers exactly as this binary would. The build script links
+//! the unwinder into it (no `libgcc_s.so.1` to load at every start); relinked with
+//! `-C target-feature=+crt-static` (docs/hooks.md), it needs no dynamic loader at all: it
 //! resolves no host names and loads no library at run time.
 
 use std::process::ExitCode;
