@@ -101,20 +101,21 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
     let lean_static = release.join(STATIC_COPY);
     let floor = release.join("floor-hook");
     let floor_store = release.join("floor-hook-store");
-    let mut needed = vec![&front, &full, &lean, &floor, &floor_store];
-    if args.static_hook {
-        needed.push(&lean_static);
-    }
-    for bin in needed {
+    for bin in [&front, &full, &lean, &floor, &floor_store] {
         if !bin.exists() {
             bail!(
                 "{} is missing; build with `cargo build --release -p hooks-mcp -p bench-floor \
-                 --bins` (and for --static-hook, `{}` then copy target/release/hooks-mcp-hook \
-                 to target/release/{STATIC_COPY} before the build), or drop --skip-build",
-                bin.display(),
-                STATIC_HOOK.join(" ")
+                 --bins`, or drop --skip-build",
+                bin.display()
             );
         }
+    }
+    if args.static_hook && !lean_static.exists() {
+        bail!(
+            "{} is missing: run once without --skip-build (with --static-hook it relinks the \
+             hook statically and keeps that copy)",
+            lean_static.display()
+        );
     }
 
     let home = tempfile::tempdir().context("creating a temporary store directory")?;
@@ -168,14 +169,14 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
             ),
         ]);
     }
+    // Each event has the same rows; its HTTP row goes after them.
+    let per_event = cases.len() / 2;
     let cases = cases
         .into_iter()
         .map(|(label, payload, command)| (label, payload, command, Vec::new()))
         .collect();
     let mut results = measure_cases(args, &exe, home.path(), cases)?;
     let http = measure_http_hooks(args, &full, home.path())?;
-    // Each HTTP row follows its event's command rows.
-    let per_event = CASES_PER_EVENT + usize::from(args.static_hook);
     for (i, m) in http.into_iter().enumerate() {
         results.insert(per_event * (i + 1) + i, m);
     }
@@ -187,7 +188,6 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
 /// flag of the final link only, so it is passed to that one crate (`cargo rustc`), never to
 /// the other binaries or the build scripts.
 const STATIC_HOOK: &[&str] = &[
-    "cargo",
     "rustc",
     "--release",
     "-p",
@@ -229,15 +229,7 @@ fn build(root: &Path, static_hook: bool) -> anyhow::Result<()> {
         "--bin",
         "floor-hook-store",
     ];
-    let mut steps: Vec<&[&str]> = Vec::new();
-    if static_hook {
-        if !cfg!(all(target_os = "linux", target_env = "gnu")) {
-            bail!("--static-hook links glibc statically: Linux with glibc only");
-        }
-        steps.push(&STATIC_HOOK[1..]);
-    }
-    steps.push(&plain);
-    for step in steps {
+    let run = |step: &[&str]| -> anyhow::Result<()> {
         eprintln!("bench hook: cargo {}", step.join(" "));
         let status = Command::new(&cargo)
             .current_dir(root)
@@ -248,17 +240,19 @@ fn build(root: &Path, static_hook: bool) -> anyhow::Result<()> {
         if !status.success() {
             bail!("the release build failed ({status})");
         }
-        if step[0] == "rustc" {
-            std::fs::copy(release.join("hooks-mcp-hook"), release.join(STATIC_COPY))
-                .context("keeping the statically linked hook")?;
+        Ok(())
+    };
+    if static_hook {
+        if !cfg!(all(target_os = "linux", target_env = "gnu")) {
+            bail!("--static-hook links glibc statically: Linux with glibc only");
         }
+        run(STATIC_HOOK)?;
+        std::fs::copy(release.join("hooks-mcp-hook"), release.join(STATIC_COPY))
+            .context("keeping the statically linked hook")?;
     }
+    run(&plain)?;
     Ok(())
 }
-
-/// Command rows per event in the SQLite series: two floors and three commands (and the static
-/// hook with `--static-hook`).
-const CASES_PER_EVENT: usize = 5;
 
 /// The bearer token of the HTTP-hook daemon.
 const BENCH_TOKEN: &str = "bench-hook-token-0123456789abcdef";
