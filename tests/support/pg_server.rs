@@ -1,6 +1,6 @@
 //! Throwaway PostgreSQL servers for tests. Shared by the store suite
 //! (`crates/store/tests/suite/`), the daemon fleet test
-//! (`crates/server-full/tests/daemon/fleet.rs`), the hook forwarding test
+//! (`crates/daemon/tests/daemon/fleet.rs`), the hook forwarding test
 //! (`tests/hooks/forward.rs`) and the stdio resources test (`tests/protocol/resources.rs`),
 //! which include this file with `#[path]`.
 //!

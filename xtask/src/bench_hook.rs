@@ -284,7 +284,7 @@ fn measure_http_hooks(args: &Args, full: &Path, home: &Path) -> anyhow::Result<V
         let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));
         let deadline = Instant::now() + Duration::from_secs(30);
         while !matches!(
-            server_full::probe_health(addr, None, Duration::from_secs(2)),
+            daemon::probe_health(addr, None, Duration::from_secs(2)),
             Ok((200, _))
         ) {
             if Instant::now() > deadline {
@@ -520,7 +520,7 @@ fn run_postgres(
         .context("starting the daemon")?;
     let outcome = (|| {
         let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));
-        let health = |level| server_full::probe_health(addr, level, Duration::from_secs(2));
+        let health = |level| daemon::probe_health(addr, level, Duration::from_secs(2));
         let deadline = Instant::now() + Duration::from_secs(30);
         while !matches!(health(None), Ok((200, _))) {
             if Instant::now() > deadline {

@@ -3,7 +3,7 @@
 //! Installs Node 22 and the suite (pinned) into `target/conformance/` with npm, builds and
 //! starts `hooks-mcp-full` as a daemon on an ephemeral port, runs the suite with the
 //! expected-failures baseline, and stops the daemon. With `--fixtures` it runs the suite
-//! against the `conformance_fixtures` example of `server-full` instead (the suite's fixture
+//! against the `conformance_fixtures` example of the `daemon` crate instead (the suite's fixture
 //! tools, resources and prompts registered through the catalogue), whose baseline is empty. The run fails on any scenario that fails
 //! without being listed in the baseline, and on any listed scenario that passes (a stale
 //! entry).
@@ -30,7 +30,7 @@ pub(crate) struct Args {
     /// The expected-failures baseline (default: xtask/conformance/expected-failures.yml).
     #[arg(long)]
     expected_failures: Option<PathBuf>,
-    /// Run against the fixture server (`server-full`'s `conformance_fixtures` example) with
+    /// Run against the fixture server (the `daemon` crate's `conformance_fixtures` example) with
     /// its own baseline (xtask/conformance/expected-failures.fixtures.yml, empty).
     #[arg(long)]
     fixtures: bool,
@@ -195,9 +195,9 @@ pub(crate) fn build_daemon(root: &Path, release: bool) -> anyhow::Result<PathBuf
     Ok(dir.join("hooks-mcp-full"))
 }
 
-/// Builds `server-full`'s `conformance_fixtures` example and returns its path.
+/// Builds the `daemon` crate's `conformance_fixtures` example and returns its path.
 fn build_fixtures(root: &Path, release: bool) -> anyhow::Result<PathBuf> {
-    let what = ["-p", "server-full", "--example", "conformance_fixtures"];
+    let what = ["-p", "daemon", "--example", "conformance_fixtures"];
     let dir = cargo_build(root, release, &what)?;
     Ok(dir.join("examples").join("conformance_fixtures"))
 }

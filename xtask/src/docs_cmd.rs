@@ -31,7 +31,7 @@ pub(crate) fn groups() -> Vec<(&'static str, &'static [Setting])> {
         ("Stdio front end", protocol_lite::setting::LAUNCH_SETTINGS),
         ("Store", store::SETTINGS),
         ("Sessions", server_full::SESSION_SETTINGS),
-        ("Network service", server_full::daemon::NETWORK_SETTINGS),
+        ("Network service", daemon::lifecycle::NETWORK_SETTINGS),
         (
             "Hooks: forwarding to the daemon",
             protocol_lite::local_daemon::HOOK_FORWARD_SETTINGS,
@@ -105,7 +105,7 @@ fn root() -> anyhow::Result<&'static Path> {
 /// Runs the command.
 pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
     let root = root()?;
-    let mut openapi = server_full::openapi_json();
+    let mut openapi = operator_web::openapi_json();
     openapi.push('\n');
     for (name, expected) in [(DOC_PATH, text()?), (OPENAPI_PATH, openapi)] {
         let path: PathBuf = root.join(name);

@@ -1,5 +1,5 @@
 //! Target `http_sessions`: Streamable HTTP requests routed through the daemon's session layer
-//! (`server_full`'s `http_sessions.rs` under rmcp's `StreamableHttpService`), in memory with
+//! (the `daemon` crate's `http_sessions.rs` under rmcp's `StreamableHttpService`), in memory with
 //! `tower::ServiceExt::oneshot`.
 //!
 //! Input: requests separated by lines `~~~`. Each is `METHOD PATH` on its first line, then
@@ -18,7 +18,7 @@ use catalogue::SessionPolicy;
 use futures_util::StreamExt;
 use serde_json::Value;
 use server_full::HooksServer;
-use server_full::fuzzing::{McpRouterOptions, mcp_router};
+use daemon::fuzzing::{McpRouterOptions, mcp_router};
 use tokio_util::sync::CancellationToken;
 use tower::ServiceExt;
 

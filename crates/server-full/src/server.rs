@@ -26,10 +26,11 @@ use tokio::sync::Notify;
 
 use crate::client_link::CallClient;
 use crate::discovery;
-use crate::metrics::{CallOutcome, Metrics, ToolTable};
+use crate::observe::{CallObserver, CallOutcome};
 use crate::offer::{self, CompletionTarget};
 use crate::registry::{self, Registry, ToolEntry};
 use crate::settings::{Settings, SettingsError, now_ms};
+use crate::store_changes::StoreChanges;
 use crate::watch::{self, Subscriptions, Watch};
 
 /// The hooks-mcp MCP server. Clones share everything; [`HooksServer::fork_session`] makes a
@@ -62,11 +63,14 @@ struct Inner {
     extensions: Arc<Extensions>,
     initialized: Arc<Notify>,
     watch: Arc<Watch>,
+    /// The process's feed of store changes (none without a store).
+    changes: Option<StoreChanges>,
     /// The store answers reads at once ([`store::no_wait`]): read-only tools then run on the
     /// async thread, without the round trip through the blocking pool.
     inline_reads: bool,
-    /// The daemon's tool-call series, when it keeps metrics (never under stdio).
-    tool_metrics: OnceLock<ToolTable>,
+    /// What counts this server's tool calls, when anything does (the daemon's metrics; never
+    /// under stdio).
+    tool_metrics: OnceLock<Arc<dyn CallObserver>>,
 }
 
 impl HooksServer {
@@ -100,8 +104,13 @@ impl HooksServer {
             discovery,
             info,
             session: settings.session,
-            extensions: settings.extensions,
+            extensions: settings.extensions.clone(),
             initialized: Arc::new(Notify::new()),
+            changes: settings
+                .extensions
+                .get::<store::StoreHandle>()
+                .cloned()
+                .map(StoreChanges::new),
             watch: Arc::new(Watch::default()),
             tool_metrics: OnceLock::new(),
         };
@@ -134,20 +143,23 @@ impl HooksServer {
         self
     }
 
-    /// Counts every `tools/call` of this server and its forks in `metrics` (by tool: each
-    /// tool the filters expose, the discovery tools, and unknown names under one label).
-    pub(crate) fn attach_metrics(&self, metrics: &Metrics) {
-        let discovery = self.inner.discovery.iter().map(|t| &*t.name);
-        let registered = self
-            .inner
-            .registry
-            .entries
-            .iter()
-            .map(|e| e.spec.name.as_str());
-        let _ = self
-            .inner
-            .tool_metrics
-            .set(metrics.tool_table(discovery.chain(registered)));
+    /// The process's feed of store changes, shared by every consumer (none without a store).
+    pub fn store_changes(&self) -> Option<&StoreChanges> {
+        self.inner.changes.as_ref()
+    }
+
+    /// Every tool name a call may name: the discovery tools and each tool the filters expose
+    /// (what an observer creates series for; other names are unknown tools).
+    pub fn callable_tool_names(&self) -> Vec<String> {
+        let discovery = self.inner.discovery.iter().map(|t| t.name.to_string());
+        let registered = self.inner.registry.entries.iter().map(|e| e.spec.name.clone());
+        discovery.chain(registered).collect()
+    }
+
+    /// Reports every `tools/call` of this server and its forks to `observer` (set once; a
+    /// second observer is ignored).
+    pub fn observe_calls(&self, observer: Arc<dyn CallObserver>) {
+        let _ = self.inner.tool_metrics.set(observer);
     }
 
     /// Every tool the filters expose (loaded or not), in catalogue order.
@@ -561,7 +573,7 @@ impl ServerHandler for HooksServer {
         subscriptions.add(request.uri, context.peer.clone());
         self.inner
             .watch
-            .register(subscriptions, seed, self.inner.extensions.clone());
+            .register(subscriptions, seed, self.inner.extensions.clone(), self.inner.changes.as_ref());
         Ok(())
     }
 

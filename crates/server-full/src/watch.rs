@@ -2,12 +2,11 @@
 //! contents change, whoever changed them, and `notifications/resources/list_changed` when the
 //! listed resources change.
 //!
-//! One watcher task per process runs while any session has a subscription. Every
-//! [`CHECK_EVERY`] it asks the store whether anything was committed
-//! ([`store::StoreAdmin::change_version`]: SQLite's `PRAGMA data_version`, no table read);
-//! only then, or once every [`RECHECK_EVERY`] (so contents that change with time alone, like
-//! messages expiring, are noticed too, and on backends without a change version), it reads
-//! the subscribed resources and the list again and compares digests. Subscriptions live in
+//! One watcher task per process runs while any session has a subscription. It waits on the
+//! process's feed of store changes ([`crate::StoreChanges`]); when a change arrives, or once
+//! every [`RECHECK_EVERY`] (so contents that change with time alone, like messages expiring,
+//! are noticed too, and while the feed cannot reach the store), it reads the subscribed
+//! resources and the list again and compares digests. Subscriptions live in
 //! their session's server and end with it (the watcher holds them weakly).
 
 use std::collections::hash_map::DefaultHasher;
@@ -19,14 +18,15 @@ use std::time::{Duration, Instant};
 use catalogue::{CallContext, Extensions, SessionPolicy};
 use rmcp::model::ResourceUpdatedNotificationParam;
 use rmcp::{Peer, RoleServer};
-use store::StoreHandle;
+use tokio::sync::watch;
 
 use crate::offer;
+use crate::store_changes::{StoreChanges, Version};
 use crate::settings::now_ms;
 
-/// How often the watcher asks the store whether anything was committed.
-pub(crate) const CHECK_EVERY: Duration = Duration::from_millis(200);
-/// How often it re-reads regardless (changes with time alone; stores without a version).
+/// How often the watcher checks whether its sessions are still there.
+const CHECK_EVERY: Duration = Duration::from_millis(200);
+/// How often it re-reads regardless (changes with time alone; a feed that is down).
 pub(crate) const RECHECK_EVERY: Duration = Duration::from_millis(900);
 
 /// One session's subscriptions and the peer to notify.
@@ -87,6 +87,7 @@ impl Watch {
         subs: &Arc<Subscriptions>,
         seed: Option<(String, u64)>,
         extensions: Arc<Extensions>,
+        changes: Option<&StoreChanges>,
     ) {
         if let Some((uri, digest)) = seed {
             lock(&self.seeds).entry(uri).or_insert(digest);
@@ -101,11 +102,11 @@ impl Watch {
         if *running {
             return;
         }
-        let Some(store) = extensions.get::<StoreHandle>().cloned() else {
+        let Some(changes) = changes else {
             return;
         };
         *running = true;
-        tokio::spawn(self.clone().run(store, extensions));
+        tokio::spawn(self.clone().run(changes.subscribe(), extensions));
     }
 
     /// Live sessions with their URIs and peers; forgets ended ones.
@@ -119,13 +120,19 @@ impl Watch {
             .collect()
     }
 
-    async fn run(self: Arc<Self>, store: StoreHandle, extensions: Arc<Extensions>) {
-        let mut version: Option<u64> = None;
+    async fn run(
+        self: Arc<Self>,
+        mut changes: watch::Receiver<Version>,
+        extensions: Arc<Extensions>,
+    ) {
         let mut digests: BTreeMap<String, u64> = BTreeMap::new();
         let mut listed: Option<u64> = None;
         let mut last_read = Instant::now();
         loop {
-            tokio::time::sleep(CHECK_EVERY).await;
+            let changed = tokio::select! {
+                r = changes.changed() => r.is_ok(),
+                () = tokio::time::sleep(CHECK_EVERY) => false,
+            };
             let sessions = self.live();
             if sessions.is_empty() {
                 let mut running = lock(&self.running);
@@ -135,17 +142,9 @@ impl Watch {
                 }
                 continue;
             }
-            let probe = store.clone();
-            let now_version = tokio::task::spawn_blocking(move || probe.change_version())
-                .await
-                .ok()
-                .and_then(Result::ok)
-                .flatten();
-            let changed = now_version.is_some() && now_version != version;
             if !changed && last_read.elapsed() < RECHECK_EVERY {
                 continue;
             }
-            version = now_version;
             last_read = Instant::now();
             let uris: BTreeSet<String> = sessions.iter().flat_map(|(u, _)| u.clone()).collect();
             let ext = extensions.clone();

@@ -131,8 +131,8 @@ fn main() -> ExitCode {
 
 fn init_logging() {
     // The daemon reports its start-up phases and shutdown at `info`; a stdio server stays quiet.
-    let daemon = std::env::var(server_full::daemon::TRANSPORT_ENV)
-        .is_ok_and(|t| server_full::daemon::is_network_transport(&t));
+    let daemon = std::env::var(daemon::lifecycle::TRANSPORT_ENV)
+        .is_ok_and(|t| daemon::lifecycle::is_network_transport(&t));
     let default = if daemon {
         "info,rmcp=warn"
     } else {
@@ -154,11 +154,11 @@ fn init_logging() {
 }
 
 fn serve() -> anyhow::Result<()> {
-    let transport = std::env::var(server_full::daemon::TRANSPORT_ENV).unwrap_or_default();
+    let transport = std::env::var(daemon::lifecycle::TRANSPORT_ENV).unwrap_or_default();
     match transport.trim() {
         "" | "stdio" => serve_stdio(),
-        network if server_full::daemon::is_network_transport(network) => {
-            Ok(server_full::daemon::serve_from_env()?)
+        network if daemon::lifecycle::is_network_transport(network) => {
+            Ok(daemon::serve_from_env()?)
         }
         other => anyhow::bail!(
             "MCP_TRANSPORT: unknown transport `{other}`; use stdio (default), streamable-http or \
@@ -212,8 +212,8 @@ fn health(level: Option<&str>) -> anyhow::Result<()> {
 fn probe(level: Option<&str>, timeout_ms: u64) -> anyhow::Result<(u16, String)> {
     let timeout = std::time::Duration::from_millis(timeout_ms);
     let mut last = anyhow::anyhow!("MCP_HOST resolves to no address");
-    for addr in server_full::daemon::probe_addresses()? {
-        match server_full::probe_health(addr, level, timeout) {
+    for addr in daemon::lifecycle::probe_addresses()? {
+        match daemon::probe_health(addr, level, timeout) {
             Ok(answer) => return Ok(answer),
             Err(e) => last = anyhow::anyhow!("cannot reach the daemon at {addr}: {e}"),
         }

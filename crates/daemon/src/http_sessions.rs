@@ -34,7 +34,7 @@ use rmcp::transport::streamable_http_server::session::{
 };
 use tokio::sync::{mpsc, oneshot};
 
-use crate::http::{Kind, SessionPermit, Sessions};
+use crate::state::{Kind, SessionPermit, Sessions};
 
 /// Client messages a session buffers before a POST waits. Every channel here carries boxes:
 /// a tokio channel allocates its first 32 slots when created, and a slot the size of a whole

@@ -7,8 +7,8 @@
 //! phase in progress during start-up; MCP requests get 503 until the last phase completes.
 
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
@@ -22,176 +22,16 @@ use futures_util::StreamExt;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use serde_json::json;
 use tokio::net::TcpListener;
-use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
+use tokio::sync::Semaphore;
+
 use tokio_util::sync::CancellationToken;
 
-use crate::HooksServer;
-use crate::auth::Access;
-use crate::health::{self, Status};
-use crate::hook_route::HookRoute;
+use server_full::HooksServer;
+use crate::health;
+use crate::state::Shared;
 use crate::http_sessions::HttpSessions;
-use crate::metrics::{self, Metrics, Snapshot, StoreOperation, StoreSnapshot};
+use crate::metrics::{self, Snapshot, StoreOperation, StoreSnapshot};
 use crate::sse::SseSessions;
-
-/// Everything the HTTP handlers share.
-#[derive(Debug)]
-pub(crate) struct Shared {
-    /// Phases, scheduler progress, the store once open.
-    pub(crate) status: Status,
-    /// Token, allowed hosts and origins.
-    pub(crate) access: Access,
-    /// The MCP routes, set once the tool registry is built.
-    pub(crate) mcp: OnceLock<Router>,
-    /// The operator console's routes, set with the MCP routes.
-    pub(crate) console: OnceLock<Router>,
-    /// The session cap, shared by both transports.
-    pub(crate) sessions: Arc<Sessions>,
-    /// MCP requests being answered (for the shutdown drain).
-    pub(crate) inflight: Arc<InFlight>,
-    /// `POST /hook/{event}` and `POST /hooks/{Event}`: hook events answered over the daemon's
-    /// store.
-    pub(crate) hooks: HookRoute,
-    /// The live window and retention periods (the session gauge, the read API, housekeeping).
-    pub(crate) retention: store::Retention,
-    /// What `/metrics` serves; `None` with `HOOKS_MCP_METRICS=off`.
-    pub(crate) metrics: Option<Arc<Metrics>>,
-}
-
-/// The session cap: one permit per live session of either transport.
-#[derive(Debug)]
-pub(crate) struct Sessions {
-    budget: Arc<Semaphore>,
-    max: usize,
-    http: Arc<AtomicUsize>,
-    sse: Arc<AtomicUsize>,
-}
-
-/// Which transport a session uses.
-#[derive(Debug, Clone, Copy)]
-pub(crate) enum Kind {
-    Http,
-    Sse,
-}
-
-/// A live session's place under the cap; released on drop.
-#[derive(Debug)]
-pub(crate) struct SessionPermit {
-    _permit: OwnedSemaphorePermit,
-    counter: Arc<AtomicUsize>,
-}
-
-impl Drop for SessionPermit {
-    fn drop(&mut self) {
-        self.counter.fetch_sub(1, Ordering::AcqRel);
-    }
-}
-
-impl Sessions {
-    pub(crate) fn new(max: usize) -> Sessions {
-        Sessions {
-            budget: Arc::new(Semaphore::new(max)),
-            max,
-            http: Arc::new(AtomicUsize::new(0)),
-            sse: Arc::new(AtomicUsize::new(0)),
-        }
-    }
-
-    /// A place for a new session, or `None` at the cap.
-    pub(crate) fn admit(&self, kind: Kind) -> Option<SessionPermit> {
-        let permit = self.budget.clone().try_acquire_owned().ok()?;
-        let counter = match kind {
-            Kind::Http => self.http.clone(),
-            Kind::Sse => self.sse.clone(),
-        };
-        counter.fetch_add(1, Ordering::AcqRel);
-        Some(SessionPermit {
-            _permit: permit,
-            counter,
-        })
-    }
-
-    pub(crate) fn is_full(&self) -> bool {
-        self.budget.available_permits() == 0
-    }
-
-    /// The answer to a new session over the cap.
-    pub(crate) fn full_response(&self) -> Response {
-        tracing::warn!(
-            max = self.max,
-            "refused a new session: the session cap is reached"
-        );
-        (
-            StatusCode::SERVICE_UNAVAILABLE,
-            [(header::RETRY_AFTER, "5")],
-            format!(
-                "the daemon already serves its maximum of {} sessions; retry later, close idle \
-                 sessions, or raise HOOKS_MCP_MAX_SESSIONS\n",
-                self.max
-            ),
-        )
-            .into_response()
-    }
-
-    /// Open sessions: (Streamable HTTP, legacy SSE, the cap).
-    pub(crate) fn open(&self) -> (usize, usize, usize) {
-        (
-            self.http.load(Ordering::Acquire),
-            self.sse.load(Ordering::Acquire),
-            self.max,
-        )
-    }
-
-    pub(crate) fn report(&self) -> serde_json::Value {
-        json!({
-            "streamable_http": self.http.load(Ordering::Acquire),
-            "sse": self.sse.load(Ordering::Acquire),
-            "max": self.max,
-        })
-    }
-}
-
-/// Counts MCP requests being answered, so that shutdown can wait for them.
-#[derive(Debug, Default)]
-pub(crate) struct InFlight {
-    count: AtomicUsize,
-    idle: Notify,
-}
-
-/// One request in flight; done on drop.
-#[derive(Debug)]
-pub(crate) struct InFlightGuard(Arc<InFlight>);
-
-impl Drop for InFlightGuard {
-    fn drop(&mut self) {
-        if self.0.count.fetch_sub(1, Ordering::AcqRel) == 1 {
-            self.0.idle.notify_waiters();
-        }
-    }
-}
-
-impl InFlight {
-    pub(crate) fn enter(self: &Arc<Self>) -> InFlightGuard {
-        self.count.fetch_add(1, Ordering::AcqRel);
-        InFlightGuard(self.clone())
-    }
-
-    pub(crate) fn count(&self) -> usize {
-        self.count.load(Ordering::Acquire)
-    }
-
-    /// Returns once no request is in flight.
-    pub(crate) async fn wait_idle(&self) {
-        loop {
-            let notified = self.idle.notified();
-            tokio::pin!(notified);
-            notified.as_mut().enable();
-            if self.count() == 0 {
-                return;
-            }
-            notified.await;
-        }
-    }
-}
 
 /// The top-level router: `/health` always, everything else through access checks and the
 /// readiness gate to the MCP routes.
@@ -221,7 +61,7 @@ async fn check_host_and_origin(
 /// flight until its response body ends.
 async fn gate(State(shared): State<Arc<Shared>>, mut request: Request) -> Response {
     let path = request.uri().path();
-    if path == crate::console::PREFIX || path.starts_with("/console/") {
+    if path == operator_web::CONSOLE_PREFIX || path.starts_with("/console/") {
         // The console checks its own sessions (a cookie, or the bearer token to start one).
         let Some(console) = shared.console.get().filter(|_| shared.status.is_serving()) else {
             return shared.status.unavailable();
@@ -320,7 +160,7 @@ async fn scrape(shared: &Shared, method_ok: bool, openmetrics: bool) -> Response
         store: None,
     };
     if let Some(store) = shared.status.store.get().cloned() {
-        let now = crate::settings::now_ms();
+        let now = server_full::now_ms();
         let retention = shared.retention;
         let read =
             tokio::task::spawn_blocking(move || StoreSnapshot::read(&*store, now, &retention));

@@ -23,9 +23,9 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::metrics::info::Info;
 use prometheus_client::registry::{Registry, Unit};
+use server_full::{CallObserver, CallOutcome};
 use store::{Counts, Firing, StoreError};
 
-use crate::daemon::METRICS_ENV;
 
 /// Every metric name starts with this (and `_`).
 const PREFIX: &str = "hooks_mcp";
@@ -59,6 +59,9 @@ pub(crate) const UNKNOWN_EVENT: &str = "(unknown)";
 ///
 /// # Errors
 /// A message naming the setting for any other value.
+/// Environment variable: `on` (default) or `off`: whether the daemon keeps and serves metrics.
+pub const METRICS_ENV: &str = "HOOKS_MCP_METRICS";
+
 pub(crate) fn parse_switch(raw: Option<&str>) -> Result<bool, String> {
     match raw.map(|v| v.trim().to_ascii_lowercase()).as_deref() {
         None | Some("" | "on" | "true" | "1") => Ok(true),
@@ -116,33 +119,6 @@ struct TransportLabels {
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct KindLabels {
     kind: &'static str,
-}
-
-/// How a `tools/call` ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum CallOutcome {
-    /// A result without `isError`.
-    Ok,
-    /// A result with `isError: true` (bad arguments, a refusal, a store failure...).
-    ToolError,
-    /// A JSON-RPC error (an unknown or unloaded tool).
-    ProtocolError,
-}
-
-impl CallOutcome {
-    const ALL: [CallOutcome; 3] = [
-        CallOutcome::Ok,
-        CallOutcome::ToolError,
-        CallOutcome::ProtocolError,
-    ];
-
-    fn label(self) -> &'static str {
-        match self {
-            CallOutcome::Ok => "ok",
-            CallOutcome::ToolError => "tool_error",
-            CallOutcome::ProtocolError => "protocol_error",
-        }
-    }
 }
 
 /// Minutes kept by [`PerMinute`]: the last hour.
@@ -212,9 +188,8 @@ pub(crate) struct ToolTable {
     per_minute: Arc<PerMinute>,
 }
 
-impl ToolTable {
-    /// Counts one call of `tool` that ended with `outcome` after `elapsed`.
-    pub(crate) fn record(&self, tool: &str, outcome: CallOutcome, elapsed: Duration) {
+impl CallObserver for ToolTable {
+    fn record(&self, tool: &str, outcome: CallOutcome, elapsed: Duration) {
         let series = self
             .index
             .get(tool)
@@ -227,7 +202,7 @@ impl ToolTable {
         };
         series.calls[slot].inc();
         series.duration.observe(elapsed.as_secs_f64());
-        self.per_minute.record(crate::settings::now_ms());
+        self.per_minute.record(server_full::now_ms());
     }
 }
 
@@ -336,7 +311,7 @@ impl HookMetrics {
         if let Some(histogram) = self.durations.get(slot) {
             histogram.observe(elapsed.as_secs_f64());
         }
-        self.per_minute.record(crate::settings::now_ms());
+        self.per_minute.record(server_full::now_ms());
     }
 }
 
@@ -490,7 +465,7 @@ impl Metrics {
             Info::new([("version", protocol_lite::handshake::SERVER_VERSION)]),
         );
         let start_time: Gauge = Gauge::default();
-        start_time.set(crate::settings::now_ms() / 1000);
+        start_time.set(server_full::now_ms() / 1000);
         registry.register_with_unit(
             "start_time",
             "When the daemon started, in Unix seconds",

@@ -12,7 +12,6 @@
 //! oldest first; `offset` for sessions, most recently seen first), or `null` on the last one.
 
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 
 use axum::Json;
 use axum::extract::{Path, Query, State};
@@ -27,8 +26,10 @@ use utoipa::{IntoParams, OpenApi, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use crate::http::Shared;
-use crate::settings::now_ms;
+use server_full::now_ms;
+
+use crate::context::{OperatorWeb, ReadError};
+use crate::model;
 
 /// The API's path prefix.
 pub(crate) const PREFIX: &str = "/api/v1";
@@ -59,11 +60,7 @@ const FIRINGS_PER_SCHEDULE: u32 = 10;
 struct ApiDoc;
 
 /// What the handlers read.
-#[derive(Debug, Clone)]
-pub(crate) struct ApiState {
-    pub(crate) shared: Arc<Shared>,
-    pub(crate) store: StoreHandle,
-}
+type ApiState = Arc<OperatorWeb>;
 
 /// The API's routes (and the document describing them).
 pub(crate) fn router(state: ApiState) -> axum::Router {
@@ -140,17 +137,19 @@ fn store_error(e: &StoreError) -> Response {
 
 /// Runs `read` on the blocking pool; a store error becomes its answer.
 async fn blocking<T: Send + 'static>(
-    store: &StoreHandle,
+    web: &OperatorWeb,
     read: impl FnOnce(&StoreHandle) -> Result<T, StoreError> + Send + 'static,
 ) -> Result<T, Response> {
-    let store = store.clone();
-    match tokio::task::spawn_blocking(move || read(&store)).await {
-        Ok(Ok(value)) => Ok(value),
-        Ok(Err(e)) => Err(store_error(&e)),
-        Err(e) => Err(error(
+    web.read(read).await.map_err(|e| read_error(&e))
+}
+
+fn read_error(e: &ReadError) -> Response {
+    match e {
+        ReadError::Store(e) => store_error(e),
+        ReadError::Task(e) => error(
             StatusCode::INTERNAL_SERVER_ERROR,
             format!("the read failed: {e}"),
-        )),
+        ),
     }
 }
 
@@ -245,61 +244,38 @@ pub(crate) struct OpenSessions {
     )
 )]
 async fn overview(State(state): State<ApiState>) -> Response {
-    let now = now_ms();
-    let live_since = state.shared.retention.live_since(now);
-    let read = blocking(&state.store, move |store| {
-        let counts = store.counts(now)?;
-        let channels = store.channels(now)?.len();
-        let next = store.next_fire_after(now - 1)?;
-        let live = store.count_sessions(live_since)?;
-        Ok((counts, channels, next, live, store.describe()))
-    })
-    .await;
-    let (counts, channels, next, live, describe) = match read {
-        Ok(read) => read,
-        Err(response) => return response,
+    let o = match model::overview(&state, now_ms()).await {
+        Ok(o) => o,
+        Err(e) => return read_error(&e),
     };
-    let status = &state.shared.status;
-    let sched = &status.scheduler;
-    let last = sched.last_tick_ms.load(Ordering::Acquire);
-    let sessions = state.shared.sessions.report();
-    let count = |key: &str| sessions[key].as_u64().unwrap_or(0);
+    let sched = &o.daemon.scheduler;
     Json(Overview {
-        version: protocol_lite::handshake::SERVER_VERSION.to_owned(),
-        status: if sched.lag_ms(now) > i64::try_from(sched.max_lag.as_millis()).unwrap_or(i64::MAX)
-        {
-            "degraded".into()
-        } else {
-            "ok".into()
-        },
-        uptime_s: status.uptime().as_secs(),
-        store: describe,
+        version: o.version,
+        status: if o.daemon.degraded { "degraded" } else { "ok" }.into(),
+        uptime_s: o.daemon.uptime_s,
+        store: o.store,
         counts: OverviewCounts {
-            active_messages: counts.active_messages,
-            channels: u64::try_from(channels).unwrap_or(u64::MAX),
-            reminders: counts.reminders,
-            conditions: counts.conditions,
-            active_schedules: counts.active_schedules,
+            active_messages: o.counts.active_messages,
+            channels: o.channels,
+            reminders: o.counts.reminders,
+            conditions: o.counts.conditions,
+            active_schedules: o.counts.active_schedules,
         },
         scheduler: SchedulerState {
-            tick_ms: u64::try_from(sched.tick.as_millis()).unwrap_or(u64::MAX),
-            last_tick: (last > 0).then(|| to_rfc3339(last)),
-            lag_ms: sched.lag_ms(now),
-            fired: sched.fired.load(Ordering::Relaxed),
-            next_due: next.map(to_rfc3339),
-            last_error: sched
-                .last_error
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .clone(),
+            tick_ms: sched.tick_ms,
+            last_tick: sched.last_tick_ms.map(to_rfc3339),
+            lag_ms: sched.lag_ms,
+            fired: sched.fired,
+            next_due: o.next_due.map(to_rfc3339),
+            last_error: sched.last_error.clone(),
         },
         sessions: OpenSessions {
-            streamable_http: count("streamable_http"),
-            sse: count("sse"),
-            max: count("max"),
+            streamable_http: o.daemon.sessions.streamable_http,
+            sse: o.daemon.sessions.sse,
+            max: o.daemon.sessions.max,
         },
-        live_sessions: live,
-        live_window_s: state.shared.retention.live_ms / 1000,
+        live_sessions: o.live_sessions,
+        live_window_s: o.live_window_s,
     })
     .into_response()
 }
@@ -329,7 +305,7 @@ pub(crate) struct Channel {
 )]
 async fn channels(State(state): State<ApiState>) -> Response {
     let now = now_ms();
-    let read = blocking(&state.store, move |store| {
+    let read = blocking(&state, move |store| {
         let mut list = store.channels(now)?;
         list.sort_by_key(|c| std::cmp::Reverse(c.latest_at));
         Ok(list)
@@ -452,7 +428,7 @@ async fn channel_messages(
         now,
         before,
     };
-    match blocking(&state.store, move |store| store.read_messages(&query)).await {
+    match blocking(&state, move |store| store.read_messages(&query)).await {
         Ok(mut views) => {
             let more = views.len() > limit as usize;
             views.truncate(limit as usize);
@@ -486,7 +462,7 @@ async fn channel_messages(
 )]
 async fn message(State(state): State<ApiState>, Path(id): Path<i64>) -> Response {
     let now = now_ms();
-    match blocking(&state.store, move |store| store.message(id, now)).await {
+    match blocking(&state, move |store| store.message(id, now)).await {
         Ok(Some(m)) => Json(ApiMessage::new(&m, now)).into_response(),
         Ok(None) => error(
             StatusCode::NOT_FOUND,
@@ -565,7 +541,7 @@ fn trigger_text(trigger: &store::Trigger) -> String {
     )
 )]
 async fn schedules(State(state): State<ApiState>) -> Response {
-    let read = blocking(&state.store, |store| {
+    let read = blocking(&state, |store| {
         let schedules = store.schedules()?;
         let mut out = Vec::with_capacity(schedules.len());
         for s in schedules {
@@ -630,7 +606,7 @@ pub(crate) struct ApiReminder {
     )
 )]
 async fn reminders(State(state): State<ApiState>) -> Response {
-    let read = blocking(&state.store, |store| store.reminders()).await;
+    let read = blocking(&state, |store| store.reminders()).await;
     json_list(read, |r| ApiReminder {
         id: r.id,
         message: r.message,
@@ -674,7 +650,7 @@ pub(crate) struct ApiCondition {
     )
 )]
 async fn conditions(State(state): State<ApiState>) -> Response {
-    let read = blocking(&state.store, |store| store.conditions()).await;
+    let read = blocking(&state, |store| store.conditions()).await;
     json_list(read, |c| ApiCondition {
         name: c.name,
         step: c.step.as_str().to_owned(),
@@ -770,14 +746,14 @@ async fn sessions(State(state): State<ApiState>, Query(q): Query<SessionsQuery>)
         Err(bad) => return bad.into_response(),
     };
     let now = now_ms();
-    let live_since = state.shared.retention.live_since(now);
+    let live_since = state.retention.live_since(now);
     let query = SessionQuery {
         seen_since: q.live.unwrap_or(true).then_some(live_since),
         offset: q.offset.unwrap_or(0),
         limit: limit + 1,
     };
     let offset = query.offset;
-    match blocking(&state.store, move |store| store.sessions(&query)).await {
+    match blocking(&state, move |store| store.sessions(&query)).await {
         Ok(mut list) => {
             let more = list.len() > limit as usize;
             list.truncate(limit as usize);
@@ -880,11 +856,11 @@ async fn delivery(
     let now = now_ms();
     let query = ReportQuery {
         message_id: id,
-        live_since: state.shared.retention.live_since(now),
+        live_since: state.retention.live_since(now),
         after_session: q.after,
         limit: limit + 1,
     };
-    match blocking(&state.store, move |store| store.delivery_report(&query)).await {
+    match blocking(&state, move |store| store.delivery_report(&query)).await {
         Ok(Some(mut report)) => {
             let more = report.sessions.len() > limit as usize;
             report.sessions.truncate(limit as usize);
@@ -1008,7 +984,7 @@ async fn audit(State(state): State<ApiState>, Query(q): Query<AuditParams>) -> R
         after_id: q.after,
         limit: limit + 1,
     };
-    let read = blocking(&state.store, move |store| {
+    let read = blocking(&state, move |store| {
         let mut query = store_query;
         let mut out = Vec::new();
         loop {

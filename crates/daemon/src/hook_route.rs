@@ -24,7 +24,7 @@ use serde_json::json;
 use store::StoreHandle;
 
 use crate::metrics::{EventSlot, HookOutcome, HookRouteKind, Metrics};
-use crate::settings::now_ms;
+use server_full::now_ms;
 
 /// The routes' limit and counters, shared by the handlers.
 #[derive(Debug)]

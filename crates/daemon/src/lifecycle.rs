@@ -18,15 +18,18 @@ use std::time::{Duration, Instant};
 
 use catalogue::Setting;
 use store::{Opened, StoreError, StoreHandle, StoreLocation};
+use operator_web::OperatorWeb;
+use server_full::StoreChanges;
 use tokio_util::sync::CancellationToken;
 
-use crate::HooksServer;
+use server_full::HooksServer;
 use crate::auth::{Access, LOOPBACK_HOSTS, Token, authority_host};
-use crate::health::{Phase, Status};
+use crate::status::{Phase, Status};
 use crate::hook_route::HookRoute;
-use crate::http::{self, BindError, InFlight, McpOptions, Sessions, Shared};
+use crate::http::{self, BindError, McpOptions};
+use crate::state::{InFlight, Sessions, Shared};
 use crate::metrics::{Metrics, StoreOperation};
-use crate::settings::{Settings, SettingsError, now_ms};
+use server_full::{Settings, SettingsError, now_ms};
 
 /// Selects the transport: `stdio` (default), `streamable-http` or `sse`.
 pub const TRANSPORT_ENV: &str = "MCP_TRANSPORT";
@@ -65,8 +68,7 @@ pub const MAX_LAG_ENV: &str = "HOOKS_MCP_SCHEDULER_MAX_LAG_MS";
 pub const TEST_PHASE_DELAY_ENV: &str = "HOOKS_MCP_TEST_PHASE_DELAY_MS";
 /// Environment variable: how many threads run store calls at once.
 pub const STORE_THREADS_ENV: &str = "HOOKS_MCP_STORE_THREADS";
-/// Environment variable: `on` (default) or `off`: whether the daemon keeps and serves metrics.
-pub const METRICS_ENV: &str = "HOOKS_MCP_METRICS";
+pub use crate::metrics::METRICS_ENV;
 /// The lock file beside `state.db` that keeps a second daemon off the same store.
 pub const LOCK_FILE: &str = "daemon.lock";
 
@@ -850,7 +852,9 @@ async fn start(
         Settings::network_from_env(store.clone()).map_err(DaemonError::Registry)?;
     let (server, more) = HooksServer::new(settings).map_err(DaemonError::Registry)?;
     if let Some(metrics) = &shared.metrics {
-        server.attach_metrics(metrics);
+        let names = server.callable_tool_names();
+        let table = metrics.tool_table(names.iter().map(String::as_str));
+        server.observe_calls(Arc::new(table));
     }
     warnings.extend(more);
     for warning in &warnings {
@@ -862,20 +866,32 @@ async fn start(
         allowed_hosts: config.access.allowed_hosts.clone(),
         keep_alive: Duration::from_secs(15),
     };
-    let router = http::mcp_router(server, shared, &options, close_sessions).merge(
-        crate::api::router(crate::api::ApiState {
-            shared: shared.clone(),
-            store: store.clone(),
-        }),
-    );
+    let changes = server
+        .store_changes()
+        .cloned()
+        .unwrap_or_else(|| StoreChanges::new(store.clone()));
+    let web = Arc::new(OperatorWeb {
+        store: store.clone(),
+        changes: changes.clone(),
+        retention: shared.retention,
+        view: shared.clone(),
+        stop: close_sessions.clone(),
+    });
+    let router = http::mcp_router(server, shared, &options, close_sessions).merge(web.api_router());
     let _ = shared.mcp.set(router);
-    let console = crate::console::router(shared.clone(), store.clone(), close_sessions.clone())
+    let console = web
+        .console_router()
         .map_err(|e| DaemonError::Console(e.to_string()))?;
     let _ = shared.console.set(console);
     phases.done();
 
     phases.begin(Phase::Scheduler);
-    let scheduler = tokio::spawn(scheduler(store, shared.clone(), stop_scheduler.clone()));
+    let scheduler = tokio::spawn(scheduler(
+        store,
+        changes,
+        shared.clone(),
+        stop_scheduler.clone(),
+    ));
     phases.done();
 
     phases.begin(Phase::Listener);
@@ -907,15 +923,22 @@ const HOUSEKEEPING_EVERY_MS: i64 = 60_000;
 /// Fires due schedules on every tick until `stop`; records progress for `/health`; prunes the
 /// audit trail and old session records once a minute.
 ///
-/// Where the store pushes changes (PostgreSQL), a schedule change wakes it at once and, after
-/// each tick, a timer is set for the next due schedule, so schedules fire on time whichever
-/// daemon created them; the periodic tick remains the fallback (see [`crate::changes`]).
-async fn scheduler(store: StoreHandle, shared: Arc<Shared>, stop: CancellationToken) {
+/// While the process's feed of store changes reaches the store, a schedule change wakes it at
+/// once and, after each tick, a timer is set for the next due schedule, so schedules fire on
+/// time whichever process created them; the periodic tick remains the fallback
+/// ([`server_full::StoreChanges`]).
+async fn scheduler(
+    store: StoreHandle,
+    changes: StoreChanges,
+    shared: Arc<Shared>,
+    stop: CancellationToken,
+) {
     let stats = &shared.status.scheduler;
     stats.started_ms.store(now_ms(), Ordering::Release);
     let mut interval = tokio::time::interval(stats.tick);
     interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    let wakeups = crate::changes::Wakeups::start(store.clone(), stop.clone());
+    let mut wakeups = changes.subscribe();
+    let mut schedules_seen = wakeups.borrow_and_update().schedules;
     let mut due: Option<tokio::time::Instant> = None;
     let retention = shared.retention;
     // Housekeeping (audit trail, old sessions) runs once a minute, the first a minute after
@@ -925,12 +948,18 @@ async fn scheduler(store: StoreHandle, shared: Arc<Shared>, stop: CancellationTo
         tokio::select! {
             _ = stop.cancelled() => return,
             _ = interval.tick() => {}
-            _ = wakeups.wait() => {}
+            changed = wakeups.changed() => {
+                let schedules = wakeups.borrow_and_update().schedules;
+                if changed.is_err() || schedules == schedules_seen {
+                    continue;
+                }
+                schedules_seen = schedules;
+            }
             _ = sleep_until(due), if due.is_some() => {}
         }
         let now = now_ms();
         let handle = store.clone();
-        let plan = wakeups.active();
+        let plan = changes.connected();
         let housekeep = now >= next_housekeeping;
         if housekeep {
             next_housekeeping = now.saturating_add(HOUSEKEEPING_EVERY_MS);

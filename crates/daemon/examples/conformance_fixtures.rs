@@ -463,7 +463,7 @@ catalogue::submit! {
 }
 
 fn main() -> std::process::ExitCode {
-    match server_full::daemon::serve_from_env() {
+    match daemon::serve_from_env() {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {
             protocol_lite::diag!("conformance fixtures: {e}");

@@ -31,6 +31,8 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use subtle::ConstantTimeEq;
+
 use axum::extract::{Form, Path, Query, Request, State};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::middleware::Next;
@@ -41,27 +43,26 @@ use axum::{Extension, Router};
 use hmac::{KeyInit, Mac};
 use serde_json::{Value, json};
 use store::StoreHandle;
-use tokio_util::sync::CancellationToken;
 
-use crate::http::Shared;
-use crate::settings::now_ms;
+use server_full::now_ms;
+
+use crate::context::{OperatorWeb, ReadError};
+use crate::model;
 
 pub(crate) use views::Page;
 
 /// Where the console is served.
-pub(crate) const PREFIX: &str = "/console";
+pub const PREFIX: &str = "/console";
 /// The session cookie's name.
 const COOKIE: &str = "hooks_mcp_console";
 /// How long a console session lasts.
 const SESSION_SECONDS: i64 = 12 * 3600;
-/// How often an open page's event stream asks the store whether anything changed.
-const CHANGE_POLL: Duration = Duration::from_millis(200);
-/// Without a change version (a PostgreSQL feed that is down), how often pages re-read anyway.
+/// While the store's change feed cannot reach the store, how often pages re-read anyway.
 const BLIND_REFRESH: Duration = Duration::from_secs(1);
 /// The audit actor of the console's changes.
 const ACTOR: &str = "console";
 /// The policy every console page is served with.
-pub(crate) const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; \
+pub const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; \
                               img-src 'self'; connect-src 'self'; form-action 'self'; \
                               frame-ancestors 'none'; base-uri 'none'";
 
@@ -70,10 +71,8 @@ type HmacSha256 = hmac::Hmac<sha2::Sha256>;
 /// The console's state: what it reads and the secret that signs its sessions.
 #[derive(Clone)]
 pub(crate) struct Console {
-    shared: Arc<Shared>,
-    store: StoreHandle,
+    web: Arc<OperatorWeb>,
     secret: Arc<[u8; 32]>,
-    stop: CancellationToken,
 }
 
 impl std::fmt::Debug for Console {
@@ -93,25 +92,19 @@ pub(crate) struct Session {
 
 /// Why the console could not be set up.
 #[derive(Debug, thiserror::Error)]
-pub(crate) enum ConsoleError {
+pub enum ConsoleError {
     /// The system's random source failed.
     #[error("cannot draw the console's session secret from the system's random source: {0}")]
     Random(String),
 }
 
 /// The console's routes, or an error when its session secret cannot be drawn.
-pub(crate) fn router(
-    shared: Arc<Shared>,
-    store: StoreHandle,
-    stop: CancellationToken,
-) -> Result<Router, ConsoleError> {
+pub(crate) fn router(web: Arc<OperatorWeb>) -> Result<Router, ConsoleError> {
     let mut secret = [0u8; 32];
     getrandom::fill(&mut secret).map_err(|e| ConsoleError::Random(e.to_string()))?;
     let console = Console {
-        shared,
-        store,
+        web,
         secret: Arc::new(secret),
-        stop,
     };
     let signed_in = Router::new()
         .route("/console/", get(overview))
@@ -157,7 +150,7 @@ impl Console {
     }
 
     fn token_mode(&self) -> bool {
-        self.shared.access.token.is_some()
+        self.web.view.token_set()
     }
 
     /// A new session: its cookie value and CSRF token.
@@ -246,12 +239,7 @@ fn unhex(text: &str) -> Option<Vec<u8>> {
 
 /// Compares two strings in time that does not depend on where they differ.
 fn same(a: &str, b: &str) -> bool {
-    a.len() == b.len()
-        && std::hint::black_box(
-            a.bytes()
-                .zip(b.bytes())
-                .fold(0u8, |acc, (x, y)| acc | (x ^ y)),
-        ) == 0
+    bool::from(a.as_bytes().ct_eq(b.as_bytes()))
 }
 
 /// Lets signed-in requests through (with their [`Session`] as an extension); a request with
@@ -266,7 +254,7 @@ async fn authenticate(
     let session = match console.session_of(request.headers(), now_s) {
         Some(session) => Some(session),
         None if !console.token_mode()
-            || console.shared.access.authorize(request.headers()).is_ok() =>
+            || console.web.view.authorized(request.headers()) =>
         {
             match console.new_session(now_s, request.headers()) {
                 Ok(session) => Some(session),
@@ -371,31 +359,34 @@ fn page_response(headers: &HeaderMap, page: Page) -> Response {
 
 // --- Reading ---------------------------------------------------------------------------------
 
-/// Runs a page's `read` on the blocking pool, and records in `frame` the store's change version
-/// at that read (for the page's event stream to compare with).
+/// Runs a page's `read` on the blocking pool, and records in `frame` the change feed's version
+/// taken before that read (for the page's event stream to compare with).
 async fn read_page<T: Send + 'static>(
-    store: &StoreHandle,
+    web: &OperatorWeb,
     frame: &mut views::Frame,
     read: impl FnOnce(&StoreHandle) -> Result<T, store::StoreError> + Send + 'static,
 ) -> Result<T, Response> {
-    let store = store.clone();
-    let read = move || {
-        let value = read(&store)?;
-        Ok::<_, store::StoreError>((value, change_version(&store)))
-    };
-    match tokio::task::spawn_blocking(read).await {
-        Ok(Ok((value, version))) => {
+    let version = web.changes.connected().then(|| web.changes.current().any);
+    match web.read(read).await {
+        Ok(value) => {
             frame.version = version;
             Ok(value)
         }
-        Ok(Err(e)) => Err(problem_page(
+        Err(e) => Err(read_problem(&e)),
+    }
+}
+
+/// The page for a read that did not answer.
+fn read_problem(e: &ReadError) -> Response {
+    match e {
+        ReadError::Store(e) => problem_page(
             StatusCode::SERVICE_UNAVAILABLE,
             &format!("the store could not be read: {e}"),
-        )),
-        Err(e) => Err(problem_page(
+        ),
+        ReadError::Task(e) => problem_page(
             StatusCode::INTERNAL_SERVER_ERROR,
             &format!("the read failed: {e}"),
-        )),
+        ),
     }
 }
 
@@ -424,10 +415,6 @@ fn frame(console: &Console, session: &Session, query: &Params, path: &str) -> vi
 
 type Params = HashMap<String, String>;
 
-/// The store's change version now (for the page's event stream to compare with).
-fn change_version(store: &StoreHandle) -> Option<u64> {
-    store.change_version().ok().flatten()
-}
 
 async fn overview(
     State(console): State<Console>,
@@ -436,54 +423,15 @@ async fn overview(
     Query(query): Query<Params>,
 ) -> Response {
     let mut frame = frame(&console, &session, &query, "/console/");
-    let now = frame.now;
-    let live_since = console.shared.retention.live_since(now);
-    let read = read_page(&console.store, &mut frame, move |store| {
-        Ok((
-            store.counts(now)?,
-            store.channels(now)?.len() as u64,
-            store.next_fire_after(now - 1)?,
-            store.count_sessions(live_since)?,
-            store.describe(),
-        ))
-    })
-    .await;
-    let (counts, channel_count, next_due, live_sessions, store_text) = match read {
-        Ok(read) => read,
-        Err(response) => return response,
+    let web = &console.web;
+    frame.version = web.changes.connected().then(|| web.changes.current().any);
+    let model = match model::overview(web, frame.now).await {
+        Ok(model) => model,
+        Err(e) => return read_problem(&e),
     };
-    let shared = &console.shared;
-    let sched = &shared.status.scheduler;
-    let (http, sse, max) = shared.sessions.open();
-    let charts = shared.metrics.as_ref().map(|m| views::Charts {
-        tool_calls: m.tool_calls_per_minute.last_hour(now),
-        hook_events: m.hooks.per_minute.last_hour(now),
-    });
-    let last_tick = sched
-        .last_tick_ms
-        .load(std::sync::atomic::Ordering::Acquire);
     let overview = views::Overview {
-        version: protocol_lite::handshake::SERVER_VERSION.to_owned(),
-        degraded: sched.lag_ms(now) > i64::try_from(sched.max_lag.as_millis()).unwrap_or(i64::MAX),
-        uptime_s: shared.status.uptime().as_secs(),
-        store: store_text,
-        counts,
-        channels: channel_count,
-        live_sessions,
-        live_window_s: shared.retention.live_ms / 1000,
-        open_sessions: (http as u64, sse as u64, max as u64),
-        tick_ms: u64::try_from(sched.tick.as_millis()).unwrap_or(u64::MAX),
-        last_tick: (last_tick > 0).then_some(last_tick),
-        lag_ms: sched.lag_ms(now),
-        max_lag_ms: i64::try_from(sched.max_lag.as_millis()).unwrap_or(i64::MAX),
-        fired: sched.fired.load(std::sync::atomic::Ordering::Relaxed),
-        next_due,
-        last_error: sched
-            .last_error
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone(),
-        charts,
+        charts: web.view.charts(frame.now),
+        model,
     };
     page_response(&headers, Page::Overview(frame, overview))
 }
@@ -514,9 +462,9 @@ async fn channels(
         }
         None => None,
     };
-    let live_since = console.shared.retention.live_since(now);
+    let live_since = console.web.retention.live_since(now);
     let filter = channel.clone();
-    let read = read_page(&console.store, &mut frame, move |store| {
+    let read = read_page(&console.web, &mut frame, move |store| {
         let mut list = store.channels(now)?;
         list.sort_by_key(|c| std::cmp::Reverse(c.latest_at));
         let mut messages = store.read_messages(&store::MessageQuery {
@@ -594,9 +542,9 @@ async fn message(
     let path = format!("/console/messages/{id}");
     let mut frame = frame(&console, &session, &query, &path);
     let now = frame.now;
-    let live_since = console.shared.retention.live_since(now);
+    let live_since = console.web.retention.live_since(now);
     let after = query.get("after").cloned();
-    let read = read_page(&console.store, &mut frame, move |store| {
+    let read = read_page(&console.web, &mut frame, move |store| {
         let report = store.delivery_report(&store::ReportQuery {
             message_id: id,
             live_since,
@@ -640,8 +588,8 @@ async fn sessions(
         .get("offset")
         .and_then(|o| o.parse().ok())
         .unwrap_or(0);
-    let live_since = console.shared.retention.live_since(now);
-    let read = read_page(&console.store, &mut frame, move |store| {
+    let live_since = console.web.retention.live_since(now);
+    let read = read_page(&console.web, &mut frame, move |store| {
         let mut list = store.sessions(&store::SessionQuery {
             seen_since: (!all).then_some(live_since),
             offset,
@@ -686,7 +634,7 @@ async fn schedules(
     Query(query): Query<Params>,
 ) -> Response {
     let mut frame = frame(&console, &session, &query, "/console/schedules");
-    let read = read_page(&console.store, &mut frame, |store| {
+    let read = read_page(&console.web, &mut frame, |store| {
         let mut list = Vec::new();
         for schedule in store.schedules()? {
             let firings = store.recent_firings(Some(schedule.id), FIRINGS_PER_SCHEDULE)?;
@@ -716,7 +664,7 @@ async fn reminders(
     Query(query): Query<Params>,
 ) -> Response {
     let mut frame = frame(&console, &session, &query, "/console/reminders");
-    let read = read_page(&console.store, &mut frame, |store| store.reminders()).await;
+    let read = read_page(&console.web, &mut frame, |store| store.reminders()).await;
     let list = match read {
         Ok(read) => read,
         Err(response) => return response,
@@ -731,7 +679,7 @@ async fn conditions(
     Query(query): Query<Params>,
 ) -> Response {
     let mut frame = frame(&console, &session, &query, "/console/conditions");
-    let read = read_page(&console.store, &mut frame, |store| store.conditions()).await;
+    let read = read_page(&console.web, &mut frame, |store| store.conditions()).await;
     let list = match read {
         Ok(read) => read,
         Err(response) => return response,
@@ -777,7 +725,7 @@ async fn audit(
     let wanted = filter.clone();
     // Filters apply to the pages the store returns, newest first, until one is full or the
     // trail ends (at most 50 store pages per request).
-    let read = read_page(&console.store, &mut frame, move |store| {
+    let read = read_page(&console.web, &mut frame, move |store| {
         let mut out = Vec::new();
         let mut cursor = before;
         let mut ended = false;
@@ -810,46 +758,36 @@ async fn audit(
 /// has no version to compare.
 async fn events(State(console): State<Console>, Query(query): Query<Params>) -> Response {
     let seen: Option<u64> = query.get("v").and_then(|v| v.parse().ok());
-    let state = (
-        console.store.clone(),
-        seen,
-        console.stop.clone(),
-        Instant::now(),
-    );
-    let stream =
-        futures_util::stream::unfold(state, |(store, mut seen, stop, mut blind)| async move {
+    let changes = console.web.changes.clone();
+    let state = (changes.subscribe(), seen, console.web.stop.clone());
+    let stream = futures_util::stream::unfold(state, move |(mut rx, seen, stop)| {
+        let changes = changes.clone();
+        async move {
+            // A page read before a change it has not heard of yet hears of it at once.
+            let now = rx.borrow_and_update().any;
+            if changes.connected() && seen.is_some_and(|s| s != now) {
+                let event = Event::default().event("change").data(now.to_string());
+                return Some((Ok::<_, std::convert::Infallible>(event), (rx, Some(now), stop)));
+            }
             loop {
                 tokio::select! {
                     () = stop.cancelled() => return None,
-                    () = tokio::time::sleep(CHANGE_POLL) => {}
-                }
-                let probe = store.clone();
-                let version = tokio::task::spawn_blocking(move || change_version(&probe))
-                    .await
-                    .ok()
-                    .flatten();
-                match version {
-                    Some(v) if seen != Some(v) => {
-                        let changed = seen.is_some();
-                        seen = Some(v);
-                        if changed {
-                            let event = Event::default().event("change").data(v.to_string());
-                            return Some((
-                                Ok::<_, std::convert::Infallible>(event),
-                                (store, seen, stop, blind),
-                            ));
+                    changed = rx.changed() => {
+                        if changed.is_err() {
+                            return None;
                         }
+                        let v = rx.borrow_and_update().any;
+                        let event = Event::default().event("change").data(v.to_string());
+                        return Some((Ok(event), (rx, Some(v), stop)));
                     }
-                    Some(_) => {}
-                    None if blind.elapsed() >= BLIND_REFRESH => {
-                        blind = Instant::now();
+                    () = tokio::time::sleep(BLIND_REFRESH), if !changes.connected() => {
                         let event = Event::default().event("change").data("?");
-                        return Some((Ok(event), (store, seen, stop, blind)));
+                        return Some((Ok(event), (rx, seen, stop)));
                     }
-                    None => {}
                 }
             }
-        });
+        }
+    });
     Sse::new(stream)
         .keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
         .into_response()
@@ -886,11 +824,11 @@ async fn login(
     Form(form): Form<Params>,
 ) -> Response {
     let next = safe_next(form.get("next"));
-    let Some(token) = &console.shared.access.token else {
+    if !console.web.view.token_set() {
         return see_other("/console/");
-    };
+    }
     let given = form.get("token").map(|t| t.trim()).unwrap_or("");
-    if !token.matches(given.as_bytes()) {
+    if !console.web.view.token_matches(given.as_bytes()) {
         tracing::warn!("refused a console sign-in with a wrong token");
         return html(
             StatusCode::UNAUTHORIZED,
@@ -949,9 +887,9 @@ fn check_csrf(session: &Session, form: &Params) -> Option<Response> {
 
 /// Calls `tool` as the console's actor; its answer, or its error as text.
 async fn call_tool(console: &Console, tool: &'static str, args: Value) -> Result<Value, String> {
-    let store = console.store.clone();
+    let store = console.web.store.clone();
     let call = tokio::task::spawn_blocking(move || {
-        let mut extensions = crate::Settings::extensions(store);
+        let mut extensions = server_full::Settings::extensions(store);
         extensions.insert(store::Actor::Token(ACTOR.to_owned()));
         let policy = catalogue::SessionPolicy::Fallback(None);
         let ctx = catalogue::CallContext::new(now_ms(), &policy, &extensions);

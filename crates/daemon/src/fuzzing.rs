@@ -8,8 +8,8 @@ use axum::Router;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio_util::sync::CancellationToken;
 
-use crate::HooksServer;
-use crate::http::Sessions;
+use server_full::HooksServer;
+use crate::state::Sessions;
 use crate::http_sessions::HttpSessions;
 
 /// What [`mcp_router`] serves with.

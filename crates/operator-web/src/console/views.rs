@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use axum::http::StatusCode;
 use maud::{DOCTYPE, Markup, html};
 use store::{
-    AuditAction, AuditEntry, ChannelSummary, Condition, Counts, DeliveryReport, FiringRecord,
+    AuditAction, AuditEntry, ChannelSummary, Condition, DeliveryReport, FiringRecord,
     Message, Millis, Reminder, Schedule, SessionRecord, Severity, to_rfc3339,
 };
 
@@ -30,41 +30,19 @@ pub(crate) struct Frame {
     pub(crate) notice: Option<String>,
     /// Why the last action failed.
     pub(crate) problem: Option<String>,
-    /// The store's change version when the page was read.
+    /// The change feed's version when the page was read (`None` while it cannot reach the
+    /// store).
     pub(crate) version: Option<u64>,
     /// When the page was read (Unix ms).
     pub(crate) now: Millis,
 }
 
-/// The overview's figures.
+/// The overview's figures: the read model and, with metrics on, the charts.
 #[derive(Debug)]
 pub(crate) struct Overview {
-    pub(crate) version: String,
-    pub(crate) degraded: bool,
-    pub(crate) uptime_s: u64,
-    pub(crate) store: String,
-    pub(crate) counts: Counts,
-    pub(crate) channels: u64,
-    pub(crate) live_sessions: u64,
-    pub(crate) live_window_s: i64,
-    /// Open MCP sessions: Streamable HTTP, SSE, the cap.
-    pub(crate) open_sessions: (u64, u64, u64),
-    pub(crate) tick_ms: u64,
-    pub(crate) last_tick: Option<Millis>,
-    pub(crate) lag_ms: i64,
-    pub(crate) max_lag_ms: i64,
-    pub(crate) fired: u64,
-    pub(crate) next_due: Option<Millis>,
-    pub(crate) last_error: Option<String>,
+    pub(crate) model: crate::model::Overview,
     /// `None` with metrics off.
-    pub(crate) charts: Option<Charts>,
-}
-
-/// Per-minute counts over the last hour, oldest first.
-#[derive(Debug)]
-pub(crate) struct Charts {
-    pub(crate) tool_calls: Vec<u64>,
-    pub(crate) hook_events: Vec<u64>,
+    pub(crate) charts: Option<crate::view::Charts>,
 }
 
 /// The channels page's content.
@@ -348,20 +326,23 @@ fn empty(text: &str) -> Markup {
 
 // --- Overview --------------------------------------------------------------------------------
 
-fn overview(frame: &Frame, o: &Overview) -> Markup {
+fn overview(frame: &Frame, overview: &Overview) -> Markup {
     let now = frame.now;
+    let o = &overview.model;
+    let d = &o.daemon;
+    let s = &d.scheduler;
     html! {
         section.cards aria-label="At a glance" {
             div.card {
                 h2 { "Daemon" }
-                @if o.degraded {
+                @if d.degraded {
                     p.status.bad { "degraded: the scheduler lags" }
                 } @else {
                     p.status.good { "ok" }
                 }
                 dl {
                     dt { "Version" } dd { (o.version) }
-                    dt { "Up for" } dd { (span(i64::try_from(o.uptime_s).unwrap_or(i64::MAX).saturating_mul(1000))) }
+                    dt { "Up for" } dd { (span(i64::try_from(d.uptime_s).unwrap_or(i64::MAX).saturating_mul(1000))) }
                     dt { "Store" } dd { code { (o.store) } }
                     dt { "Start-up" } dd { "every phase completed (config, store open, store verify, registry, scheduler, listener)" }
                 }
@@ -370,7 +351,7 @@ fn overview(frame: &Frame, o: &Overview) -> Markup {
                 h2 { "Fleet" }
                 dl {
                     dt { "Live sessions" } dd { (o.live_sessions) " (seen in the last " (span(o.live_window_s * 1000)) ")" }
-                    dt { "Open MCP sessions" } dd { (o.open_sessions.0) " streamable HTTP, " (o.open_sessions.1) " SSE (cap " (o.open_sessions.2) ")" }
+                    dt { "Open MCP sessions" } dd { (d.sessions.streamable_http) " streamable HTTP, " (d.sessions.sse) " SSE (cap " (d.sessions.max) ")" }
                     dt { "Active messages" } dd { a href="/console/channels" { (o.counts.active_messages) } " on " (o.channels) " channels" }
                     dt { "Reminders" } dd { a href="/console/reminders" { (o.counts.reminders) } }
                     dt { "Conditions" } dd { a href="/console/conditions" { (o.counts.conditions) } }
@@ -380,12 +361,12 @@ fn overview(frame: &Frame, o: &Overview) -> Markup {
             div.card {
                 h2 { "Scheduler" }
                 dl {
-                    dt { "Tick" } dd { (o.tick_ms) " ms" }
-                    dt { "Last tick" } dd { @if let Some(t) = o.last_tick { (ago(now, t)) } @else { "not yet" } }
-                    dt { "Lag" } dd { (o.lag_ms) " ms (limit " (o.max_lag_ms) " ms)" }
-                    dt { "Fired since start" } dd { (o.fired) }
+                    dt { "Tick" } dd { (s.tick_ms) " ms" }
+                    dt { "Last tick" } dd { @if let Some(t) = s.last_tick_ms { (ago(now, t)) } @else { "not yet" } }
+                    dt { "Lag" } dd { (s.lag_ms) " ms (limit " (s.max_lag_ms) " ms)" }
+                    dt { "Fired since start" } dd { (s.fired) }
                     dt { "Next due" } dd { @if let Some(t) = o.next_due { (ago(now, t)) } @else { "nothing scheduled" } }
-                    @if let Some(e) = &o.last_error {
+                    @if let Some(e) = &s.last_error {
                         dt { "Last error" } dd.problem { (e) }
                     }
                 }
@@ -393,7 +374,7 @@ fn overview(frame: &Frame, o: &Overview) -> Markup {
         }
         section aria-label="Activity" {
             h2 { "The last hour" }
-            @match &o.charts {
+            @match &overview.charts {
                 Some(c) => {
                     div.charts {
                         (chart("Tool calls per minute", "tool-calls", &c.tool_calls))

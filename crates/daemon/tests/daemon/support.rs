@@ -41,7 +41,7 @@ pub(crate) fn child_entry() {
         .try_init();
     // A thread of its own: the test function may run inside a tokio runtime, and the daemon
     // builds its own.
-    let daemon = std::thread::spawn(server_full::daemon::serve_from_env);
+    let daemon = std::thread::spawn(daemon::serve_from_env);
     let code = match daemon.join() {
         Ok(Ok(())) => 0,
         Ok(Err(e)) => {

@@ -1,0 +1,177 @@
+//! The daemon's state as `/health`, the read API and the console report it: the start-up
+//! phase, uptime, the scheduler's progress, and the one rule that says when the daemon is
+//! degraded.
+
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicI64, AtomicU8, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use serde_json::json;
+use store::StoreHandle;
+
+/// The daemon's start-up phases, in order, then its two running states.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[repr(u8)]
+pub enum Phase {
+    /// Reading and checking the environment, taking the instance lock, binding the port.
+    Config = 0,
+    /// Opening (or creating) the store.
+    StoreOpen,
+    /// Checking the store's schema version, tables and integrity.
+    StoreVerify,
+    /// Building the tool registry from the filters.
+    Registry,
+    /// Starting the scheduler that fires due schedules.
+    Scheduler,
+    /// Opening the MCP endpoints.
+    Listener,
+    /// Every phase completed: serving MCP.
+    Serving,
+    /// Shutting down: finishing in-flight calls.
+    Stopping,
+}
+
+impl Phase {
+    const ALL: [Phase; 8] = [
+        Phase::Config,
+        Phase::StoreOpen,
+        Phase::StoreVerify,
+        Phase::Registry,
+        Phase::Scheduler,
+        Phase::Listener,
+        Phase::Serving,
+        Phase::Stopping,
+    ];
+
+    /// The phase's name in `/health` answers.
+    pub fn id(self) -> &'static str {
+        match self {
+            Phase::Config => "config",
+            Phase::StoreOpen => "store-open",
+            Phase::StoreVerify => "store-verify",
+            Phase::Registry => "registry",
+            Phase::Scheduler => "scheduler",
+            Phase::Listener => "listener",
+            Phase::Serving => "serving",
+            Phase::Stopping => "stopping",
+        }
+    }
+
+    /// What completing the phase means, for the log.
+    pub fn done(self) -> &'static str {
+        match self {
+            Phase::Config => "configuration validated",
+            Phase::StoreOpen => "store opened",
+            Phase::StoreVerify => "store verified",
+            Phase::Registry => "tool registry built",
+            Phase::Scheduler => "scheduler started",
+            Phase::Listener => "listener serving MCP",
+            Phase::Serving => "serving",
+            Phase::Stopping => "stopped",
+        }
+    }
+}
+
+/// The phase in progress and the scheduler's progress, shared with the HTTP handlers.
+#[derive(Debug)]
+pub(crate) struct Status {
+    phase: AtomicU8,
+    started: Instant,
+    /// The scheduler's progress.
+    pub(crate) scheduler: SchedulerStats,
+    /// The store, once opened.
+    pub(crate) store: std::sync::OnceLock<StoreHandle>,
+}
+
+impl Status {
+    pub(crate) fn new(tick: Duration, max_lag: Duration) -> Status {
+        Status {
+            phase: AtomicU8::new(Phase::Config as u8),
+            started: Instant::now(),
+            scheduler: SchedulerStats {
+                tick,
+                max_lag,
+                started_ms: AtomicI64::new(0),
+                last_tick_ms: AtomicI64::new(0),
+                fired: AtomicU64::new(0),
+                last_error: Mutex::new(None),
+            },
+            store: std::sync::OnceLock::new(),
+        }
+    }
+
+    pub(crate) fn phase(&self) -> Phase {
+        let n = self.phase.load(Ordering::Acquire);
+        Phase::ALL
+            .get(usize::from(n))
+            .copied()
+            .unwrap_or(Phase::Stopping)
+    }
+
+    pub(crate) fn set_phase(&self, phase: Phase) {
+        self.phase.store(phase as u8, Ordering::Release);
+    }
+
+    /// Time since the daemon started.
+    pub(crate) fn uptime(&self) -> std::time::Duration {
+        self.started.elapsed()
+    }
+
+    pub(crate) fn is_serving(&self) -> bool {
+        self.phase() == Phase::Serving
+    }
+
+    /// The answer for every request while the daemon is not serving (503 with the phase).
+    pub(crate) fn unavailable(&self) -> Response {
+        let phase = self.phase();
+        let status = if phase == Phase::Stopping {
+            "stopping"
+        } else {
+            "starting"
+        };
+        let body = json!({ "status": status, "phase": phase.id() });
+        (
+            StatusCode::SERVICE_UNAVAILABLE,
+            [(axum::http::header::RETRY_AFTER, "1")],
+            axum::Json(body),
+        )
+            .into_response()
+    }
+}
+
+/// What the scheduler reports to `/health?level=full`.
+#[derive(Debug)]
+pub(crate) struct SchedulerStats {
+    pub(crate) tick: Duration,
+    pub(crate) max_lag: Duration,
+    /// When the scheduler started (Unix ms; 0 before).
+    pub(crate) started_ms: AtomicI64,
+    /// When its last tick completed (Unix ms; 0 before the first).
+    pub(crate) last_tick_ms: AtomicI64,
+    /// Publications made since start.
+    pub(crate) fired: AtomicU64,
+    /// The last tick's error, if it failed.
+    pub(crate) last_error: Mutex<Option<String>>,
+}
+
+impl SchedulerStats {
+    /// Whether the daemon is degraded at `now`: its scheduler lags more than its limit. The
+    /// one place this rule is written (`/health?level=full`, the read API and the console ask).
+    pub(crate) fn degraded(&self, now: i64) -> bool {
+        self.lag_ms(now) > i64::try_from(self.max_lag.as_millis()).unwrap_or(i64::MAX)
+    }
+
+    /// Milliseconds since the last completed tick (or since start before the first one).
+    pub(crate) fn lag_ms(&self, now: i64) -> i64 {
+        let last = self.last_tick_ms.load(Ordering::Acquire);
+        let since = if last > 0 {
+            last
+        } else {
+            self.started_ms.load(Ordering::Acquire)
+        };
+        if since == 0 { 0 } else { (now - since).max(0) }
+    }
+}
+
