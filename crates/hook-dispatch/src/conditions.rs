@@ -11,8 +11,7 @@
 //! what the next condition sees. Each script runs in its own process group, which is killed on
 //! timeout.
 
-use std::fs::File;
-use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::io::{self, Read};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::Path;
 use std::process::{Child, Command, ExitStatus, Stdio};
@@ -24,6 +23,7 @@ use store::{Condition, ScriptLanguage};
 
 use crate::output::{Decision, Response};
 use crate::payload::{Event, Payload};
+use crate::stdin_file::payload_file;
 
 /// The time limit of one condition script, in milliseconds.
 pub use tools_conditions::SCRIPT_TIMEOUT_ENV as TIMEOUT_ENV;
@@ -483,37 +483,6 @@ fn read_capped(mut pipe: impl Read) -> String {
         }
     }
     String::from_utf8_lossy(&kept).into_owned()
-}
-
-/// An unnamed file holding `text`, positioned at its start, for a child's stdin: a script that
-/// never reads its stdin cannot block the hook, and a detached one reads it at leisure.
-pub(crate) fn payload_file(text: &str) -> io::Result<File> {
-    #[cfg(target_os = "linux")]
-    let mut file = File::from(rustix::fs::memfd_create(
-        "hooks-mcp-payload",
-        rustix::fs::MemfdFlags::CLOEXEC,
-    )?);
-    #[cfg(not(target_os = "linux"))]
-    let mut file = {
-        let path = std::env::temp_dir().join(format!(
-            "hooks-mcp-payload-{}-{}",
-            std::process::id(),
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map(|d| d.as_nanos())
-                .unwrap_or(0)
-        ));
-        let file = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create_new(true)
-            .open(&path)?;
-        std::fs::remove_file(&path)?;
-        file
-    };
-    file.write_all(text.as_bytes())?;
-    file.seek(SeekFrom::Start(0))?;
-    Ok(file)
 }
 
 #[cfg(test)]

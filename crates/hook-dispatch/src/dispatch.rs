@@ -1,21 +1,18 @@
 //! The command hook (`hooks-mcp-hook hook <event>`): the payload on stdin, the answer on stdout,
 //! what could not be done on stderr, always exit 0; and the pieces it shares with the daemon's
-//! HTTP hooks: the store's part of an answer, the session's subscriptions, the banner, and the
-//! completion of an answer with the conditions' scripts.
+//! HTTP hooks: the banner, and the completion of an answer from the store's part
+//! ([`crate::part`]) with the conditions' scripts.
 
 use std::io::{self, Read, Write};
 use std::process::ExitCode;
 use std::time::Duration;
 
-use store::{Condition, DeliveryPoint, Sighting, Step, Store, StoreError, Subscribed, Transport};
+use store::StoreError;
 
 use crate::output::{Response, answer_bytes};
+use crate::part::{CHANNELS_ENV, StorePart, Subscriptions, store_part};
 use crate::payload::{Event, Payload};
 use crate::{conditions, forward, open};
-
-/// The channels a session receives besides `global`: comma separated; unset or blank means
-/// every channel.
-pub use tools_channels::SUBSCRIPTIONS_ENV as CHANNELS_ENV;
 
 /// Runs `hook <event>` when the command line is exactly that, before any other start-up work
 /// (logging, argument parsing); `None` for every other command line (including `hook --help`).
@@ -111,32 +108,6 @@ pub(crate) fn unknown_event(name: &str) -> String {
     )
 }
 
-/// What the store contributes to one event's answer: computed by this process over the store
-/// it opens, or by the daemon it forwarded the event to. Scripts are not run here: the
-/// conditions to run come back, and the hook process runs them.
-#[derive(Debug, Default, PartialEq)]
-pub struct StorePart {
-    /// Context blocks for the agent, in order (never blank).
-    pub context: Vec<String>,
-    /// Whole lines for the hook's stderr, in order: what could not be done.
-    pub errors: Vec<String>,
-    /// The conditions that match the tool call, in the order they run.
-    pub conditions: Vec<Condition>,
-}
-
-impl StorePart {
-    fn add_context(&mut self, text: String) {
-        if !text.trim().is_empty() {
-            self.context.push(text);
-        }
-    }
-
-    fn report(&mut self, event: Event, what: &str, e: StoreError) {
-        self.errors
-            .push(format!("hooks-mcp hook {event}: cannot {what}: {e}"));
-    }
-}
-
 /// The store's part when this process opens the store itself, with `open` (given the
 /// payload's `text`, for a hand-over).
 fn direct(
@@ -202,203 +173,6 @@ pub fn complete(
     response
 }
 
-/// What `store` contributes to the answer to `event` at `now`, for a session with
-/// `subscriptions` (and the conditions gate `gate_enforced`): fires due schedules, delivers
-/// broadcasts, counts the tool call and its due reminders, arms the gate, and finds the
-/// matching conditions. The same function runs in the hook process and in the daemon.
-///
-/// The calls of one event run as one unit ([`store::StoreAdmin::in_one_transaction`]): on
-/// SQLite, `PreToolUse` (which always counts the call) takes the write lock once and commits
-/// once, and `UserPromptSubmit` reads in one transaction, writing only when something is new
-/// to record.
-pub fn store_part(
-    event: Event,
-    payload: &Payload,
-    subscriptions: &Subscriptions,
-    gate_enforced: bool,
-    store: &dyn Store,
-    now: i64,
-) -> StorePart {
-    let mut part = StorePart::default();
-    let writes = event == Event::PreToolUse;
-    let unit = store.in_one_transaction(writes, &mut || {
-        event_calls(
-            event,
-            payload,
-            subscriptions,
-            gate_enforced,
-            store,
-            now,
-            &mut part,
-        );
-    });
-    if let Err(e) = unit {
-        part.report(event, "record this event in the store", e);
-    }
-    part
-}
-
-/// The store calls of one event, in order, each reporting its own failure into `part`.
-fn event_calls(
-    event: Event,
-    payload: &Payload,
-    subscriptions: &Subscriptions,
-    gate_enforced: bool,
-    store: &dyn Store,
-    now: i64,
-    part: &mut StorePart,
-) {
-    let session = payload.session_id.as_str();
-    let channels = subscriptions.channels.as_deref();
-    let sighting = sighting(event, payload, subscriptions, now);
-    match event {
-        Event::SessionStart => {
-            fire_schedules(store, session, now, event, part);
-            if let Err(e) = store.record_sighting(&sighting) {
-                part.report(event, "record the session", e);
-            }
-            housekeeping(store, now, event, part);
-        }
-        Event::UserPromptSubmit => {
-            fire_schedules(store, session, now, event, part);
-            if let Err(e) = store.record_sighting(&sighting) {
-                part.report(event, "record the session", e);
-            }
-            if gate_enforced {
-                match tools_conditions::arm_gate_for_prompt(store, session, payload.prompt(), now) {
-                    Ok(true) => part.add_context(format!(
-                        "hooks-mcp: the operator's prompt opened the conditions gate for this \
-                         session for {} minutes (condition_set, condition_clear).",
-                        tools_conditions::GATE_WINDOW_MS / 60_000
-                    )),
-                    Ok(false) => {}
-                    Err(e) => part.report(event, "arm the conditions gate", e),
-                }
-            }
-            match store.deliver(session, channels, DeliveryPoint::Prompt, now) {
-                Ok(messages) => part.add_context(tools_channels::render_delivery(&messages)),
-                Err(e) => part.report(event, "deliver broadcasts", e),
-            }
-        }
-        Event::PreToolUse => {
-            fire_schedules(store, session, now, event, part);
-            match store.deliver(session, channels, DeliveryPoint::ToolCall, now) {
-                Ok(messages) => part.add_context(tools_channels::render_delivery(&messages)),
-                Err(e) => part.report(event, "deliver critical broadcasts", e),
-            }
-            match tools_enforcement::due_reminders(store, &sighting) {
-                Ok((_, due)) => {
-                    let lines: Vec<String> = due
-                        .iter()
-                        .map(|r| format!("[REMINDER #{}] {}", r.id, r.message))
-                        .collect();
-                    part.add_context(lines.join("\n"));
-                }
-                Err(e) => part.report(event, "count the tool call", e),
-            }
-            matching_conditions(store, Step::Pre, payload, part);
-        }
-        Event::PostToolUse => matching_conditions(store, Step::Post, payload, part),
-    }
-}
-
-/// What the store records of the session for this event: the payload's working directory and
-/// the hook's subscriptions come with it.
-fn sighting(event: Event, payload: &Payload, subscriptions: &Subscriptions, now: i64) -> Sighting {
-    Sighting {
-        session_id: payload.session_id.clone(),
-        at: now,
-        event: event.name().to_owned(),
-        transport: Transport::Hook,
-        cwd: payload
-            .raw
-            .get("cwd")
-            .and_then(serde_json::Value::as_str)
-            .map(str::to_owned),
-        subscriptions: Some(match &subscriptions.channels {
-            None => Subscribed::All,
-            Some(list) => Subscribed::Channels(list.clone()),
-        }),
-    }
-}
-
-/// Prunes audit entries and session records past their retention (a session starts rarely
-/// enough to carry this).
-fn housekeeping(store: &dyn Store, now: i64, event: Event, part: &mut StorePart) {
-    let pruned = store::Retention::from_env()
-        .and_then(|retention| store::housekeeping(store, now, &retention));
-    if let Err(e) = pruned {
-        part.report(event, "prune the audit trail and old sessions", e);
-    }
-}
-
-/// Finds the conditions of `step` that match the payload's tool call.
-fn matching_conditions(store: &dyn Store, step: Step, payload: &Payload, part: &mut StorePart) {
-    let input = payload.tool_input();
-    match tools_conditions::matching_conditions(store, step, &payload.tool_name, &input) {
-        Ok(found) => part.conditions = found,
-        Err(e) => part
-            .errors
-            .push(format!("hooks-mcp hook: cannot read the conditions: {e}")),
-    }
-}
-
-/// Fires the schedules due at `now`. Every process may call this: each occurrence fires exactly
-/// once whoever gets there first (a daemon's scheduler or any hook), so schedules fire with or
-/// without a daemon.
-fn fire_schedules(store: &dyn Store, session: &str, now: i64, event: Event, part: &mut StorePart) {
-    if let Err(e) =
-        tools_scheduler::fire_due(store, now, &store::Actor::Session(session.to_owned()))
-    {
-        part.report(event, "fire due schedules", e);
-    }
-}
-
-/// The session's channel subscriptions.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Subscriptions {
-    /// The channels to deliver from, `global` included; `None` for every channel.
-    pub channels: Option<Vec<String>>,
-}
-
-impl Subscriptions {
-    /// Reads [`CHANNELS_ENV`]; invalid names go to `warn` and are skipped.
-    pub fn from_env(warn: impl FnMut(String)) -> Subscriptions {
-        let value = std::env::var(CHANNELS_ENV).unwrap_or_default();
-        Subscriptions::parse(&value, warn)
-    }
-
-    /// Parses a [`CHANNELS_ENV`] value: comma separated names, `global` always included;
-    /// blank, `all` or `*` for every channel. Invalid names go to `warn` and are skipped.
-    pub fn parse(value: &str, mut warn: impl FnMut(String)) -> Subscriptions {
-        let names: Vec<&str> = value
-            .split(',')
-            .map(str::trim)
-            .filter(|n| !n.is_empty())
-            .collect();
-        if names.is_empty()
-            || names
-                .iter()
-                .any(|n| *n == "*" || n.eq_ignore_ascii_case("all"))
-        {
-            return Subscriptions { channels: None };
-        }
-        let mut channels = vec![store::rules::GLOBAL_CHANNEL.to_owned()];
-        for name in names {
-            match store::rules::check_channel_name(name) {
-                Ok(()) if !channels.iter().any(|c| c == name) => channels.push(name.to_owned()),
-                Ok(()) => {}
-                Err(e) => warn(format!(
-                    "{CHANNELS_ENV}: channel `{name}` {e}; it is skipped"
-                )),
-            }
-        }
-        Subscriptions {
-            channels: Some(channels),
-        }
-    }
-}
-
 /// The `SessionStart` banner: the session id (agents pass it as `session_id` to tools of a
 /// network server) and the subscriptions.
 pub fn banner(session_id: &str, subscriptions: &Subscriptions) -> String {
@@ -410,29 +184,4 @@ pub fn banner(session_id: &str, subscriptions: &Subscriptions) -> String {
         "hooks-mcp: this session's id is `{session_id}` (pass it as session_id to hooks-mcp \
          tools that ask for one). Broadcasts reach it from: {channels}."
     )
-}
-
-#[cfg(test)]
-mod tests {
-    use super::Subscriptions;
-
-    #[test]
-    fn subscriptions_add_global_and_skip_invalid_names() {
-        let mut warnings = Vec::new();
-        let subs = Subscriptions::parse(" deploys, ci ,bad name,deploys,", |w| warnings.push(w));
-        assert_eq!(
-            subs.channels.as_deref(),
-            Some(&["global".to_owned(), "deploys".to_owned(), "ci".to_owned()][..])
-        );
-        assert_eq!(warnings.len(), 1, "{warnings:?}");
-        assert!(warnings[0].contains("`bad name`"), "{warnings:?}");
-    }
-
-    #[test]
-    fn unset_blank_or_all_subscribes_to_every_channel() {
-        for value in ["", " , ", "all", "ci,*"] {
-            let subs = Subscriptions::parse(value, |w| panic!("unexpected warning {w}"));
-            assert_eq!(subs.channels, None, "{value:?}");
-        }
-    }
 }

@@ -26,7 +26,7 @@
 use serde_json::{Map, Value, json};
 use store::{Condition, ScriptLanguage, Step};
 
-use crate::dispatch::{StorePart, Subscriptions};
+use crate::part::{StorePart, Subscriptions};
 use crate::payload::{Event, Payload};
 
 /// The version of the exchange; both sides refuse any other.
@@ -134,7 +134,7 @@ fn answer(
         .ok_or("`gate` must be true or false")?;
     let payload = Payload::from_value(event, request.remove("payload").unwrap_or(Value::Null))
         .map_err(|e| e.to_string())?;
-    let part = crate::dispatch::store_part(
+    let part = crate::part::store_part(
         event,
         &payload,
         &Subscriptions { channels },

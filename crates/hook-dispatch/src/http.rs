@@ -13,8 +13,9 @@
 //! blocking thread, never on its async runtime's threads.
 
 use crate::conditions;
-use crate::dispatch::{self, Subscriptions};
+use crate::dispatch;
 use crate::output::answer_bytes;
+use crate::part::{Subscriptions, store_part};
 use crate::payload::{Event, Payload, PayloadError};
 
 /// The request header carrying the session's subscriptions (a `HOOKS_MCP_CHANNELS` value).
@@ -77,7 +78,7 @@ pub fn answer_http(
         None => Subscriptions::from_env(warn),
     };
     let gate = tools_conditions::gate_setting_from_env().enforced;
-    let part = dispatch::store_part(event, &payload, &subscriptions, gate, store, now);
+    let part = store_part(event, &payload, &subscriptions, gate, store, now);
     let response = dispatch::complete(
         event,
         &payload,

@@ -20,6 +20,11 @@
 //! - HTTP hooks ([`http`]): the daemon's answer to Claude Code's `"type": "http"` hooks, the
 //!   same bytes the command hook prints.
 //!
+//! Inside, the command hook (`dispatch`) and the daemon's sides (`forward`, `http`) build on
+//! the store's part (`part`), and both the condition scripts and the hand-over to the full
+//! binary give a child the payload on its stdin (`stdin_file`): imports between these modules
+//! go one way only.
+//!
 //! # What it must not depend on
 //!
 //! The hook binary links this crate and starts around every tool call: std, the store, the
@@ -32,11 +37,11 @@ pub mod forward;
 pub mod http;
 pub mod open;
 mod output;
+mod part;
 mod payload;
+mod stdin_file;
 
-pub use dispatch::{
-    CHANNELS_ENV, StorePart, Subscriptions, banner, complete, run, run_from_args,
-    run_from_args_with, run_with, store_part,
-};
+pub use dispatch::{banner, complete, run, run_from_args, run_from_args_with, run_with};
 pub use output::{Decision, Response, answer_bytes};
+pub use part::{CHANNELS_ENV, StorePart, Subscriptions, store_part};
 pub use payload::{Event, Payload, PayloadError};

@@ -87,7 +87,7 @@ pub fn sqlite_or_hand_over(event: Event, payload: &str) -> Result<store::StoreHa
 /// only when that fails, with why.
 pub fn hand_over(event: Event, payload: &str) -> OpenError {
     let path = full_binary();
-    let stdin = match crate::conditions::payload_file(payload) {
+    let stdin = match crate::stdin_file::payload_file(payload) {
         Ok(file) => file,
         Err(source) => return OpenError::HandOver { path, source },
     };
