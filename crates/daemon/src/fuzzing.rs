@@ -8,9 +8,9 @@ use axum::Router;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio_util::sync::CancellationToken;
 
-use server_full::HooksServer;
-use crate::state::Sessions;
 use crate::http_sessions::HttpSessions;
+use crate::state::Sessions;
+use server_full::HooksServer;
 
 /// What [`mcp_router`] serves with.
 #[derive(Debug, Clone)]

@@ -7,8 +7,8 @@
 //! phase in progress during start-up; MCP requests get 503 until the last phase completes.
 
 use std::net::SocketAddr;
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use axum::Router;
@@ -26,12 +26,12 @@ use tokio::sync::Semaphore;
 
 use tokio_util::sync::CancellationToken;
 
-use server_full::HooksServer;
 use crate::health;
-use crate::state::Shared;
 use crate::http_sessions::HttpSessions;
 use crate::metrics::{self, Snapshot, StoreOperation, StoreSnapshot};
 use crate::sse::SseSessions;
+use crate::state::Shared;
+use server_full::HooksServer;
 
 /// The top-level router: `/health` always, everything else through access checks and the
 /// readiness gate to the MCP routes.

@@ -23,7 +23,6 @@
 //! into the light front end or the hook binary.
 
 mod auth;
-pub mod lifecycle;
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub mod fuzzing;
@@ -31,13 +30,14 @@ mod health;
 mod hook_route;
 mod http;
 mod http_sessions;
+pub mod lifecycle;
 mod metrics;
 mod sse;
 mod state;
 mod status;
 
 pub use auth::{Access, Refusal, Token};
-pub use lifecycle::{DaemonConfig, DaemonError, InstanceLock, serve_from_env};
 pub use health::probe as probe_health;
-pub use status::Phase;
 pub use http::BindError;
+pub use lifecycle::{DaemonConfig, DaemonError, InstanceLock, serve_from_env};
+pub use status::Phase;

@@ -17,18 +17,18 @@ use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use catalogue::Setting;
-use store::{Opened, StoreError, StoreHandle, StoreLocation};
 use operator_web::OperatorWeb;
 use server_full::StoreChanges;
+use store::{Opened, StoreError, StoreHandle, StoreLocation};
 use tokio_util::sync::CancellationToken;
 
-use server_full::HooksServer;
 use crate::auth::{Access, LOOPBACK_HOSTS, Token, authority_host};
-use crate::status::{Phase, Status};
 use crate::hook_route::HookRoute;
 use crate::http::{self, BindError, McpOptions};
-use crate::state::{InFlight, Sessions, Shared};
 use crate::metrics::{Metrics, StoreOperation};
+use crate::state::{InFlight, Sessions, Shared};
+use crate::status::{Phase, Status};
+use server_full::HooksServer;
 use server_full::{Settings, SettingsError, now_ms};
 
 /// Selects the transport: `stdio` (default), `streamable-http` or `sse`.

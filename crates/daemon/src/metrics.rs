@@ -26,7 +26,6 @@ use prometheus_client::registry::{Registry, Unit};
 use server_full::{CallObserver, CallOutcome};
 use store::{Counts, Firing, StoreError};
 
-
 /// Every metric name starts with this (and `_`).
 const PREFIX: &str = "hooks_mcp";
 

@@ -25,8 +25,8 @@ use serde::Deserialize;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use server_full::HooksServer;
 use crate::state::{InFlight, InFlightGuard, Kind, SessionPermit, Sessions};
+use server_full::HooksServer;
 
 /// Messages a session buffers from the client before a POST waits. Channel slots hold boxes:
 /// a channel allocates its first 32 slots up front, and an idle session should not pay for 32

@@ -176,7 +176,6 @@ impl InFlight {
     }
 }
 
-
 impl operator_web::DaemonView for Shared {
     fn state(&self, now_ms: i64) -> operator_web::DaemonState {
         let sched = &self.status.scheduler;
@@ -218,7 +217,10 @@ impl operator_web::DaemonView for Shared {
     }
 
     fn token_matches(&self, candidate: &[u8]) -> bool {
-        self.access.token.as_ref().is_some_and(|t| t.matches(candidate))
+        self.access
+            .token
+            .as_ref()
+            .is_some_and(|t| t.matches(candidate))
     }
 
     fn authorized(&self, headers: &axum::http::HeaderMap) -> bool {

@@ -174,4 +174,3 @@ impl SchedulerStats {
         if since == 0 { 0 } else { (now - since).max(0) }
     }
 }
-

@@ -29,7 +29,7 @@
 //!
 //! The hook binary links this crate and starts around every tool call: std, the store, the
 //! tools crates' hook-side functions and protocol-lite only. Never an async runtime, the MCP
-//! SDK, an HTTP server or `server-full` (which depends on this crate, not the reverse).
+//! SDK, an HTTP server or the `daemon` (which depends on this crate, not the reverse).
 
 pub mod conditions;
 mod dispatch;

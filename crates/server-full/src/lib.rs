@@ -5,7 +5,7 @@
 //! - [`HooksServer`]: the rmcp `ServerHandler` over the filtered catalogue. `tools/list` and
 //!   `tools/call` dispatch to the handlers the tools crates registered; server info and
 //!   capabilities come from `protocol_lite::handshake`, so the light front end advertises the
-//!   same bytes. Resources, prompts and completion (`offer`), per-session loaded tools
+//!   same bytes. Resources, prompts and completion (`resources_and_prompts`), per-session loaded tools
 //!   (`discovery`: `find_tools`, `load_modules`), resource subscriptions (`watch`), what a
 //!   handler's `ClientLink` sends during its call (`client_link`).
 //! - [`stdio`]: serving one session on stdin/stdout, either from the start or after the light
@@ -29,8 +29,8 @@
 mod client_link;
 mod discovery;
 mod observe;
-mod offer;
 mod registry;
+mod resources_and_prompts;
 mod server;
 mod settings;
 pub mod stdio;
@@ -40,5 +40,5 @@ mod watch;
 pub use observe::{CallObserver, CallOutcome};
 pub use registry::{ToolEntry, link_tools};
 pub use server::HooksServer;
-pub use store_changes::{StoreChanges, Version as ChangeVersion};
 pub use settings::{SESSION_ENV, SESSION_SETTINGS, Settings, SettingsError, mode_from_env, now_ms};
+pub use store_changes::{StoreChanges, Version as ChangeVersion};

@@ -27,8 +27,8 @@ use tokio::sync::Notify;
 use crate::client_link::CallClient;
 use crate::discovery;
 use crate::observe::{CallObserver, CallOutcome};
-use crate::offer::{self, CompletionTarget};
 use crate::registry::{self, Registry, ToolEntry};
+use crate::resources_and_prompts::{self, CompletionTarget};
 use crate::settings::{Settings, SettingsError, now_ms};
 use crate::store_changes::StoreChanges;
 use crate::watch::{self, Subscriptions, Watch};
@@ -152,7 +152,12 @@ impl HooksServer {
     /// (what an observer creates series for; other names are unknown tools).
     pub fn callable_tool_names(&self) -> Vec<String> {
         let discovery = self.inner.discovery.iter().map(|t| t.name.to_string());
-        let registered = self.inner.registry.entries.iter().map(|e| e.spec.name.clone());
+        let registered = self
+            .inner
+            .registry
+            .entries
+            .iter()
+            .map(|e| e.spec.name.clone());
         discovery.chain(registered).collect()
     }
 
@@ -480,7 +485,8 @@ fn tool_error(error: &ToolError) -> CallToolResult {
 
 /// The rmcp initialize result, parsed from the same JSON the light path sends.
 fn server_config(identity: &ServerIdentity) -> Result<ServerConfig, SettingsError> {
-    let value = identity.initialize_result_with(LATEST_WITH_INITIALIZE, offer::features());
+    let value =
+        identity.initialize_result_with(LATEST_WITH_INITIALIZE, resources_and_prompts::features());
     serde_json::from_value::<InitializeResult>(value)
         .map_err(|e| SettingsError::Catalogue(catalogue::CatalogueError::Malformed(e)))
 }
@@ -531,8 +537,8 @@ impl ServerHandler for HooksServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
-        let listed = self.blocking(offer::list_resources).await?;
-        typed(listed.map_err(offer::protocol_error)?)
+        let listed = self.blocking(resources_and_prompts::list_resources).await?;
+        typed(listed.map_err(resources_and_prompts::protocol_error)?)
     }
 
     async fn list_resource_templates(
@@ -540,7 +546,7 @@ impl ServerHandler for HooksServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, ErrorData> {
-        typed(offer::list_templates())
+        typed(resources_and_prompts::list_templates())
     }
 
     async fn read_resource(
@@ -548,12 +554,15 @@ impl ServerHandler for HooksServer {
         request: ReadResourceRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
-        let (registration, vars) = offer::resource_for(&request.uri)?;
+        let (registration, vars) = resources_and_prompts::resource_for(&request.uri)?;
         let uri = request.uri;
         let read = self
-            .blocking(move |ctx| offer::read_resource(ctx, registration, &uri, &vars))
+            .blocking(move |ctx| {
+                resources_and_prompts::read_resource(ctx, registration, &uri, &vars)
+            })
             .await?;
-        typed::<ReadResourceResult>(read.map_err(offer::protocol_error)?).map(Into::into)
+        typed::<ReadResourceResult>(read.map_err(resources_and_prompts::protocol_error)?)
+            .map(Into::into)
     }
 
     async fn subscribe(
@@ -561,7 +570,7 @@ impl ServerHandler for HooksServer {
         request: SubscribeRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        offer::resource_for(&request.uri)?;
+        resources_and_prompts::resource_for(&request.uri)?;
         let uri = request.uri.clone();
         let extensions = self.inner.extensions.clone();
         let seed = tokio::task::spawn_blocking(move || watch::digest_of(&extensions, &uri))
@@ -571,9 +580,12 @@ impl ServerHandler for HooksServer {
             .map(|d| (request.uri.clone(), d));
         let subscriptions = &self.session.subscriptions;
         subscriptions.add(request.uri, context.peer.clone());
-        self.inner
-            .watch
-            .register(subscriptions, seed, self.inner.extensions.clone(), self.inner.changes.as_ref());
+        self.inner.watch.register(
+            subscriptions,
+            seed,
+            self.inner.extensions.clone(),
+            self.inner.changes.as_ref(),
+        );
         Ok(())
     }
 
@@ -591,7 +603,7 @@ impl ServerHandler for HooksServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, ErrorData> {
-        typed(offer::list_prompts())
+        typed(resources_and_prompts::list_prompts())
     }
 
     async fn get_prompt(
@@ -599,12 +611,13 @@ impl ServerHandler for HooksServer {
         request: GetPromptRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, ErrorData> {
-        let prompt = offer::prompt(&request.name)?;
+        let prompt = resources_and_prompts::prompt(&request.name)?;
         let args = request.arguments.unwrap_or_default();
         let got = self
-            .blocking(move |ctx| offer::get_prompt(ctx, prompt, &args))
+            .blocking(move |ctx| resources_and_prompts::get_prompt(ctx, prompt, &args))
             .await?;
-        typed::<GetPromptResult>(got.map_err(offer::protocol_error)?).map(Into::into)
+        typed::<GetPromptResult>(got.map_err(resources_and_prompts::protocol_error)?)
+            .map(Into::into)
     }
 
     async fn complete(
@@ -613,7 +626,9 @@ impl ServerHandler for HooksServer {
         _context: RequestContext<RoleServer>,
     ) -> Result<CompleteResult, ErrorData> {
         let target = match &request.r#ref {
-            Reference::Prompt(p) => CompletionTarget::Prompt(offer::prompt(&p.name)?),
+            Reference::Prompt(p) => {
+                CompletionTarget::Prompt(resources_and_prompts::prompt(&p.name)?)
+            }
             Reference::Resource(r) => {
                 let found = catalogue::resources()
                     .into_iter()
@@ -639,9 +654,9 @@ impl ServerHandler for HooksServer {
         let argument = request.argument.name;
         let prefix = request.argument.value;
         let completed = self
-            .blocking(move |ctx| offer::complete(ctx, target, &argument, &prefix))
+            .blocking(move |ctx| resources_and_prompts::complete(ctx, target, &argument, &prefix))
             .await?;
-        typed(completed.map_err(offer::protocol_error)?)
+        typed(completed.map_err(resources_and_prompts::protocol_error)?)
     }
 
     async fn set_level(

@@ -20,9 +20,9 @@ use rmcp::model::ResourceUpdatedNotificationParam;
 use rmcp::{Peer, RoleServer};
 use tokio::sync::watch;
 
-use crate::offer;
-use crate::store_changes::{StoreChanges, Version};
+use crate::resources_and_prompts;
 use crate::settings::now_ms;
+use crate::store_changes::{StoreChanges, Version};
 
 /// How often the watcher checks whether its sessions are still there.
 const CHECK_EVERY: Duration = Duration::from_millis(200);
@@ -142,7 +142,8 @@ impl Watch {
                 }
                 continue;
             }
-            if !changed && last_read.elapsed() < RECHECK_EVERY {
+            // The first pass takes the baseline (the list's digest) to compare changes with.
+            if listed.is_some() && !changed && last_read.elapsed() < RECHECK_EVERY {
                 continue;
             }
             last_read = Instant::now();
@@ -188,20 +189,22 @@ fn digest_all(
     let ctx = CallContext::new(now_ms(), &policy, extensions);
     let mut digests = BTreeMap::new();
     for uri in uris {
-        let Ok((registration, vars)) = offer::resource_for(uri) else {
+        let Ok((registration, vars)) = resources_and_prompts::resource_for(uri) else {
             continue;
         };
-        if let Ok(contents) = offer::read_resource(&ctx, registration, uri, &vars) {
+        if let Ok(contents) = resources_and_prompts::read_resource(&ctx, registration, uri, &vars) {
             digests.insert(uri.clone(), digest(&contents.to_string()));
         }
     }
-    let listed = offer::list_resources(&ctx).ok().map(|list| {
-        let uris: Vec<&str> = list["resources"]
-            .as_array()
-            .map(|a| a.iter().filter_map(|r| r["uri"].as_str()).collect())
-            .unwrap_or_default();
-        digest(&uris.join("\n"))
-    });
+    let listed = resources_and_prompts::list_resources(&ctx)
+        .ok()
+        .map(|list| {
+            let uris: Vec<&str> = list["resources"]
+                .as_array()
+                .map(|a| a.iter().filter_map(|r| r["uri"].as_str()).collect())
+                .unwrap_or_default();
+            digest(&uris.join("\n"))
+        });
     (digests, listed)
 }
 
@@ -209,8 +212,8 @@ fn digest_all(
 pub(crate) fn digest_of(extensions: &Extensions, uri: &str) -> Option<u64> {
     let policy = SessionPolicy::ExplicitOnly;
     let ctx = CallContext::new(now_ms(), &policy, extensions);
-    let (registration, vars) = offer::resource_for(uri).ok()?;
-    let contents = offer::read_resource(&ctx, registration, uri, &vars).ok()?;
+    let (registration, vars) = resources_and_prompts::resource_for(uri).ok()?;
+    let contents = resources_and_prompts::read_resource(&ctx, registration, uri, &vars).ok()?;
     Some(digest(&contents.to_string()))
 }
 

@@ -75,7 +75,10 @@ fn three_daemons_share_one_postgres_database() {
         ("HOOKS_MCP_SCHEDULER_TICK_MS", "600000"),
         ("HOOKS_MCP_DB_POOL_SIZE", "4"),
         ("HOOKS_MCP_DB_CONNECT_TIMEOUT_MS", "1000"),
-        ("HOOKS_MCP_LOG", "info,rmcp=warn,server_full::store_changes=debug"),
+        (
+            "HOOKS_MCP_LOG",
+            "info,rmcp=warn,server_full::store_changes=debug",
+        ),
     ];
     let homes: Vec<tempfile::TempDir> = (0..3).map(|_| tempfile::tempdir().unwrap()).collect();
     let daemons: Vec<Daemon> = homes

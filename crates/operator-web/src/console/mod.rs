@@ -253,9 +253,7 @@ async fn authenticate(
     let now_s = now_ms() / 1000;
     let session = match console.session_of(request.headers(), now_s) {
         Some(session) => Some(session),
-        None if !console.token_mode()
-            || console.web.view.authorized(request.headers()) =>
-        {
+        None if !console.token_mode() || console.web.view.authorized(request.headers()) => {
             match console.new_session(now_s, request.headers()) {
                 Ok(session) => Some(session),
                 Err(e) => {
@@ -414,7 +412,6 @@ fn frame(console: &Console, session: &Session, query: &Params, path: &str) -> vi
 }
 
 type Params = HashMap<String, String>;
-
 
 async fn overview(
     State(console): State<Console>,
@@ -767,7 +764,10 @@ async fn events(State(console): State<Console>, Query(query): Query<Params>) -> 
             let now = rx.borrow_and_update().any;
             if changes.connected() && seen.is_some_and(|s| s != now) {
                 let event = Event::default().event("change").data(now.to_string());
-                return Some((Ok::<_, std::convert::Infallible>(event), (rx, Some(now), stop)));
+                return Some((
+                    Ok::<_, std::convert::Infallible>(event),
+                    (rx, Some(now), stop),
+                ));
             }
             loop {
                 tokio::select! {

@@ -8,8 +8,8 @@ use std::collections::HashMap;
 use axum::http::StatusCode;
 use maud::{DOCTYPE, Markup, html};
 use store::{
-    AuditAction, AuditEntry, ChannelSummary, Condition, DeliveryReport, FiringRecord,
-    Message, Millis, Reminder, Schedule, SessionRecord, Severity, to_rfc3339,
+    AuditAction, AuditEntry, ChannelSummary, Condition, DeliveryReport, FiringRecord, Message,
+    Millis, Reminder, Schedule, SessionRecord, Severity, to_rfc3339,
 };
 
 /// The htmx settings: no eval, no script tags from swapped content, no inline indicator
