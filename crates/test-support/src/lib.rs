@@ -1,2 +1,13 @@
-//! What hooks-mcp's tests share (a dev-dependency only): a daemon launcher, a throwaway
-//! PostgreSQL server, and a small HTTP and MCP client.
+//! What hooks-mcp's tests share (a dev-dependency only): a daemon launcher ([`daemon`]), a
+//! throwaway PostgreSQL server ([`pg`]), and a small HTTP client ([`http`]) with the MCP
+//! helpers the tests use ([`mcp`]).
+// Test code: a panic is the report.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+pub mod daemon;
+pub mod http;
+pub mod mcp;
+pub mod pg;
+
+/// How long anything is waited for before a test gives up.
+pub const PATIENCE: std::time::Duration = std::time::Duration::from_secs(60);
