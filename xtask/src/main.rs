@@ -18,6 +18,8 @@ mod tokens;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tidy;
 
 use std::process::ExitCode;
 

@@ -34,10 +34,78 @@
 //! Another Rust tool can carry the same tools: link the tools crates it wants (or register its
 //! own with [`submit!`]), build [`Catalogue::from_registry`], narrow it with [`Filter::parse`],
 //! serve [`Catalogue::tools_list_result`] and run calls with [`call`] and a [`CallContext`]
-//! holding its services in [`Extensions`]. `examples/embed.rs` does all of this end to end
+//! holding its services in [`Extensions`]:
+//!
+//! ```
+//! use catalogue::{
+//!     Annotations, CallContext, Catalogue, Category, Extensions, Filter, SessionPolicy,
+//!     ToolError,
+//! };
+//! use serde_json::{Value, json};
+//!
+//! // The embedding program's own service, which handlers reach through the call's context.
+//! struct Greeting(&'static str);
+//!
+//! // The tool's arguments: their JSON Schema is the tool's `inputSchema`.
+//! #[derive(serde::Deserialize, schemars::JsonSchema)]
+//! #[serde(deny_unknown_fields)]
+//! struct GreetArgs {
+//!     /// Who to greet.
+//!     name: String,
+//! }
+//!
+//! fn greet(ctx: &CallContext<'_>, args: Value) -> Result<Value, ToolError> {
+//!     let args: GreetArgs = catalogue::parse_args(args)?;
+//!     let greeting = ctx.service::<Greeting>()?;
+//!     Ok(json!({ "text": format!("{}, {}!", greeting.0, args.name) }))
+//! }
+//!
+//! // Linking this code is what makes the tool exist.
+//! catalogue::submit! {
+//!     catalogue::ToolRegistration {
+//!         name: "channel_greet",
+//!         category: Category::Channels,
+//!         title: "Greet someone",
+//!         description: "Return a greeting for a name.",
+//!         input_schema: catalogue::schema_of::<GreetArgs>,
+//!         output_schema: None,
+//!         annotations: Annotations::READ_ONLY,
+//!         handler: greet,
+//!     }
+//! }
+//!
+//! fn main() -> Result<(), Box<dyn std::error::Error>> {
+//!     // Every tool linked into this program, narrowed as `MCP_CATEGORIES=channels` would.
+//!     let catalogue = Catalogue::from_registry()?;
+//!     let (filter, warnings) = Filter::parse(Some("channels"), None);
+//!     assert!(warnings.is_empty());
+//!     let (visible, _) = catalogue.filtered(&filter);
+//!     let list = visible.tools_list_result();
+//!     assert_eq!(list["tools"][0]["name"], "channel_greet");
+//!     assert_eq!(list["tools"][0]["inputSchema"]["required"], json!(["name"]));
+//!
+//!     // A call: the program supplies its services and whose session acts.
+//!     let mut services = Extensions::new();
+//!     services.insert(Greeting("Hello"));
+//!     let policy = SessionPolicy::Fallback(Some("session-1".into()));
+//!     let ctx = CallContext::new(1_700_000_000_000, &policy, &services);
+//!     let answer = catalogue::call("channel_greet", &ctx, json!({ "name": "Ada" }))?;
+//!     assert_eq!(answer["text"], "Hello, Ada!");
+//!
+//!     // Bad arguments are the tool's error, for an `isError: true` result.
+//!     let refused = catalogue::call("channel_greet", &ctx, json!({ "name": 7 }));
+//!     assert!(matches!(refused, Err(ToolError::InvalidArguments(_))));
+//!     Ok(())
+//! }
+//! ```
+//!
+//! `examples/embed.rs` does the same as a program, with the filter read from the environment
 //! (`cargo run -p catalogue --example embed`).
 //!
-//! # Example
+//! # Reading a dump
+//!
+//! A process that cannot link the tools (the stdio front end) reads the catalogue another
+//! process printed:
 //!
 //! ```
 //! use catalogue::{Catalogue, Filter};

@@ -1,5 +1,8 @@
 //! Newline-delimited JSON-RPC for MCP over stdio, and the handshake, with no async runtime.
 //!
+//! It also holds a lean loopback HTTP/1.1 client, [`local_daemon`], that short-lived processes
+//! (the hook command) use to reach the local daemon: plain `std::net`, no HTTP crate.
+//!
 //! # What this crate owns
 //!
 //! - [`jsonrpc`]: checking one line of input against JSON-RPC 2.0 and MCP's message shapes, and
@@ -13,8 +16,10 @@
 //! - [`light`]: the front end's session state machine: it answers `initialize`, `ping` and the
 //!   discovery lists itself and says when to hand the connection to the full server, keeping the
 //!   bytes the full server must replay.
-//! - [`local_daemon`]: a lean, std-only HTTP/1.1 client for the local network daemon, which
-//!   the hook command hands events to instead of opening a database connection of its own.
+//! - [`local_daemon`]: the lean, std-only HTTP/1.1 client for the local network daemon: one
+//!   `POST` per call to a loopback address only, with the daemon's bearer token and short
+//!   timeouts. The hook command hands events to the daemon through it instead of opening a
+//!   database connection of its own.
 //! - [`setting`]: the [`setting::Setting`] record every crate documents its settings with, and
 //!   the front end's own settings.
 //!
@@ -23,6 +28,30 @@
 //! No tokio, no rmcp, no store, no tool implementations: this crate is the whole protocol
 //! surface of a process that most agent sessions never take past `tools/list`, and it must stay
 //! small. Only `serde`/`serde_json` and `thiserror`.
+//!
+//! # Example
+//!
+//! ```
+//! use protocol_lite::jsonrpc::{self, Incoming};
+//!
+//! // A request line is checked and classified...
+//! let line = br#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#;
+//! let Ok((_, Incoming::Request { id, method, .. })) = jsonrpc::parse_line(line) else {
+//!     return Err("not a request".into());
+//! };
+//! assert_eq!(method, "ping");
+//! // ...and answered with one line.
+//! let reply = jsonrpc::result_line(&id, &serde_json::json!({}));
+//! assert_eq!(reply, b"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n");
+//!
+//! // A line that is not JSON gets the error reply the specification asks for.
+//! let Err(bad) = jsonrpc::parse_line(b"{oops") else {
+//!     return Err("accepted".into());
+//! };
+//! assert_eq!(bad.code, jsonrpc::PARSE_ERROR);
+//! assert!(bad.id.is_null());
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
 pub mod diag;
 pub mod handshake;
