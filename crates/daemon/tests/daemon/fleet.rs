@@ -17,9 +17,10 @@ use store::{
     NewSchedule, PgOptions, PostgresStore, ScheduleStatus, ScheduleStore, Severity, Trigger,
 };
 
+use test_support::pg::{self, Database};
+
 use crate::support::{self, Daemon, call, http, mcp_request, mcp_session};
 
-const TEST_DATABASE_URL_ENV: &str = "HOOKS_MCP_TEST_DATABASE_URL";
 /// One-shot schedules the fleet fires.
 const SCHEDULES: usize = 1000;
 /// How long anything here is waited for.
@@ -51,9 +52,9 @@ fn three_daemons_share_one_postgres_database() {
     let test = "fleet::three_daemons_share_one_postgres_database";
     // In a daemon child this runs the daemon; nothing below may run there.
     support::child_entry();
-    let Some(db) = Database::new() else {
+    let Some(db) = Database::new("fleet") else {
         let _ = std::io::stderr().write_all(
-            pg_server::no_server_note(
+            pg::no_server_note(
                 "the PostgreSQL fleet test (fleet::three_daemons_share_one_postgres_database) was",
             )
             .as_bytes(),
@@ -198,7 +199,7 @@ fn three_daemons_share_one_postgres_database() {
     }
 
     // (c) The database restarts under the running daemons.
-    let Some(server) = &db.server else {
+    let Some(server) = db.server() else {
         note(
             "no PostgreSQL server programs found (set PG_CI_BINDIR): the fleet test's \
              database restart was not run",
@@ -270,85 +271,19 @@ fn three_daemons_share_one_postgres_database() {
     });
 }
 
-/// Where the fleet's store lives: a fresh schema, on a server of the test's own when it can
-/// run one.
-pub(crate) struct Database {
-    admin_url: String,
-    schema: String,
-    // Declared last: stopped after the schema is dropped.
-    server: Option<PrivateServer>,
-}
-
-impl Database {
-    /// On a server of the test's own when PostgreSQL's server programs are installed (also
-    /// when `HOOKS_MCP_TEST_DATABASE_URL` is unset), else on the server that variable names;
-    /// `None` with neither.
-    pub(crate) fn new() -> Option<Database> {
-        let server = server_bindir().map(PrivateServer::start);
-        let admin_url = match &server {
-            Some(s) => s.url(),
-            None => std::env::var(TEST_DATABASE_URL_ENV)
-                .ok()
-                .filter(|v| !v.trim().is_empty())?,
-        };
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .subsec_nanos();
-        let schema = format!("fleet_{}_{nanos}", std::process::id());
-        let db = Database {
-            admin_url,
-            schema,
-            server,
-        };
-        db.client()
-            .batch_execute(&format!("CREATE SCHEMA {}", db.schema))
-            .unwrap();
-        Some(db)
-    }
-
-    /// The store's URL: the server, with the schema first on the `search_path`.
-    pub(crate) fn url(&self) -> String {
-        let sep = if self.admin_url.contains('?') {
-            '&'
-        } else {
-            '?'
-        };
-        format!(
-            "{}{sep}options=-c%20search_path%3D{}",
-            self.admin_url, self.schema
-        )
-    }
-
-    fn client(&self) -> postgres::Client {
-        postgres::Client::connect(&self.admin_url, postgres::NoTls)
-            .unwrap_or_else(|e| panic!("the fleet's PostgreSQL server cannot be reached: {e}"))
-    }
-
+/// Raw reads of the fleet's store (in its schema), for checks the tools do not offer.
+trait Rows {
     /// The integers of the one row `sql` returns, in the store's schema.
-    fn row(&self, sql: &str) -> Vec<i64> {
-        let mut client = self.client();
-        client
-            .batch_execute(&format!("SET search_path = {}", self.schema))
-            .unwrap();
-        let row = client.query_one(sql, &[]).unwrap();
-        (0..row.len()).map(|i| row.get(i)).collect()
-    }
-
+    fn row(&self, sql: &str) -> Vec<i64>;
+    /// The one integer `sql` returns, in the store's schema.
     fn scalar(&self, sql: &str) -> i64 {
         self.row(sql)[0]
     }
 }
 
-impl Drop for Database {
-    fn drop(&mut self) {
-        // Best effort: a failed test may leave connections; the schema goes regardless.
-        if let Ok(mut client) = postgres::Client::connect(&self.admin_url, postgres::NoTls) {
-            let _ = client.batch_execute(&format!("DROP SCHEMA {} CASCADE", self.schema));
-        }
+impl Rows for Database {
+    fn row(&self, sql: &str) -> Vec<i64> {
+        let row = self.schema_client().query_one(sql, &[]).unwrap();
+        (0..row.len()).map(|i| row.get(i)).collect()
     }
 }
-
-#[path = "../../../../tests/support/pg_server.rs"]
-mod pg_server;
-use pg_server::{PrivateServer, server_bindir};

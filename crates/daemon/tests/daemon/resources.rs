@@ -196,7 +196,7 @@ fn on_postgres_a_subscriber_hears_of_another_daemon_publishing_and_clearing_with
     let test = "resources::on_postgres_a_subscriber_hears_of_another_daemon_publishing_and_clearing_within_a_second";
     // In a daemon child this runs the daemon; nothing below may run there.
     crate::support::child_entry();
-    let Some(db) = crate::fleet::Database::new() else {
+    let Some(db) = test_support::pg::Database::new("resources") else {
         use std::io::Write;
         let _ = std::io::stderr().write_all(
             b"note: no PostgreSQL server (programs or HOOKS_MCP_TEST_DATABASE_URL): the \
