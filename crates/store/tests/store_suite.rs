@@ -126,7 +126,7 @@ mod postgres_only {
 #[test]
 fn postgres_part_status() {
     use std::io::Write;
-    use suite::pg_server::{
+    use test_support::pg::{
         TEST_DATABASE_URL_ENV, no_server_note, server_bindir, uses_private_server,
     };
     let set = std::env::var(TEST_DATABASE_URL_ENV).is_ok_and(|v| !v.trim().is_empty());

@@ -3,7 +3,7 @@
 //!
 //! The PostgreSQL part runs on the server `HOOKS_MCP_TEST_DATABASE_URL` names (CI sets it);
 //! when it is unset, on a private throwaway server that the first PostgreSQL test of this
-//! process starts and that stops when the process ends (`pg_server::test_database_url`), if
+//! process starts and that stops when the process ends (`test_support::pg::test_database_url`), if
 //! PostgreSQL's server programs are installed; with neither, that part is skipped with a note.
 //! Each test gets a fresh schema of its own, dropped afterwards.
 //!
@@ -20,9 +20,6 @@ pub(crate) mod multiprocess;
 #[cfg(feature = "postgres")]
 pub(crate) mod pg_only;
 pub(crate) mod scheduler;
-
-#[path = "../../../../tests/support/pg_server.rs"]
-pub(crate) mod pg_server;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -191,7 +188,7 @@ mod postgres {
 
     use super::{Backend, Location};
 
-    /// The suite's PostgreSQL server (see [`super::pg_server::test_database_url`]), a fresh
+    /// The suite's PostgreSQL server (see [`test_support::pg::test_database_url`]), a fresh
     /// schema per test.
     pub(crate) struct Postgres {
         url: String,
@@ -201,7 +198,7 @@ mod postgres {
         /// The server, or `None` when there is none (the PostgreSQL part is skipped; see
         /// `postgres_part_status`). A named but unreachable server fails the test.
         pub(crate) fn from_env() -> Option<Self> {
-            super::pg_server::test_database_url().map(|url| Postgres { url })
+            test_support::pg::test_database_url().map(|url| Postgres { url })
         }
 
         /// The server's URL (with its credentials).
@@ -221,8 +218,7 @@ mod postgres {
 
     /// `url` with `search_path` set to `schema` (in the start-up options).
     pub(crate) fn url_for(url: &str, schema: &str) -> String {
-        let sep = if url.contains('?') { '&' } else { '?' };
-        format!("{url}{sep}options=-c%20search_path%3D{schema}")
+        test_support::pg::url_with_schema(url, schema)
     }
 
     /// Opens the store a [`Location::spec`] names after `postgres:` (`<schema> <url>`), in a

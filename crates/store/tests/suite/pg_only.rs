@@ -138,7 +138,7 @@ pub(crate) fn the_change_feed_reports_publications_and_schedule_changes(b: &Post
     assert_eq!(feed.wait(Duration::from_millis(200)).unwrap(), None);
 }
 
-use super::pg_server::{PrivateServer, server_bindir};
+use test_support::pg::{PrivateServer, server_bindir};
 
 /// A restart of the database server: calls fail with [`StoreError::Unavailable`] while it is
 /// gone, the same store works again when it is back (no reopening), and nothing acknowledged is
