@@ -786,31 +786,27 @@ fn change_reaches_the_stream(
     change: impl FnOnce(),
 ) -> Duration {
     use std::io::Read;
-    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
-    stream
-        .set_read_timeout(Some(Duration::from_secs(30)))
-        .unwrap();
     let version = page
         .split("/console/events?v=")
         .nth(1)
         .and_then(|rest| rest.split('"').next())
         .unwrap()
         .to_owned();
-    let mut request =
-        format!("GET /console/events?v={version} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n");
-    for (k, v) in headers {
-        request.push_str(&format!("{k}: {v}\r\n"));
-    }
-    request.push_str("\r\n");
-    stream.write_all(request.as_bytes()).unwrap();
-    let mut seen = Vec::new();
-    let mut buf = [0u8; 4096];
     // The head first.
-    while !String::from_utf8_lossy(&seen).contains("\r\n\r\n") {
-        let n = stream.read(&mut buf).unwrap();
-        assert!(n > 0, "the stream closed");
-        seen.extend_from_slice(&buf[..n]);
-    }
+    let test_support::http::Open {
+        mut stream, seen, ..
+    } = test_support::http::open(
+        test_support::http::loopback(port),
+        "GET",
+        &format!("/console/events?v={version}"),
+        headers,
+        "",
+    );
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    let mut seen = seen.into_bytes();
+    let mut buf = [0u8; 4096];
     let head = String::from_utf8_lossy(&seen).into_owned();
     assert!(head.contains("text/event-stream"), "{head}");
     assert!(

@@ -7,89 +7,50 @@
 //! `pg_ctl`), else on `HOOKS_MCP_TEST_DATABASE_URL` (in a fresh schema); with neither it is
 //! skipped with a note (locally: `source .ci/postgres`).
 
-use std::io::{BufRead, BufReader, Write};
-use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Condvar, Mutex};
+use std::io::Write;
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
+use test_support::pg;
 
 use crate::support::{Env, HookRun, bash_call, fixture_for, full_bin};
 
-#[path = "../support/pg_server.rs"]
-mod pg_server;
-use pg_server::{PrivateServer, server_bindir};
-
-const TEST_DATABASE_URL_ENV: &str = "HOOKS_MCP_TEST_DATABASE_URL";
 pub(crate) const TOKEN: &str = "hook-forward-token-0123456789";
-const PATIENCE: Duration = Duration::from_secs(60);
+const PATIENCE: Duration = test_support::PATIENCE;
 
 fn note(text: &str) {
     let _ = writeln!(std::io::stderr(), "note: {text}");
 }
 
-/// A PostgreSQL database for one test: a server of its own, or a fresh schema on the server
+/// A PostgreSQL database for one test: a fresh schema on a server of its own, or on the server
 /// `HOOKS_MCP_TEST_DATABASE_URL` names. `None` (after a note) when neither is available.
 pub(crate) struct Database {
     pub(crate) url: String,
-    admin: Option<(String, String)>,
-    // Declared last: stopped after the schema is dropped.
-    _server: Option<PrivateServer>,
+    _db: pg::Database,
 }
 
 impl Database {
     pub(crate) fn new(test: &str) -> Option<Database> {
-        if let Some(bindir) = server_bindir() {
-            let server = PrivateServer::start(bindir);
-            return Some(Database {
-                url: server.url(),
-                admin: None,
-                _server: Some(server),
-            });
-        }
-        let Some(base) = std::env::var(TEST_DATABASE_URL_ENV)
-            .ok()
-            .filter(|v| !v.trim().is_empty())
-        else {
+        let Some(db) = pg::Database::new("hook_forward") else {
             note(&format!(
-                "neither PostgreSQL's server programs nor {TEST_DATABASE_URL_ENV} are available: \
-                 {test} was skipped; locally `source .ci/postgres`"
+                "neither PostgreSQL's server programs nor {} are available: {test} was \
+                 skipped; locally `source .ci/postgres`",
+                pg::TEST_DATABASE_URL_ENV
             ));
             return None;
         };
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .subsec_nanos();
-        let schema = format!("hook_forward_{}_{nanos}", std::process::id());
-        let mut client = postgres::Client::connect(&base, postgres::NoTls).unwrap();
-        client
-            .batch_execute(&format!("CREATE SCHEMA {schema}"))
-            .unwrap();
-        let sep = if base.contains('?') { '&' } else { '?' };
         Some(Database {
-            url: format!("{base}{sep}options=-c%20search_path%3D{schema}"),
-            admin: Some((base, schema)),
-            _server: None,
+            url: db.url(),
+            _db: db,
         })
-    }
-}
-
-impl Drop for Database {
-    fn drop(&mut self) {
-        if let Some((base, schema)) = &self.admin
-            && let Ok(mut client) = postgres::Client::connect(base, postgres::NoTls)
-        {
-            let _ = client.batch_execute(&format!("DROP SCHEMA {schema} CASCADE"));
-        }
     }
 }
 
 /// A `hooks-mcp-full serve` daemon (streamable HTTP on 127.0.0.1, ephemeral port).
 pub(crate) struct Daemon {
-    child: Child,
+    inner: test_support::daemon::Daemon,
     pub(crate) port: u16,
-    log: Arc<(Mutex<Vec<String>>, Condvar)>,
 }
 
 impl Daemon {
@@ -108,7 +69,7 @@ impl Daemon {
         if let Some(token) = token {
             command.env("HOOKS_MCP_TOKEN", token);
         }
-        let mut child = command
+        command
             .arg("serve")
             .env("PATH", std::env::var_os("PATH").unwrap_or_default())
             .env("HOME", env.home())
@@ -116,36 +77,14 @@ impl Daemon {
             .env("MCP_TRANSPORT", "streamable-http")
             .env("MCP_HOST", "127.0.0.1")
             .env("MCP_PORT", "0")
-            .env(
-                "HOOKS_MCP_LOG",
-                "info,rmcp=warn,server_full::hook_route=debug",
-            )
+            .env("HOOKS_MCP_LOG", "info,rmcp=warn,daemon::hook_route=debug")
             .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let log: Arc<(Mutex<Vec<String>>, Condvar)> = Arc::default();
-        let sink = log.clone();
-        let stderr = child.stderr.take().unwrap();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stderr).lines() {
-                let Ok(line) = line else { break };
-                sink.0.lock().unwrap().push(line);
-                sink.1.notify_all();
-            }
-        });
-        let mut daemon = Daemon {
-            child,
-            port: 0,
-            log,
+            .stdout(Stdio::null());
+        let inner = test_support::daemon::Daemon::spawn(command);
+        let daemon = Daemon {
+            port: inner.port(),
+            inner,
         };
-        let line = daemon.wait_for("listening on http://");
-        daemon.port = line
-            .rsplit(':')
-            .next()
-            .and_then(|p| p.trim().parse().ok())
-            .unwrap_or_else(|| panic!("no port in {line}"));
         let deadline = Instant::now() + PATIENCE;
         while daemon.health().is_none() {
             assert!(Instant::now() < deadline, "never ready:\n{}", daemon.text());
@@ -155,23 +94,7 @@ impl Daemon {
     }
 
     pub(crate) fn text(&self) -> String {
-        self.log.0.lock().unwrap().join("\n")
-    }
-
-    fn wait_for(&self, needle: &str) -> String {
-        let deadline = Instant::now() + PATIENCE;
-        let mut lines = self.log.0.lock().unwrap();
-        loop {
-            if let Some(line) = lines.iter().find(|l| l.contains(needle)) {
-                return line.clone();
-            }
-            let left = deadline
-                .checked_duration_since(Instant::now())
-                .unwrap_or_else(|| {
-                    panic!("no `{needle}` in the daemon's log:\n{}", lines.join("\n"))
-                });
-            lines = self.log.1.wait_timeout(lines, left).unwrap().0;
-        }
+        self.inner.text()
     }
 
     /// `/health?level=full` through `hooks-mcp-full health`, once the daemon serves.
@@ -200,14 +123,7 @@ impl Daemon {
     }
 
     fn stop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        self.stop();
+        self.inner.stop();
     }
 }
 

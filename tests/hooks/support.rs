@@ -1,6 +1,6 @@
 //! Running the real binary in a private environment, and reading its hook answers.
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
@@ -231,8 +231,9 @@ impl Env {
     }
 }
 
-/// One HTTP/1.1 request on its own connection to 127.0.0.1:`port`: the status, the head (status
-/// line and headers) and the body.
+/// One HTTP/1.1 request on its own connection to 127.0.0.1:`port`, with exactly the headers
+/// given (see `test_support::http::plain`): the status, the head (status line and headers) and
+/// the body.
 pub fn http(
     port: u16,
     method: &str,
@@ -240,25 +241,12 @@ pub fn http(
     headers: &[(&str, &str)],
     body: &str,
 ) -> (u16, String, String) {
-    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
-    stream
-        .set_read_timeout(Some(std::time::Duration::from_secs(60)))
-        .unwrap();
-    let mut request = format!(
-        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Length: {}\r\n\
-         Connection: close\r\n",
-        body.len()
+    let reply = test_support::http::plain(
+        test_support::http::loopback(port),
+        method,
+        path,
+        headers,
+        body,
     );
-    for (k, v) in headers {
-        request.push_str(&format!("{k}: {v}\r\n"));
-    }
-    request.push_str("\r\n");
-    request.push_str(body);
-    stream.write_all(request.as_bytes()).unwrap();
-    let mut raw = Vec::new();
-    stream.read_to_end(&mut raw).unwrap();
-    let text = String::from_utf8(raw).unwrap();
-    let (head, body) = text.split_once("\r\n\r\n").unwrap();
-    let status = head.split_whitespace().nth(1).unwrap().parse().unwrap();
-    (status, head.to_owned(), body.to_owned())
+    (reply.status, reply.head, reply.body)
 }

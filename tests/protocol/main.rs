@@ -9,8 +9,6 @@
 // A test crate: its helpers are shared between modules, not a public API.
 #![allow(unreachable_pub, missing_docs)]
 
-#[path = "../support/pg_server.rs"]
-mod pg_server;
 mod support;
 
 mod boundary;

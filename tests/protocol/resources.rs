@@ -6,7 +6,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 
-use crate::pg_server;
+use test_support::pg;
+
 use crate::support::{Server, full_bin, request};
 
 #[test]
@@ -16,30 +17,14 @@ fn a_stdio_subscriber_hears_of_a_cli_publication_within_a_second() {
 
 #[test]
 fn on_postgres_a_stdio_subscriber_hears_of_a_cli_publication_within_a_second() {
-    let Some(base) = pg_server::test_database_url() else {
-        let _ = std::io::Write::write_all(
-            &mut std::io::stderr(),
-            pg_server::no_server_note(
-                "the PostgreSQL stdio resources test \
-                 (resources::on_postgres_a_stdio_subscriber_hears_of_a_cli_publication_within_a_second) was",
-            )
-            .as_bytes(),
-        );
+    let Some(db) = pg::Database::shared("stdio_resources") else {
+        pg::note(&pg::no_server_note(
+            "the PostgreSQL stdio resources test \
+             (resources::on_postgres_a_stdio_subscriber_hears_of_a_cli_publication_within_a_second) was",
+        ));
         return;
     };
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .subsec_nanos();
-    let schema = format!("stdio_resources_{}_{nanos}", std::process::id());
-    let mut admin = postgres::Client::connect(&base, postgres::NoTls).unwrap();
-    admin
-        .batch_execute(&format!("CREATE SCHEMA {schema}"))
-        .unwrap();
-    let sep = if base.contains('?') { '&' } else { '?' };
-    let url = format!("{base}{sep}options=-c%20search_path%3D{schema}");
-    hears_of_a_cli_publication(&[("HOOKS_MCP_DATABASE_URL", &url)]);
-    let _ = admin.batch_execute(&format!("DROP SCHEMA {schema} CASCADE"));
+    hears_of_a_cli_publication(&[("HOOKS_MCP_DATABASE_URL", &db.url())]);
 }
 
 /// A stdio session (with `env`) subscribes; the CLI (with the same `env`) publishes.

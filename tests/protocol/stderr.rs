@@ -1,13 +1,15 @@
 //! Diagnostics never take a process down: every binary keeps serving with its stderr closed
 //! (a launcher that discards it), at every log level.
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::io::{BufRead, BufReader, Write};
+use std::net::{SocketAddr, TcpListener};
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc::channel;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
+use test_support::http::try_http;
+use test_support::mcp::MCP_POST;
 
 use crate::support::{INIT, INITIALIZED, LINE_TIMEOUT, call, front_bin, full_bin, request};
 
@@ -127,33 +129,23 @@ fn free_port() -> u16 {
         .port()
 }
 
+/// One Streamable HTTP POST to `/mcp` (in `session` when given): the status and the whole
+/// response (head and body) as text.
 fn post(addr: SocketAddr, session: Option<&str>, body: &str) -> Option<(u16, String)> {
-    let mut stream = TcpStream::connect_timeout(&addr, Duration::from_secs(2)).ok()?;
-    stream.set_read_timeout(Some(LINE_TIMEOUT)).ok()?;
-    let session = session
-        .map(|s| format!("Mcp-Session-Id: {s}\r\n"))
-        .unwrap_or_default();
-    let head = format!(
-        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nAccept: application/json, text/event-stream\r\n\
-         Content-Type: application/json\r\nContent-Length: {}\r\n{session}Connection: close\r\n\r\n",
-        body.len()
-    );
-    stream.write_all(head.as_bytes()).ok()?;
-    stream.write_all(body.as_bytes()).ok()?;
-    let mut raw = String::new();
-    stream.read_to_string(&mut raw).ok()?;
-    let status = raw.split_whitespace().nth(1)?.parse().ok()?;
-    Some((status, raw))
+    let mut headers = MCP_POST.to_vec();
+    if let Some(session) = session {
+        headers.push(("Mcp-Session-Id", session));
+    }
+    let reply = try_http(addr, "POST", "/mcp", &headers, body)?;
+    Some((
+        reply.status,
+        format!("{}\r\n\r\n{}", reply.head, reply.body),
+    ))
 }
 
+/// The status of `GET /health`, or `None` when the daemon does not answer.
 fn health(addr: SocketAddr) -> Option<u16> {
-    let mut stream = TcpStream::connect_timeout(&addr, Duration::from_secs(2)).ok()?;
-    stream.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
-    let head = format!("GET /health HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
-    stream.write_all(head.as_bytes()).ok()?;
-    let mut raw = String::new();
-    stream.read_to_string(&mut raw).ok()?;
-    raw.split_whitespace().nth(1)?.parse().ok()
+    try_http(addr, "GET", "/health", &[], "").map(|reply| reply.status)
 }
 
 #[test]
