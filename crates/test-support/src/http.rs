@@ -47,8 +47,16 @@ impl Response {
 
     /// The JSON-RPC messages of an SSE body (`data:` lines that hold JSON).
     pub fn messages(&self) -> Vec<Value> {
-        crate::mcp::sse_messages(&self.body)
+        sse_messages(&self.body)
     }
+}
+
+/// The JSON values in the `data:` fields of an SSE text.
+pub fn sse_messages(text: &str) -> Vec<Value> {
+    text.lines()
+        .filter_map(|l| l.strip_prefix("data:"))
+        .filter_map(|d| serde_json::from_str(d.trim()).ok())
+        .collect()
 }
 
 /// How a request's head is written.

@@ -6,18 +6,11 @@ use std::net::SocketAddr;
 
 use serde_json::{Value, json};
 
+pub use crate::http::sse_messages;
 use crate::http::{Open, http, open};
 
 /// The headers a Streamable HTTP POST carries.
 pub const MCP_POST: [(&str, &str); 1] = [("Accept", "application/json, text/event-stream")];
-
-/// The JSON values in the `data:` fields of an SSE text.
-pub fn sse_messages(text: &str) -> Vec<Value> {
-    text.lines()
-        .filter_map(|l| l.strip_prefix("data:"))
-        .filter_map(|d| serde_json::from_str(d.trim()).ok())
-        .collect()
-}
 
 /// An `initialize` request body.
 pub fn initialize(id: u64) -> String {
