@@ -2,7 +2,7 @@
 //! and the generated `docs/catalogue.md`.
 
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use anyhow::{Context, bail};
 use catalogue::{Catalogue, Category, Filter, StartMode};
@@ -13,6 +13,7 @@ use tools_conditions as _;
 use tools_enforcement as _;
 use tools_scheduler as _;
 
+use crate::util::paths;
 use crate::{markdown, tokens};
 
 /// The generated document, relative to the workspace root.
@@ -161,11 +162,7 @@ pub(crate) fn doc_text(all: &Catalogue) -> anyhow::Result<String> {
 }
 
 fn doc_path() -> anyhow::Result<PathBuf> {
-    // xtask lives one level below the workspace root.
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .context("the xtask crate has no parent directory")?;
-    Ok(root.join(DOC_PATH))
+    Ok(paths::in_workspace(DOC_PATH))
 }
 
 fn write_doc(all: &Catalogue) -> anyhow::Result<()> {

@@ -3,11 +3,12 @@
 //! document as the daemon serves it.
 
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use anyhow::{Context, bail};
 use catalogue::Setting;
 
+use crate::util::paths;
 use crate::{catalogue_cmd, tokens};
 
 /// The generated documents, relative to the workspace root.
@@ -96,15 +97,9 @@ pub(crate) fn text() -> anyhow::Result<String> {
     Ok(out)
 }
 
-fn root() -> anyhow::Result<&'static Path> {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .context("the xtask crate has no parent directory")
-}
-
 /// Runs the command.
 pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
-    let root = root()?;
+    let root = paths::workspace_root();
     let mut openapi = operator_web::openapi_json();
     openapi.push('\n');
     for (name, expected) in [(DOC_PATH, text()?), (OPENAPI_PATH, openapi)] {

@@ -9,9 +9,11 @@
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 
 use anyhow::{Context, bail};
+
+use crate::util::{cargo, paths};
 
 /// Options of `cargo xtask fuzz`.
 #[derive(Debug, clap::Args)]
@@ -42,17 +44,9 @@ struct Figures {
     status: String,
 }
 
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .map(Path::to_path_buf)
-        .unwrap_or_default()
-}
-
 /// Fails with what to install when nightly or cargo-fuzz is missing.
 pub(crate) fn check_tools() -> anyhow::Result<()> {
-    let nightly = Command::new("cargo")
-        .args(["+nightly", "--version"])
+    let nightly = cargo::nightly(&["--version"])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .status();
@@ -62,8 +56,7 @@ pub(crate) fn check_tools() -> anyhow::Result<()> {
              `rustup toolchain install nightly`, then run this again"
         );
     }
-    let fuzz = Command::new("cargo")
-        .args(["+nightly", "fuzz", "--version"])
+    let fuzz = cargo::nightly(&["fuzz", "--version"])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .status();
@@ -152,16 +145,7 @@ fn run_target(root: &Path, args: &Args, target: &str) -> anyhow::Result<Figures>
         args.seconds,
         log_path.display()
     );
-    let mut child = Command::new("cargo")
-        .current_dir(root)
-        .args([
-            "+nightly",
-            "fuzz",
-            "run",
-            "--sanitizer",
-            &args.sanitizer,
-            target,
-        ])
+    let mut child = cargo::nightly(&["fuzz", "run", "--sanitizer", &args.sanitizer, target])
         .arg(&corpus)
         .arg("--")
         .arg(format!("-max_total_time={}", args.seconds))
@@ -213,7 +197,7 @@ fn show(value: Option<u64>) -> String {
 /// Runs the command.
 pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
     check_tools()?;
-    let root = root();
+    let root = paths::workspace_root();
     let targets: Vec<&str> = match &args.target {
         Some(name) => match fuzz_checks::target(name) {
             Some(t) => vec![t.name],
@@ -231,10 +215,7 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
         "== building the fuzz targets (nightly, sanitizer {})",
         args.sanitizer
     );
-    let mut build = Command::new("cargo");
-    build
-        .current_dir(&root)
-        .args(["+nightly", "fuzz", "build", "--sanitizer", &args.sanitizer]);
+    let mut build = cargo::nightly(&["fuzz", "build", "--sanitizer", &args.sanitizer]);
     if let [one] = targets.as_slice() {
         build.arg(one);
     }
@@ -247,7 +228,7 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
     }
     let mut rows = Vec::new();
     for target in &targets {
-        let figures = run_target(&root, args, target)?;
+        let figures = run_target(root, args, target)?;
         rows.push((*target, figures));
     }
     println!();

@@ -6,8 +6,6 @@
 #![allow(clippy::print_stdout, clippy::disallowed_macros)]
 
 mod bench;
-mod bench_hook;
-mod bench_http;
 mod catalogue_cmd;
 mod conformance;
 mod docs_cmd;
@@ -15,6 +13,7 @@ mod fuzz;
 mod markdown;
 mod soak;
 mod tokens;
+mod util;
 
 #[cfg(test)]
 mod tests;
@@ -38,13 +37,11 @@ enum Command {
     /// Print the tool catalogue (MCP tools/list JSON or markdown), count its tokens, or
     /// write and check docs/catalogue.md.
     Catalogue(catalogue_cmd::Args),
-    /// Benchmarks (stdio front end, store, tools), printed as markdown tables.
+    /// Benchmarks (stdio front end, store, tools, hook, read API, console, network daemon),
+    /// printed as markdown tables; `--smoke` runs any of them in seconds.
     Bench(bench::Args),
     /// Write docs/configuration.md from the settings each crate declares (--check: verify).
     Docs(docs_cmd::Args),
-    /// Network daemon under load: tools/call throughput and p50/p99 at several session
-    /// counts, and memory per idle session.
-    BenchHttp(bench_http::Args),
     /// Run the official MCP conformance suite against the daemon's /mcp, with the
     /// expected-failures baseline.
     Conformance(conformance::Args),
@@ -61,7 +58,6 @@ fn main() -> ExitCode {
         Command::Catalogue(args) => catalogue_cmd::run(&args),
         Command::Bench(args) => bench::run(&args),
         Command::Docs(args) => docs_cmd::run(&args),
-        Command::BenchHttp(args) => bench_http::run(&args),
         Command::Conformance(args) => conformance::run(&args),
         Command::Soak(args) => soak::run(&args),
         Command::Fuzz(args) => fuzz::run(&args),

@@ -7,7 +7,6 @@
 //! rest are pruned first; 1,000 acknowledgements make the ones kept).
 //! Nothing here asserts a timing.
 
-use std::net::SocketAddr;
 use std::time::Instant;
 
 use anyhow::{Context, bail};
@@ -20,12 +19,13 @@ use store::{
 
 use super::now_ms;
 use super::stats::{Summary, millis, num};
-use crate::bench_http::Conn;
-use crate::conformance::{Daemon, build_daemon};
 use crate::markdown::{Align, table};
+use crate::util::cargo::{self, Profile};
+use crate::util::daemon::Daemon;
+use crate::util::http::Conn;
 
 /// Options of `cargo xtask bench api`.
-#[derive(Debug, clap::Args)]
+#[derive(Debug, Clone, clap::Args)]
 pub(crate) struct Args {
     /// Timed requests per route (after 20 warm-up ones).
     #[arg(long, default_value_t = 300)]
@@ -33,10 +33,28 @@ pub(crate) struct Args {
     /// What the store holds.
     #[command(flatten)]
     size: StoreSize,
+    /// Smoke run: the smallest store, two requests per route, a dev daemon; every route is
+    /// asked, the figures mean nothing.
+    #[arg(long)]
+    pub(super) smoke: bool,
+}
+
+impl Args {
+    /// These options, or the smallest sizes for a smoke run.
+    fn sized(&self) -> Args {
+        if !self.smoke {
+            return self.clone();
+        }
+        Args {
+            requests: 2,
+            size: StoreSize::SMOKE,
+            ..self.clone()
+        }
+    }
 }
 
 /// How much the filled store holds (shared by `bench api` and `bench console`).
-#[derive(Debug, clap::Args)]
+#[derive(Debug, Clone, clap::Args)]
 pub(crate) struct StoreSize {
     /// Messages in the store.
     #[arg(long, default_value_t = 10_000)]
@@ -46,7 +64,15 @@ pub(crate) struct StoreSize {
     pub(crate) sessions: usize,
 }
 
-/// A release daemon (no token) over a freshly filled SQLite store.
+impl StoreSize {
+    /// The smallest store [`Filled::start`] accepts, for smoke runs.
+    pub(super) const SMOKE: StoreSize = StoreSize {
+        messages: CHANNELS,
+        sessions: 100,
+    };
+}
+
+/// A daemon (no token) over a freshly filled SQLite store.
 pub(super) struct Filled {
     /// The daemon; stopped on drop.
     pub(super) daemon: Daemon,
@@ -61,16 +87,14 @@ pub(super) struct Filled {
 }
 
 impl Filled {
-    /// Builds the daemon, fills a store as `size` says and starts the daemon on it (`bench`
-    /// names the benchmark in progress messages).
-    pub(super) fn start(bench: &str, size: &StoreSize) -> anyhow::Result<Filled> {
+    /// Builds the daemon in `profile`, fills a store as `size` says and starts the daemon on
+    /// it (`bench` names the benchmark in progress messages).
+    pub(super) fn start(bench: &str, size: &StoreSize, profile: Profile) -> anyhow::Result<Filled> {
         anyhow::ensure!(
             size.messages >= CHANNELS && size.sessions >= 100,
             "--messages: at least {CHANNELS}; --sessions: at least 100"
         );
-        let root = super::workspace_root()?;
-        eprintln!("bench {bench}: building hooks-mcp-full...");
-        let bin = build_daemon(root, true)?;
+        let bin = cargo::build_daemon(profile)?;
         let home = tempfile::tempdir()?;
         eprintln!(
             "bench {bench}: filling a store with {} messages, {} sessions...",
@@ -101,11 +125,11 @@ pub(super) const CHANNELS: usize = 20;
 
 /// Runs the benchmark.
 pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
+    let args = &args.sized();
     anyhow::ensure!(args.requests >= 1, "--requests: at least 1");
-    let filled = Filled::start("api", &args.size)?;
+    let filled = Filled::start("api", &args.size, Profile::for_smoke(args.smoke))?;
     let (message_id, audit_rows, daemon) = (filled.message_id, filled.audit_rows, &filled.daemon);
-    let addr = SocketAddr::from(([127, 0, 0, 1], daemon.port));
-    let mut conn = Conn::connect(addr)?;
+    let mut conn = Conn::connect(daemon.addr())?;
     let doc = get(&mut conn, "/api/v1/openapi.json")?;
     let doc: serde_json::Value = serde_json::from_str(&doc).context("the OpenAPI document")?;
     let paths: Vec<String> = doc["paths"]
@@ -143,11 +167,18 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
 
     println!("## Read API latency (`cargo xtask bench api`)\n");
     println!(
-        "Release daemon on SQLite; the store holds {} unexpired messages on {CHANNELS} \
+        "{} daemon on SQLite; the store holds {} unexpired messages on {CHANNELS} \
          channels, {} sessions and {audit_rows} audit entries. {} sequential requests per \
          route on one keep-alive connection (after 20 warm-up ones); client-side times, \
          request written to response read.\n",
-        args.size.messages, args.size.sessions, args.requests
+        if args.smoke {
+            "Dev (smoke run)"
+        } else {
+            "Release"
+        },
+        args.size.messages,
+        args.size.sessions,
+        args.requests
     );
     print!(
         "{}",

@@ -1,5 +1,4 @@
-//! A JSON-RPC client driving one server process over real pipes, and what `/proc` says about
-//! that process.
+//! A JSON-RPC client driving one server process over real pipes.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::Path;
@@ -10,6 +9,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 use serde_json::{Value, json};
+
+use crate::util::procfs::ProcSample;
 
 /// How long one response may take before the benchmark gives up.
 const RESPONSE_TIMEOUT: Duration = Duration::from_secs(30);
@@ -162,15 +163,7 @@ impl Proc {
 
     /// Memory, threads and descriptors of the process now.
     pub(crate) fn sample(&self) -> anyhow::Result<ProcSample> {
-        let pid = self.pid();
-        let smaps = std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup"))
-            .with_context(|| format!("reading /proc/{pid}/smaps_rollup (Linux only)"))?;
-        let status = std::fs::read_to_string(format!("/proc/{pid}/status"))
-            .with_context(|| format!("reading /proc/{pid}/status"))?;
-        let fds = std::fs::read_dir(format!("/proc/{pid}/fd"))
-            .with_context(|| format!("listing /proc/{pid}/fd"))?
-            .count();
-        ProcSample::parse(&smaps, &status, fds)
+        ProcSample::take(self.pid())
     }
 
     /// What the process wrote to stderr so far.
@@ -185,67 +178,4 @@ impl Drop for Proc {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
-}
-
-/// One reading of `/proc/PID/{smaps_rollup,status,fd}`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct ProcSample {
-    /// Resident set, KiB.
-    pub(crate) rss_kib: u64,
-    /// Proportional set (shared pages divided among the processes mapping them), KiB.
-    pub(crate) pss_kib: u64,
-    /// Private clean pages, KiB.
-    pub(crate) private_clean_kib: u64,
-    /// Private dirty pages, KiB.
-    pub(crate) private_dirty_kib: u64,
-    /// Threads.
-    pub(crate) threads: u64,
-    /// Open file descriptors.
-    pub(crate) fds: u64,
-}
-
-impl ProcSample {
-    /// Reads the fields out of `smaps_rollup` and `status` text.
-    pub(crate) fn parse(smaps_rollup: &str, status: &str, fds: usize) -> anyhow::Result<Self> {
-        Ok(ProcSample {
-            rss_kib: field(smaps_rollup, "Rss:")?,
-            pss_kib: field(smaps_rollup, "Pss:")?,
-            private_clean_kib: field(smaps_rollup, "Private_Clean:")?,
-            private_dirty_kib: field(smaps_rollup, "Private_Dirty:")?,
-            threads: field(status, "Threads:")?,
-            fds: fds as u64,
-        })
-    }
-
-    /// Private (clean + dirty) resident memory, MiB.
-    pub(crate) fn private_mib(&self) -> f64 {
-        (self.private_clean_kib + self.private_dirty_kib) as f64 / 1024.0
-    }
-
-    /// Private dirty resident memory, MiB.
-    pub(crate) fn private_dirty_mib(&self) -> f64 {
-        self.private_dirty_kib as f64 / 1024.0
-    }
-
-    /// Resident set, MiB.
-    pub(crate) fn rss_mib(&self) -> f64 {
-        self.rss_kib as f64 / 1024.0
-    }
-
-    /// Proportional set, MiB.
-    pub(crate) fn pss_mib(&self) -> f64 {
-        self.pss_kib as f64 / 1024.0
-    }
-}
-
-/// The number after `name` on its line (`Rss:   1234 kB`).
-fn field(text: &str, name: &str) -> anyhow::Result<u64> {
-    let line = text
-        .lines()
-        .find_map(|l| l.strip_prefix(name))
-        .with_context(|| format!("no `{name}` line in /proc output"))?;
-    let number = line.split_whitespace().next().unwrap_or("");
-    number
-        .parse()
-        .with_context(|| format!("`{name}` is not a number: {line:?}"))
 }

@@ -19,11 +19,12 @@ use store::{Actor, ChannelStore, NewMessage, Severity, SqliteStore};
 use super::api::{Filled, StoreSize};
 use super::now_ms;
 use super::stats::{Summary, millis, num};
-use crate::bench_http::Conn;
 use crate::markdown::{Align, table};
+use crate::util::cargo::Profile;
+use crate::util::http::Conn;
 
 /// Options of `cargo xtask bench console`.
-#[derive(Debug, clap::Args)]
+#[derive(Debug, Clone, clap::Args)]
 pub(crate) struct Args {
     /// Timed requests per page (after 20 warm-up ones).
     #[arg(long, default_value_t = 300)]
@@ -34,6 +35,25 @@ pub(crate) struct Args {
     /// Publications timed to the event stream.
     #[arg(long, default_value_t = 30)]
     changes: usize,
+    /// Smoke run: the smallest store, two requests per page, two changes, a dev daemon; every
+    /// page is asked, the figures mean nothing.
+    #[arg(long)]
+    pub(super) smoke: bool,
+}
+
+impl Args {
+    /// These options, or the smallest sizes for a smoke run.
+    fn sized(&self) -> Args {
+        if !self.smoke {
+            return self.clone();
+        }
+        Args {
+            requests: 2,
+            size: StoreSize::SMOKE,
+            changes: 2,
+            ..self.clone()
+        }
+    }
 }
 
 /// The pages timed.
@@ -56,8 +76,9 @@ const ASSETS: [&str; 3] = [
 
 /// Runs the benchmark.
 pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
+    let args = &args.sized();
     anyhow::ensure!(args.requests >= 1, "--requests: at least 1");
-    let filled = Filled::start("console", &args.size)?;
+    let filled = Filled::start("console", &args.size, Profile::for_smoke(args.smoke))?;
     let (db, message_id, audit_rows) = (&filled.db, filled.message_id, filled.audit_rows);
     let daemon = &filled.daemon;
     let addr = SocketAddr::from(([127, 0, 0, 1], daemon.port));
@@ -100,11 +121,16 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
 
     println!("## Operator console (`cargo xtask bench console`)\n");
     println!(
-        "Release daemon on SQLite; the store holds {} unexpired messages on {} channels, {} \
+        "{} daemon on SQLite; the store holds {} unexpired messages on {} channels, {} \
          sessions and {audit_rows} audit entries. {} sequential requests per page on one \
          keep-alive connection (after 20 warm-up ones). Server time: the daemon's \
          `Server-Timing`; client time: request written to response read. First load: the page \
          and its assets ({:.1} KiB of CSS and scripts), uncompressed.\n",
+        if args.smoke {
+            "Dev (smoke run)"
+        } else {
+            "Release"
+        },
         args.size.messages,
         super::api::CHANNELS,
         args.size.sessions,

@@ -16,12 +16,14 @@ use anyhow::Context;
 use serde_json::{Value, json};
 
 use super::ServerBins;
-use super::client::{INITIALIZE, INITIALIZED, Proc, ProcSample, request, tool_call};
+use super::client::{INITIALIZE, INITIALIZED, Proc, request, tool_call};
 use super::stats::{Summary, median_p90, millis, num, ratio};
 use crate::markdown::{Align, table};
+use crate::util::cargo::Profile;
+use crate::util::procfs::ProcSample;
 
 /// Options of `cargo xtask bench stdio`.
-#[derive(Debug, clap::Args)]
+#[derive(Debug, Clone, clap::Args)]
 pub(crate) struct Args {
     /// Sessions per program in the latency and empty-home series.
     #[arg(long, default_value_t = 50)]
@@ -38,9 +40,30 @@ pub(crate) struct Args {
     /// Rounds of the side-by-side series.
     #[arg(long, default_value_t = 10)]
     side_rounds: usize,
-    /// Use the release binaries already built.
+    /// Use the binaries already built.
     #[arg(long)]
     skip_build: bool,
+    /// Smoke run: one session per series, short idle times, dev binaries; every path runs,
+    /// the figures mean nothing and no target is judged.
+    #[arg(long)]
+    pub(super) smoke: bool,
+}
+
+impl Args {
+    /// These options, or the smallest sizes for a smoke run.
+    fn sized(&self) -> Args {
+        if !self.smoke {
+            return self.clone();
+        }
+        Args {
+            runs: 1,
+            memory_runs: 1,
+            idle_ms: 50,
+            side_by_side: 2,
+            side_rounds: 1,
+            ..self.clone()
+        }
+    }
 }
 
 /// Targets of the light path.
@@ -93,7 +116,8 @@ struct Setup {
 
 /// Runs the command.
 pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
-    let bins = ServerBins::build(args.skip_build, true)?;
+    let args = &args.sized();
+    let bins = ServerBins::build(Profile::for_smoke(args.smoke), args.skip_build, true)?;
     let floor = bins
         .floor
         .clone()
@@ -163,7 +187,11 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
     if let Some(side) = side {
         print!("{side}");
     }
-    print!("{}", report_targets(&memory, &latency));
+    if args.smoke {
+        println!("Smoke run (dev binaries, one session per series): no target judged.");
+    } else {
+        print!("{}", report_targets(&memory, &latency));
+    }
     Ok(())
 }
 

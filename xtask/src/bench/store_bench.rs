@@ -21,7 +21,7 @@ use super::stats::{Summary, micros, num};
 use crate::markdown::{Align, table};
 
 /// Options of `cargo xtask bench store`.
-#[derive(Debug, clap::Args)]
+#[derive(Debug, Clone, clap::Args)]
 pub(crate) struct Args {
     /// Timed operations per sequential series.
     #[arg(long, default_value_t = 2000)]
@@ -42,6 +42,27 @@ pub(crate) struct Args {
     /// Due one-shot schedules per scheduler claim-rate round.
     #[arg(long, default_value_t = 2000)]
     schedules: usize,
+    /// Smoke run: a few operations per series, up to two publishers, one round; every path
+    /// runs, the figures mean nothing.
+    #[arg(long)]
+    pub(super) smoke: bool,
+}
+
+impl Args {
+    /// These options, or the smallest sizes for a smoke run.
+    fn sized(&self) -> Args {
+        if !self.smoke {
+            return self.clone();
+        }
+        Args {
+            iterations: 10,
+            processes: 2,
+            per_process: 10,
+            rounds: 1,
+            schedules: 20,
+            ..self.clone()
+        }
+    }
 }
 
 /// Options of the hidden `bench store-worker`.
@@ -66,6 +87,7 @@ const ACTIVE: usize = 100;
 
 /// Runs the command.
 pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
+    let args = &args.sized();
     let n = args.iterations.max(1);
     let backend = args.backend;
     println!("## Store: sequential, one process ({})\n", backend.name());

@@ -1,7 +1,6 @@
-//! Tests of the benchmark helpers (statistics, /proc parsing, tool fixtures). Nothing here
+//! Tests of the benchmark helpers (statistics, tool fixtures). Nothing here
 //! measures or asserts a timing.
 
-use super::client::ProcSample;
 use super::fixtures::ToolBench;
 use super::now_ms;
 use super::stats::{Summary, nearest_rank, ratio};
@@ -27,28 +26,6 @@ fn ratio_of_medians_and_undefined_ratios() {
     assert_eq!(ratio(a, b), "1.50×");
     assert_eq!(ratio(a, Summary::of(&[0.0])), "-");
     assert_eq!(ratio(None, b), "-");
-}
-
-#[test]
-fn proc_sample_reads_smaps_rollup_and_status() {
-    let smaps = "55d0-7ffd ---p 00000000 00:00 0 [rollup]\nRss:                1024 kB\n\
-                 Pss:                 300 kB\nShared_Clean:        900 kB\n\
-                 Private_Clean:        60 kB\nPrivate_Dirty:       104 kB\n";
-    let status = "Name:\thooks-mcp\nThreads:\t1\nVmRSS:\t1024 kB\n";
-    let s = ProcSample::parse(smaps, status, 4).unwrap();
-    assert_eq!(
-        (
-            s.rss_kib,
-            s.private_clean_kib,
-            s.private_dirty_kib,
-            s.threads,
-            s.fds
-        ),
-        (1024, 60, 104, 1, 4)
-    );
-    assert_eq!(s.private_mib(), 164.0 / 1024.0);
-    let missing = ProcSample::parse("Rss: 1 kB\nPss: 1 kB\n", status, 0).unwrap_err();
-    assert!(missing.to_string().contains("Private_Clean"), "{missing}");
 }
 
 #[test]

@@ -11,9 +11,10 @@ use super::fixtures::ToolBench;
 use super::stats::{Summary, micros, num};
 use super::{ServerBins, now_ms};
 use crate::markdown::{Align, table};
+use crate::util::cargo::Profile;
 
 /// Options of `cargo xtask bench tools`.
-#[derive(Debug, clap::Args)]
+#[derive(Debug, Clone, clap::Args)]
 pub(crate) struct Args {
     /// Timed calls per tool, in process.
     #[arg(long, default_value_t = 300)]
@@ -21,9 +22,27 @@ pub(crate) struct Args {
     /// Timed `tools/call` round trips per tool through the stdio server.
     #[arg(long, default_value_t = 200)]
     calls: usize,
-    /// Use the release binaries already built.
+    /// Use the binaries already built.
     #[arg(long)]
     skip_build: bool,
+    /// Smoke run: a few calls per tool, dev binaries; every path runs, the figures mean
+    /// nothing.
+    #[arg(long)]
+    pub(super) smoke: bool,
+}
+
+impl Args {
+    /// These options, or the smallest sizes for a smoke run.
+    fn sized(&self) -> Args {
+        if !self.smoke {
+            return self.clone();
+        }
+        Args {
+            iterations: 2,
+            calls: 2,
+            ..self.clone()
+        }
+    }
 }
 
 /// Untimed calls before each timed series.
@@ -31,7 +50,8 @@ const WARM_UP: usize = 20;
 
 /// Runs the command.
 pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
-    let bins = ServerBins::build(args.skip_build, false)?;
+    let args = &args.sized();
+    let bins = ServerBins::build(Profile::for_smoke(args.smoke), args.skip_build, false)?;
     let iterations = args.iterations.max(1);
     println!("## Tools: in process (catalogue::call, SQLite store)\n");
     println!(

@@ -35,8 +35,13 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, bail};
 use serde_json::{Value, json};
 
+use super::store_bench::PgSchema;
+use crate::util::cargo::{self, Profile};
+use crate::util::daemon::Daemon;
+use crate::util::http::Conn;
+
 /// Options of `cargo xtask bench hook`.
-#[derive(Debug, clap::Args)]
+#[derive(Debug, Clone, clap::Args)]
 pub(crate) struct Args {
     /// Timed runs of each command (in all rounds together).
     #[arg(long, default_value_t = 300)]
@@ -59,12 +64,36 @@ pub(crate) struct Args {
     /// a local daemon (`hooks-mcp-full serve`) it forwards the event to.
     #[arg(long)]
     postgres: bool,
+    /// Smoke run: two timed runs per command in one round, dev binaries; every path runs,
+    /// the figures mean nothing and no target is judged.
+    #[arg(long)]
+    pub(super) smoke: bool,
     /// Internal: measure one command with this payload on stdin and print JSON.
     #[arg(long, hide = true, requires = "command")]
     measure: Option<PathBuf>,
     /// Internal: the command `--measure` runs (after `--`).
     #[arg(last = true, hide = true)]
     command: Vec<OsString>,
+}
+
+impl Args {
+    /// These options, or the smallest sizes for a smoke run.
+    fn sized(&self) -> Args {
+        if !self.smoke {
+            return self.clone();
+        }
+        Args {
+            runs: 2,
+            warmup: 1,
+            rounds: 1,
+            ..self.clone()
+        }
+    }
+
+    /// Whether this is a measuring worker (`--measure`), spawned by the benchmark.
+    pub(super) fn is_worker(&self) -> bool {
+        self.measure.is_some()
+    }
 }
 
 /// A realistic `PreToolUse` payload, as Claude Code sends it.
@@ -90,23 +119,28 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
     if let Some(payload) = &args.measure {
         return measure_worker(payload, &args.command, args.runs, args.warmup);
     }
-    let root = workspace_root()?;
+    let args = &args.sized();
+    let profile = Profile::for_smoke(args.smoke);
     if !args.skip_build {
-        build(root, args.static_hook)?;
+        build(profile, args.static_hook)?;
     }
-    let release = target_dir(root).join("release");
-    let front = release.join("hooks-mcp");
-    let full = release.join("hooks-mcp-full");
-    let lean = release.join("hooks-mcp-hook");
-    let lean_static = release.join(STATIC_COPY);
-    let floor = release.join("floor-hook");
-    let floor_store = release.join("floor-hook-store");
+    let front = profile.bin("hooks-mcp");
+    let full = profile.bin("hooks-mcp-full");
+    let lean = profile.bin("hooks-mcp-hook");
+    let lean_static = profile.bin(STATIC_COPY);
+    let floor = profile.bin("floor-hook");
+    let floor_store = profile.bin("floor-hook-store");
     for bin in [&front, &full, &lean, &floor, &floor_store] {
         if !bin.exists() {
             bail!(
-                "{} is missing; build with `cargo build --release -p hooks-mcp -p bench-floor \
-                 --bins`, or drop --skip-build",
-                bin.display()
+                "{} is missing; build with `cargo build{} -p hooks-mcp -p bench-floor --bins`, \
+                 or drop --skip-build",
+                bin.display(),
+                if profile == Profile::Release {
+                    " --release"
+                } else {
+                    ""
+                }
             );
         }
     }
@@ -180,7 +214,7 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
     for (i, m) in http.into_iter().enumerate() {
         results.insert(per_event * (i + 1) + i, m);
     }
-    print_report(&results, args.runs);
+    print_report(&results, args.runs, args.smoke);
     Ok(())
 }
 
@@ -188,8 +222,6 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
 /// flag of the final link only, so it is passed to that one crate (`cargo rustc`), never to
 /// the other binaries or the build scripts.
 const STATIC_HOOK: &[&str] = &[
-    "rustc",
-    "--release",
     "-p",
     "hooks-mcp",
     "--bin",
@@ -199,59 +231,55 @@ const STATIC_HOOK: &[&str] = &[
     "target-feature=+crt-static",
 ];
 
-/// Where `--static-hook` keeps the statically relinked hook, beside the release binaries.
+/// Where `--static-hook` keeps the statically relinked hook, beside the other binaries.
 const STATIC_COPY: &str = "hooks-mcp-hook-static";
 
-/// Builds what the benchmark runs: the release binaries as `cargo build --release` (and so
+/// The binaries the benchmark runs.
+const BINS: &[&str] = &[
+    "-p",
+    "hooks-mcp",
+    "-p",
+    "bench-floor",
+    "--bin",
+    "hooks-mcp",
+    "--bin",
+    "hooks-mcp-hook",
+    "--bin",
+    "hooks-mcp-full",
+    "--bin",
+    "hooks-mcp-catalogue",
+    "--bin",
+    "floor-hook",
+    "--bin",
+    "floor-hook-store",
+];
+
+/// Builds what the benchmark runs in `profile`: the binaries as `cargo build` (and so
 /// `cargo install`) links them, the hook among them. With `static_hook`, first the hook
 /// relinked statically ([`STATIC_HOOK`]), copied aside as [`STATIC_COPY`]; the plain build
 /// after it links the plain hook again.
-fn build(root: &Path, static_hook: bool) -> anyhow::Result<()> {
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let release = target_dir(root).join("release");
-    let plain = [
-        "build",
-        "--release",
-        "-p",
-        "hooks-mcp",
-        "-p",
-        "bench-floor",
-        "--bin",
-        "hooks-mcp",
-        "--bin",
-        "hooks-mcp-hook",
-        "--bin",
-        "hooks-mcp-full",
-        "--bin",
-        "hooks-mcp-catalogue",
-        "--bin",
-        "floor-hook",
-        "--bin",
-        "floor-hook-store",
-    ];
-    let run = |step: &[&str]| -> anyhow::Result<()> {
-        eprintln!("bench hook: cargo {}", step.join(" "));
-        let status = Command::new(&cargo)
-            .current_dir(root)
-            .args(step)
-            .stdout(Stdio::null())
-            .status()
-            .context("running cargo")?;
-        if !status.success() {
-            bail!("the release build failed ({status})");
-        }
-        Ok(())
-    };
+fn build(profile: Profile, static_hook: bool) -> anyhow::Result<()> {
+    let release = (profile == Profile::Release).then_some("--release");
     if static_hook {
         if !cfg!(all(target_os = "linux", target_env = "gnu")) {
             bail!("--static-hook links glibc statically: Linux with glibc only");
         }
-        run(STATIC_HOOK)?;
-        std::fs::copy(release.join("hooks-mcp-hook"), release.join(STATIC_COPY))
+        let step: Vec<&str> = ["rustc"]
+            .into_iter()
+            .chain(release)
+            .chain(STATIC_HOOK.iter().copied())
+            .collect();
+        eprintln!("bench hook: cargo {}", step.join(" "));
+        cargo::run(&step)?;
+        std::fs::copy(profile.bin("hooks-mcp-hook"), profile.bin(STATIC_COPY))
             .context("keeping the statically linked hook")?;
     }
-    run(&plain)?;
-    Ok(())
+    eprintln!(
+        "bench hook: cargo build ({}) {}",
+        profile.name(),
+        BINS.join(" ")
+    );
+    cargo::build(profile, BINS)
 }
 
 /// The bearer token of the HTTP-hook daemon.
@@ -260,132 +288,45 @@ const BENCH_TOKEN: &str = "bench-hook-token-0123456789abcdef";
 /// Starts a daemon on the store in `home` and times HTTP hooks over one keep-alive connection:
 /// `POST /hooks/PreToolUse`, then `POST /hooks/UserPromptSubmit`.
 fn measure_http_hooks(args: &Args, full: &Path, home: &Path) -> anyhow::Result<Vec<Measured>> {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .context("finding a free port")?
-        .port();
-    let mut daemon = Command::new(full)
-        .arg("serve")
-        .env("HOOKS_MCP_HOME", home)
-        .env("HOME", home)
-        .env_remove(store::DATABASE_URL_ENV)
-        .env_remove("HOOKS_MCP_CHANNELS")
-        .env_remove("HOOKS_MCP_TOKEN_FILE")
-        .env("HOOKS_MCP_TOKEN", BENCH_TOKEN)
-        .env("MCP_TRANSPORT", "streamable-http")
-        .env("MCP_HOST", "127.0.0.1")
-        .env("MCP_PORT", port.to_string())
-        .env("HOOKS_MCP_LOG", "warn")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .spawn()
-        .context("starting the daemon")?;
-    let outcome = (|| {
-        let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while !matches!(
-            daemon::probe_health(addr, None, Duration::from_secs(2)),
-            Ok((200, _))
-        ) {
-            if Instant::now() > deadline {
-                bail!("the daemon on {addr} did not become ready within 30 s");
+    let mut daemon = Daemon::start_configured(full, home, &home.join("daemon.log"), None, |cmd| {
+        cmd.env("HOME", home)
+            .env_remove(store::DATABASE_URL_ENV)
+            .env_remove("HOOKS_MCP_CHANNELS")
+            .env("HOOKS_MCP_TOKEN", BENCH_TOKEN)
+            .env("HOOKS_MCP_LOG", "warn");
+    })?;
+    let mut results = Vec::new();
+    for (event, payload) in [
+        ("PreToolUse", PRE_TOOL_USE),
+        ("UserPromptSubmit", USER_PROMPT_SUBMIT),
+    ] {
+        let label = format!("HTTP hook POST /hooks/{event} (daemon, keep-alive)");
+        eprintln!("bench hook: {label}");
+        let mut client = Conn::connect(daemon.addr())?.with_token(BENCH_TOKEN);
+        let mut samples = Vec::with_capacity(args.runs);
+        for i in 0..args.warmup + args.runs {
+            let started = Instant::now();
+            let reply = client.request_at("POST", &format!("/hooks/{event}"), payload)?;
+            let elapsed = started.elapsed();
+            if reply.status != 200 && reply.status != 204 {
+                bail!("{label}: HTTP {}: {}", reply.status, reply.body);
             }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        let mut results = Vec::new();
-        for (event, payload) in [
-            ("PreToolUse", PRE_TOOL_USE),
-            ("UserPromptSubmit", USER_PROMPT_SUBMIT),
-        ] {
-            let label = format!("HTTP hook POST /hooks/{event} (daemon, keep-alive)");
-            eprintln!("bench hook: {label}");
-            let mut client = KeepAlive::connect(addr)?;
-            let mut samples = Vec::with_capacity(args.runs);
-            for i in 0..args.warmup + args.runs {
-                let started = Instant::now();
-                let (status, body) = client.post(&format!("/hooks/{event}"), payload)?;
-                let elapsed = started.elapsed();
-                if status != 200 && status != 204 {
-                    bail!("{label}: HTTP {status}: {}", String::from_utf8_lossy(&body));
-                }
-                if i >= args.warmup {
-                    samples.push(elapsed.as_secs_f64() * 1000.0);
-                }
+            if i >= args.warmup {
+                samples.push(elapsed.as_secs_f64() * 1000.0);
             }
-            let (median, p90, p99) = percentiles(samples);
-            results.push(Measured {
-                label,
-                median_ms: median,
-                p90_ms: p90,
-                p99_ms: p99,
-                peak_rss_mib: f64::NAN,
-                masked: false,
-            });
         }
-        Ok(results)
-    })();
-    let _ = daemon.kill();
-    let _ = daemon.wait();
-    outcome
-}
-
-/// One HTTP/1.1 connection kept open across requests, as the client keeps its own.
-struct KeepAlive {
-    reader: std::io::BufReader<std::net::TcpStream>,
-    writer: std::net::TcpStream,
-    host: String,
-}
-
-impl KeepAlive {
-    fn connect(addr: std::net::SocketAddr) -> anyhow::Result<KeepAlive> {
-        let stream = std::net::TcpStream::connect(addr).context("connecting to the daemon")?;
-        stream.set_nodelay(true)?;
-        stream.set_read_timeout(Some(Duration::from_secs(30)))?;
-        Ok(KeepAlive {
-            reader: std::io::BufReader::new(stream.try_clone()?),
-            writer: stream,
-            host: addr.to_string(),
-        })
+        let (median, p90, p99) = percentiles(samples);
+        results.push(Measured {
+            label,
+            median_ms: median,
+            p90_ms: p90,
+            p99_ms: p99,
+            peak_rss_mib: f64::NAN,
+            masked: false,
+        });
     }
-
-    /// POSTs `body` to `path` and reads the whole answer: its status and body.
-    fn post(&mut self, path: &str, body: &str) -> anyhow::Result<(u16, Vec<u8>)> {
-        use std::io::{BufRead, Read};
-        let request = format!(
-            "POST {path} HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer {BENCH_TOKEN}\r\n\
-             Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
-            self.host,
-            body.len()
-        );
-        self.writer.write_all(request.as_bytes())?;
-        let mut status = 0;
-        let mut length = 0usize;
-        let mut line = String::new();
-        loop {
-            line.clear();
-            if self.reader.read_line(&mut line)? == 0 {
-                bail!("the daemon closed the connection");
-            }
-            let text = line.trim_end();
-            if text.is_empty() {
-                break;
-            }
-            if status == 0 {
-                status = text
-                    .split_whitespace()
-                    .nth(1)
-                    .and_then(|c| c.parse().ok())
-                    .context("a malformed status line")?;
-            } else if let Some((name, value)) = text.split_once(':')
-                && name.eq_ignore_ascii_case("content-length")
-            {
-                length = value.trim().parse().context("a malformed Content-Length")?;
-            }
-        }
-        let mut answer = vec![0; length];
-        self.reader.read_exact(&mut answer)?;
-        Ok((status, answer))
-    }
+    daemon.stop()?;
+    Ok(results)
 }
 
 /// The median, p90 and p99 of `samples`.
@@ -491,43 +432,24 @@ fn run_postgres(
     floor: &Path,
     home: &Path,
 ) -> anyhow::Result<()> {
-    let version = crate::bench::PgSchema::server_version()?;
-    let schema = crate::bench::PgSchema::create()?;
+    let version = PgSchema::server_version()?;
+    let schema = PgSchema::create()?;
     let url = schema.url.clone();
     seed(full, home, &[(store::DATABASE_URL_ENV, &url)])?;
     let pre = home.join("pre.json");
     let ups = home.join("ups.json");
     std::fs::write(&pre, PRE_TOOL_USE)?;
     std::fs::write(&ups, USER_PROMPT_SUBMIT)?;
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .context("finding a free port")?
-        .port();
     let daemon_home = tempfile::tempdir().context("creating the daemon's directory")?;
-    let mut daemon = Command::new(full)
-        .arg("serve")
-        .env("HOOKS_MCP_HOME", daemon_home.path())
-        .env(store::DATABASE_URL_ENV, &url)
-        .env("MCP_TRANSPORT", "streamable-http")
-        .env("MCP_HOST", "127.0.0.1")
-        .env("MCP_PORT", port.to_string())
-        .env("HOOKS_MCP_LOG", "warn")
-        .env_remove("HOOKS_MCP_TOKEN")
-        .env_remove("HOOKS_MCP_TOKEN_FILE")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .spawn()
-        .context("starting the daemon")?;
+    let log = daemon_home.path().join("daemon.log");
+    let mut daemon = Daemon::start_configured(full, daemon_home.path(), &log, None, |cmd| {
+        cmd.env(store::DATABASE_URL_ENV, &url)
+            .env("HOOKS_MCP_LOG", "warn");
+    })?;
+    let port = daemon.port;
     let outcome = (|| {
-        let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+        let addr = daemon.addr();
         let health = |level| daemon::probe_health(addr, level, Duration::from_secs(2));
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while !matches!(health(None), Ok((200, _))) {
-            if Instant::now() > deadline {
-                bail!("the daemon on {addr} did not become ready within 30 s");
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
         let answered = || -> anyhow::Result<u64> {
             let (_, body) = health(Some("full"))?;
             let v: Value = serde_json::from_str(&body)?;
@@ -580,9 +502,9 @@ fn run_postgres(
         }
         Ok(results)
     })();
-    let _ = daemon.kill();
-    let _ = daemon.wait();
+    let stopped = daemon.stop();
     let results = outcome?;
+    stopped?;
     print_report_postgres(&results, args.runs, &version);
     Ok(())
 }
@@ -770,7 +692,7 @@ fn children_peak_rss_kib() -> i64 {
     }
 }
 
-fn print_report(results: &[Measured], runs: usize) {
+fn print_report(results: &[Measured], runs: usize, smoke: bool) {
     println!(
         "## hook command ({runs} runs each; store: 100 broadcasts, 20 reminders, no conditions)\n"
     );
@@ -844,6 +766,10 @@ fn print_report(results: &[Measured], runs: usize) {
          peak below the worker's own size, which then bounds it from above. HTTP hooks: \
          expected median < 0.25× the command hook's.\n"
     );
+    if smoke {
+        println!("Smoke run (dev binaries, two runs per command): no target judged.");
+        return;
+    }
     println!("| target (medians, same run) | measured | verdict |");
     println!("|---|---:|---|");
     for (label, median, floor, store_floor) in verdicts {
@@ -855,19 +781,4 @@ fn print_report(results: &[Measured], runs: usize) {
             );
         }
     }
-}
-
-/// The workspace root (xtask lives one level below it).
-fn workspace_root() -> anyhow::Result<&'static Path> {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .context("the xtask crate has no parent directory")
-}
-
-/// `CARGO_TARGET_DIR`, else `<root>/target`.
-fn target_dir(root: &Path) -> PathBuf {
-    std::env::var_os("CARGO_TARGET_DIR")
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-        .unwrap_or_else(|| root.join("target"))
 }

@@ -1,4 +1,4 @@
-//! `cargo xtask bench-http`: the network daemon under load, printed as markdown tables.
+//! `cargo xtask bench http`: the network daemon under load, printed as markdown tables.
 //!
 //! A bounded load generator (one thread and one keep-alive connection per session, a fixed
 //! number of calls per level) measures `tools/call` throughput and p50/p99 latency over
@@ -9,7 +9,7 @@
 //! measures each level in alternating rounds on both, so the cost of the metrics is read from
 //! one run on the same machine state. Nothing here asserts a timing.
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::Path;
 use std::process::Command;
@@ -20,10 +20,13 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, bail};
 use serde_json::json;
 
-use crate::conformance::{Daemon, build_daemon};
+use crate::util::cargo::{self, Profile};
+use crate::util::daemon::Daemon;
+use crate::util::http::{Conn, tool_call};
+use crate::util::procfs::{TICKS_PER_SECOND, cpu_ticks, private_dirty_kib};
 
-/// Options of `cargo xtask bench-http`.
-#[derive(Debug, clap::Args)]
+/// Options of `cargo xtask bench http`.
+#[derive(Debug, Clone, clap::Args)]
 pub(crate) struct Args {
     /// Concurrent sessions per level, comma-separated.
     #[arg(long, value_delimiter = ',', default_value = "1,8,32")]
@@ -39,7 +42,7 @@ pub(crate) struct Args {
     tool: String,
     /// Measure debug builds (quick to build; the numbers are not representative).
     #[arg(long)]
-    debug: bool,
+    pub(super) debug: bool,
     /// Compare the daemon with metrics on and off (`HOOKS_MCP_METRICS`): two daemons, each
     /// level measured in `--rounds` alternating rounds on both; no memory measurement.
     #[arg(long)]
@@ -47,10 +50,32 @@ pub(crate) struct Args {
     /// Rounds per level and daemon with `--compare-metrics`.
     #[arg(long, default_value_t = 3)]
     rounds: usize,
+    /// Smoke run: levels of 1 and 2 sessions, a few calls and idle sessions, one round, a
+    /// debug daemon; every path runs, the figures mean nothing.
+    #[arg(long)]
+    pub(super) smoke: bool,
+}
+
+impl Args {
+    /// These options, or the smallest sizes for a smoke run.
+    fn sized(&self) -> Args {
+        if !self.smoke {
+            return self.clone();
+        }
+        Args {
+            sessions: vec![1, 2],
+            calls: 40,
+            idle: 4,
+            debug: true,
+            rounds: 1,
+            ..self.clone()
+        }
+    }
 }
 
 /// Runs the command.
 pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
+    let args = &args.sized();
     anyhow::ensure!(
         args.sessions.iter().all(|&s| (1..=256).contains(&s)),
         "--sessions: each level must be 1 to 256"
@@ -58,19 +83,15 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
     anyhow::ensure!(args.calls >= 1, "--calls: must be at least 1");
     anyhow::ensure!(args.idle <= 2000, "--idle: at most 2000");
     anyhow::ensure!((1..=50).contains(&args.rounds), "--rounds: must be 1 to 50");
-    if cfg!(debug_assertions) && !args.debug {
-        return rerun_optimised();
-    }
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .context("no workspace root")?
-        .to_path_buf();
-    eprintln!("bench-http: building hooks-mcp-full...");
-    let bin = build_daemon(&root, !args.debug)?;
+    let bin = cargo::build_daemon(Profile::debug_if(args.debug))?;
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     let pinned = cpus >= 2 && Command::new("taskset").arg("-V").output().is_ok();
-    if args.compare_metrics {
-        return compare_metrics(args, &bin, cpus, pinned);
+    // A smoke run takes both paths: metrics on against off, then the plain levels and memory.
+    if args.compare_metrics || args.smoke {
+        compare_metrics(args, &bin, cpus, pinned)?;
+        if !args.smoke {
+            return Ok(());
+        }
     }
     let home = tempfile::tempdir()?;
     let max_sessions = (args.idle * 2 + 300).to_string();
@@ -356,68 +377,6 @@ fn print_memory(name: &str, before: u64, after: u64, sessions: usize) -> f64 {
     per
 }
 
-/// Builds the release xtask and runs this same command with it, so the load generator is not
-/// the bottleneck.
-pub(crate) fn rerun_optimised() -> anyhow::Result<()> {
-    eprintln!("bench-http: building the optimised xtask (cargo build --release -p xtask)...");
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let status = Command::new(cargo)
-        .args(["build", "--quiet", "--release", "-p", "xtask"])
-        .status()
-        .context("running cargo build")?;
-    if !status.success() {
-        bail!("cargo build --release -p xtask failed ({status})");
-    }
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| {
-            Path::new(env!("CARGO_MANIFEST_DIR"))
-                .parent()
-                .map(|p| p.join("target"))
-                .unwrap_or_else(|| "target".into())
-        });
-    let exe = target.join("release/xtask");
-    let status = Command::new(&exe)
-        .args(std::env::args_os().skip(1))
-        .status()
-        .with_context(|| format!("running {}", exe.display()))?;
-    if !status.success() {
-        bail!("the optimised benchmark run failed ({status})");
-    }
-    Ok(())
-}
-
-pub(crate) fn private_dirty_kib(pid: u32) -> anyhow::Result<u64> {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup"))
-        .context("reading the daemon's smaps_rollup (Linux only)")?;
-    text.lines()
-        .find_map(|l| l.strip_prefix("Private_Dirty:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .context("no Private_Dirty line in smaps_rollup")
-}
-
-/// Clock ticks per second of /proc/PID/stat's times (USER_HZ, 100 on Linux).
-const TICKS_PER_SECOND: f64 = 100.0;
-
-/// User + system CPU time of every thread of `pid` so far, in clock ticks.
-fn cpu_ticks(pid: u32) -> anyhow::Result<u64> {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .context("reading the daemon's /proc/PID/stat (Linux only)")?;
-    // Fields after the parenthesised command name: state is field 3, utime 14, stime 15.
-    let rest = text
-        .rsplit_once(')')
-        .map(|(_, rest)| rest)
-        .context("malformed /proc/PID/stat")?;
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    let field = |n: usize| -> anyhow::Result<u64> {
-        fields
-            .get(n - 3)
-            .and_then(|v| v.parse().ok())
-            .context("malformed /proc/PID/stat")
-    };
-    Ok(field(14)? + field(15)?)
-}
-
 /// One concurrency level's results.
 struct Level {
     calls: usize,
@@ -490,251 +449,6 @@ fn load(
         p50_ms: rank(0.50),
         p99_ms: rank(0.99),
     })
-}
-
-pub(crate) fn tool_call(id: usize, tool: &str, arguments: serde_json::Value) -> String {
-    json!({
-        "jsonrpc": "2.0",
-        "id": id,
-        "method": "tools/call",
-        "params": { "name": tool, "arguments": arguments }
-    })
-    .to_string()
-}
-
-/// A keep-alive HTTP/1.1 connection to `/mcp`, in one session.
-pub(crate) struct Conn {
-    reader: BufReader<TcpStream>,
-    writer: TcpStream,
-    addr: SocketAddr,
-    /// The `Mcp-Session-Id` sent with each request (none while empty).
-    pub(crate) session: String,
-}
-
-/// A response: status, session header and body (de-chunked).
-pub(crate) struct Reply {
-    /// The HTTP status code.
-    pub(crate) status: u16,
-    /// The `Mcp-Session-Id` header, if any.
-    pub(crate) session: Option<String>,
-    /// The body, de-chunked.
-    pub(crate) body: String,
-    /// The `app` duration of a `Server-Timing` header, in milliseconds, if any.
-    pub(crate) server_ms: Option<f64>,
-}
-
-/// The server closed the connection before answering a request (an idle keep-alive
-/// connection it had already given up): the request was not read, so it can be sent again on a
-/// new connection.
-#[derive(Debug)]
-pub(crate) struct ClosedBeforeReply;
-
-impl std::fmt::Display for ClosedBeforeReply {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("the server closed the connection before answering")
-    }
-}
-
-impl std::error::Error for ClosedBeforeReply {}
-
-impl Conn {
-    /// A new connection without a session.
-    pub(crate) fn connect(addr: SocketAddr) -> anyhow::Result<Conn> {
-        let stream = TcpStream::connect(addr)?;
-        stream.set_nodelay(true)?;
-        stream.set_read_timeout(Some(Duration::from_secs(60)))?;
-        Ok(Conn {
-            reader: BufReader::new(stream.try_clone()?),
-            writer: stream,
-            addr,
-            session: String::new(),
-        })
-    }
-
-    /// Connects and opens a session (initialize, initialized).
-    pub(crate) fn session(addr: SocketAddr) -> anyhow::Result<Conn> {
-        let mut conn = Conn::connect(addr)?;
-        let init = json!({
-            "jsonrpc": "2.0", "id": 0, "method": "initialize",
-            "params": {
-                "protocolVersion": "2025-06-18",
-                "capabilities": {},
-                "clientInfo": { "name": "bench-http", "version": "1" }
-            }
-        });
-        let reply = conn.request("POST", &init.to_string())?;
-        anyhow::ensure!(
-            reply.status == 200,
-            "initialize: {} {}",
-            reply.status,
-            reply.body
-        );
-        conn.session = reply.session.context("initialize: no Mcp-Session-Id")?;
-        let initialized = json!({ "jsonrpc": "2.0", "method": "notifications/initialized" });
-        let reply = conn.request("POST", &initialized.to_string())?;
-        anyhow::ensure!(reply.status == 202, "initialized: {}", reply.status);
-        Ok(conn)
-    }
-
-    /// Opens the session's standalone GET stream on this connection and keeps it.
-    pub(crate) fn open_get(mut self) -> anyhow::Result<TcpStream> {
-        let head = format!(
-            "GET /mcp HTTP/1.1\r\nHost: {}\r\nAccept: text/event-stream\r\nMcp-Session-Id: {}\r\n\r\n",
-            self.addr, self.session
-        );
-        self.writer.write_all(head.as_bytes())?;
-        let mut line = String::new();
-        self.reader.read_line(&mut line)?;
-        anyhow::ensure!(line.contains(" 200 "), "GET /mcp: {line}");
-        loop {
-            line.clear();
-            self.reader.read_line(&mut line)?;
-            if line.trim_end().is_empty() {
-                break;
-            }
-        }
-        Ok(self.writer)
-    }
-
-    /// One `tools/call`; fails on anything but a successful result.
-    fn call(&mut self, body: &str) -> anyhow::Result<()> {
-        let reply = self.request("POST", body)?;
-        anyhow::ensure!(
-            reply.status == 200
-                && reply.body.contains("\"result\"")
-                && !reply.body.contains("\"isError\":true"),
-            "tools/call failed: {} {}",
-            reply.status,
-            reply.body
-        );
-        Ok(())
-    }
-
-    /// Replaces the connection with a new one to the same address, in the same session.
-    pub(crate) fn reconnect(&mut self) -> anyhow::Result<()> {
-        let session = std::mem::take(&mut self.session);
-        *self = Conn::connect(self.addr)?;
-        self.session = session;
-        Ok(())
-    }
-
-    /// Sends a request to `/mcp` and reads its reply.
-    pub(crate) fn request(&mut self, method: &str, body: &str) -> anyhow::Result<Reply> {
-        self.request_at(method, "/mcp", body)
-    }
-
-    /// Sends a request to `path` and reads its reply.
-    ///
-    /// # Errors
-    /// [`ClosedBeforeReply`] when the connection was closed (or reset) before any byte of the
-    /// reply; any other I/O or HTTP framing error.
-    pub(crate) fn request_at(
-        &mut self,
-        method: &str,
-        path: &str,
-        body: &str,
-    ) -> anyhow::Result<Reply> {
-        self.send_at(method, path, body)?;
-        self.read_reply()
-    }
-
-    /// Writes a request to `path` without reading its reply.
-    pub(crate) fn send_at(&mut self, method: &str, path: &str, body: &str) -> anyhow::Result<()> {
-        let mut head = format!(
-            "{method} {path} HTTP/1.1\r\nHost: {}\r\nAccept: application/json, text/event-stream\r\n",
-            self.addr
-        );
-        if !self.session.is_empty() {
-            head.push_str(&format!("Mcp-Session-Id: {}\r\n", self.session));
-        }
-        if method == "POST" {
-            head.push_str(&format!(
-                "Content-Type: application/json\r\nContent-Length: {}\r\n",
-                body.len()
-            ));
-        }
-        head.push_str("\r\n");
-        head.push_str(body);
-        match self.writer.write_all(head.as_bytes()) {
-            Err(e) if closed(&e) => Err(ClosedBeforeReply.into()),
-            other => Ok(other?),
-        }
-    }
-
-    /// Reads one reply.
-    pub(crate) fn read_reply(&mut self) -> anyhow::Result<Reply> {
-        let mut line = String::new();
-        match self.reader.read_line(&mut line) {
-            Ok(0) => return Err(ClosedBeforeReply.into()),
-            Err(e) if closed(&e) => return Err(ClosedBeforeReply.into()),
-            other => other?,
-        };
-        let status = line
-            .split_whitespace()
-            .nth(1)
-            .and_then(|s| s.parse().ok())
-            .with_context(|| format!("not an HTTP status line: {line:?}"))?;
-        let (mut length, mut chunked, mut session, mut server_ms) = (None, false, None, None);
-        loop {
-            line.clear();
-            self.reader.read_line(&mut line)?;
-            let header = line.trim_end();
-            if header.is_empty() {
-                break;
-            }
-            if let Some((name, value)) = header.split_once(':') {
-                let value = value.trim();
-                match name.to_ascii_lowercase().as_str() {
-                    "content-length" => length = value.parse::<usize>().ok(),
-                    "transfer-encoding" => chunked = value.contains("chunked"),
-                    "mcp-session-id" => session = Some(value.to_owned()),
-                    "server-timing" => {
-                        server_ms = value
-                            .split_once("dur=")
-                            .and_then(|(_, d)| d.split([',', ';']).next()?.trim().parse().ok());
-                    }
-                    _ => {}
-                }
-            }
-        }
-        let mut body = Vec::new();
-        if chunked {
-            loop {
-                line.clear();
-                self.reader.read_line(&mut line)?;
-                let size = usize::from_str_radix(line.trim().split(';').next().unwrap_or(""), 16)
-                    .with_context(|| format!("bad chunk size {line:?}"))?;
-                if size == 0 {
-                    line.clear();
-                    self.reader.read_line(&mut line)?;
-                    break;
-                }
-                let start = body.len();
-                body.resize(start + size, 0);
-                self.reader.read_exact(&mut body[start..])?;
-                let mut crlf = [0u8; 2];
-                self.reader.read_exact(&mut crlf)?;
-            }
-        } else if let Some(length) = length {
-            body.resize(length, 0);
-            self.reader.read_exact(&mut body)?;
-        }
-        Ok(Reply {
-            status,
-            session,
-            body: String::from_utf8_lossy(&body).into_owned(),
-            server_ms,
-        })
-    }
-}
-
-/// Whether an I/O error means the peer closed or reset the connection.
-fn closed(e: &std::io::Error) -> bool {
-    use std::io::ErrorKind;
-    matches!(
-        e.kind(),
-        ErrorKind::BrokenPipe | ErrorKind::ConnectionReset | ErrorKind::ConnectionAborted
-    )
 }
 
 /// Opens a legacy SSE session and completes its handshake; the session lives as long as the
