@@ -3,9 +3,10 @@
 //! it and prints the same answer it computes when it opens the store itself; without a usable
 //! daemon (stopped, wrong token, another store) it opens the store itself.
 //!
-//! Runs on a PostgreSQL server of its own when the server programs are installed (`initdb`,
-//! `pg_ctl`), else on `HOOKS_MCP_TEST_DATABASE_URL` (in a fresh schema); with neither it is
-//! skipped with a note (locally: `source .ci/postgres`).
+//! Runs in a fresh schema on a PostgreSQL server of its own when the server programs are
+//! installed (`initdb`, `pg_ctl`), else on `HOOKS_MCP_TEST_DATABASE_URL`
+//! (`test_support::pg::Database`); with neither it is skipped with a note (locally:
+//! `source .ci/postgres`).
 
 use std::io::Write;
 use std::process::{Command, Stdio};
