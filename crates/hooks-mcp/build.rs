@@ -20,8 +20,13 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// The short-lived binaries that get the static unwinder.
-const BINARIES: &[&str] = &["hooks-mcp-hook", "hooks-mcp", "hooks-mcp-catalogue"];
+/// The binaries every session or hook starts, which get the static unwinder.
+const BINARIES: &[&str] = &[
+    "hooks-mcp-hook",
+    "hooks-mcp",
+    "hooks-mcp-catalogue",
+    "hooks-mcp-stdio",
+];
 
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");

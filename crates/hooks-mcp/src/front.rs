@@ -35,7 +35,12 @@ pub(crate) fn run() -> ExitCode {
     let transport = std::env::var("MCP_TRANSPORT").unwrap_or_default();
     if !rest.is_empty() || !matches!(transport.trim(), "" | "stdio") {
         // Subcommands and network transports are the full server's: no front end to keep light.
-        return exec_full(rest.into_iter().map(OsString::from), None, &mode);
+        return exec_full(
+            &full_binary(),
+            rest.into_iter().map(OsString::from),
+            None,
+            &mode,
+        );
     }
     let (filter, warnings) = Filter::from_env();
     for w in &warnings {
@@ -127,6 +132,7 @@ fn serve_light(mut session: LightSession, mode: &StartMode) -> ExitCode {
                 let suppress = session.initialize_id().map(|id| id.to_string());
                 drop(out);
                 return exec_full(
+                    &stdio_binary(),
                     [OsString::from("serve-stdio")].into_iter(),
                     Some((replay, suppress)),
                     mode,
@@ -145,6 +151,12 @@ fn full_binary() -> PathBuf {
         .unwrap_or_else(|_| PathBuf::from("hooks-mcp-full"))
 }
 
+/// The stdio server a session is handed over to: `hooks-mcp-stdio` beside the full server
+/// (the MCP server without the daemon or the operator commands, so it keeps less memory).
+fn stdio_binary() -> PathBuf {
+    full_binary().with_file_name("hooks-mcp-stdio")
+}
+
 /// The catalogue child: [`CATALOGUE_BIN_ENV`], else `hooks-mcp-catalogue` beside the full
 /// server (they are built and installed together).
 fn catalogue_binary() -> PathBuf {
@@ -154,14 +166,14 @@ fn catalogue_binary() -> PathBuf {
     full_binary().with_file_name("hooks-mcp-catalogue")
 }
 
-/// Replaces this process with the full server. Returns only on failure.
+/// Replaces this process with the full server at `path`. Returns only on failure.
 fn exec_full(
+    path: &std::path::Path,
     args: impl Iterator<Item = OsString>,
     replay: Option<(Vec<u8>, Option<String>)>,
     mode: &StartMode,
 ) -> ExitCode {
-    let path = full_binary();
-    let mut command = Command::new(&path);
+    let mut command = Command::new(path);
     command.args(args);
     // The full server starts in the mode this front end resolved (flags included).
     command.envs(mode.to_env());
@@ -184,8 +196,9 @@ fn exec_full(
     }
     let error = command.exec();
     protocol_lite::diag!(
-        "hooks-mcp: cannot start the full server `{}`: {error}; it is built beside hooks-mcp \
-         (cargo build), or set {FULL_BIN_ENV} to its path",
+        "hooks-mcp: cannot start the full server `{}`: {error}; it is built and installed \
+         beside hooks-mcp (cargo build), or set {FULL_BIN_ENV} to the path of hooks-mcp-full \
+         (hooks-mcp-stdio lies beside it)",
         path.display()
     );
     ExitCode::FAILURE

@@ -28,6 +28,7 @@
 
 mod client_link;
 mod discovery;
+pub mod logging;
 mod observe;
 mod registry;
 mod resources_and_prompts;

@@ -24,12 +24,81 @@ use crate::server::INITIALIZED_GRACE;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum StdioError {
+    /// The handed-over session could not be read from its descriptor.
+    #[error("reading the handed-over session from descriptor {fd}: {source}")]
+    Replay {
+        /// The descriptor the front end named.
+        fd: String,
+        /// What reading it said.
+        source: std::io::Error,
+    },
+    /// The store could not be located, opened or migrated.
+    #[error("opening the store: {0}")]
+    Store(crate::SettingsError),
+    /// The tool registry could not be built (filters, start mode, catalogue).
+    #[error("building the tool registry: {0}")]
+    Registry(crate::SettingsError),
+    /// The async runtime could not start.
+    #[error("starting the async runtime: {0}")]
+    Runtime(std::io::Error),
     /// The handshake (replayed or not) failed inside the full server.
     #[error("the MCP handshake failed: {0}")]
     Handshake(String),
     /// The session loop ended with an error.
     #[error("the MCP session failed: {0}")]
     Session(String),
+}
+
+pub use protocol_lite::setting::{REPLAY_FD_ENV, SUPPRESS_ID_ENV};
+/// How long an idle blocking thread of the stdio server lives. Short: an agent's tool calls
+/// come seconds apart, and a new thread costs tens of microseconds, so a session waiting for
+/// its next request keeps only its main thread and stdin's reader.
+const BLOCKING_KEEP_ALIVE: std::time::Duration = std::time::Duration::from_millis(250);
+
+/// Serves one stdio session as the environment describes it: from the start, or the session
+/// the light front end handed over ([`REPLAY_FD_ENV`], [`SUPPRESS_ID_ENV`]). Opens the store
+/// (created if missing), builds the registry, and runs on a current-thread runtime until the
+/// client closes stdin.
+///
+/// # Errors
+/// [`StdioError`] when the replay, the store, the registry, the runtime or the session fails.
+pub fn serve_from_env() -> Result<(), StdioError> {
+    let handed_over = std::env::var(REPLAY_FD_ENV).ok();
+    let replay = match &handed_over {
+        Some(fd) => std::fs::read(format!("/dev/fd/{}", fd.trim())).map_err(|source| {
+            StdioError::Replay {
+                fd: fd.clone(),
+                source,
+            }
+        })?,
+        None => Vec::new(),
+    };
+    let suppress = std::env::var(SUPPRESS_ID_ENV)
+        .ok()
+        .and_then(|id| serde_json::from_str::<Value>(&id).ok());
+    let (settings, warnings, opened) =
+        crate::Settings::stdio_from_env().map_err(StdioError::Store)?;
+    if opened == store::Opened::Created {
+        tracing::info!("created a new store");
+    }
+    let (server, more) = HooksServer::new(settings).map_err(StdioError::Registry)?;
+    if handed_over.is_none() {
+        // The front end already printed these before handing over.
+        for w in warnings.iter().chain(&more) {
+            protocol_lite::diag!("hooks-mcp: warning: {w}");
+        }
+    }
+    tracing::debug!(
+        replay_bytes = replay.len(),
+        tools = server.tools().len(),
+        "full server starting on stdio"
+    );
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .thread_keep_alive(BLOCKING_KEEP_ALIVE)
+        .build()
+        .map_err(StdioError::Runtime)?;
+    runtime.block_on(serve_stdio(server, replay, suppress))
 }
 
 /// Serves `server` on this process's stdin and stdout until the client closes stdin.

@@ -8,9 +8,7 @@ mod ops;
 
 use std::process::ExitCode;
 
-use anyhow::Context;
 use clap::{Parser, Subcommand};
-use server_full::HooksServer;
 
 /// The hooks-mcp full server.
 #[derive(Debug, Parser)]
@@ -133,24 +131,11 @@ fn init_logging() {
     // The daemon reports its start-up phases and shutdown at `info`; a stdio server stays quiet.
     let daemon = std::env::var(daemon::lifecycle::TRANSPORT_ENV)
         .is_ok_and(|t| daemon::lifecycle::is_network_transport(&t));
-    let default = if daemon {
+    server_full::logging::init(if daemon {
         "info,rmcp=warn"
     } else {
         "warn,rmcp=error"
-    };
-    let filter = std::env::var("HOOKS_MCP_LOG").unwrap_or_else(|_| default.into());
-    let filter = tracing_subscriber::EnvFilter::try_new(&filter)
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
-    // stdout carries the protocol: logs go to stderr only. A closed or full stderr drops the
-    // line: the writer ignores write errors, and the subscriber must not report its own
-    // failures (it would do so on the same stderr, with a panicking eprintln).
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(|| protocol_lite::diag::QuietStderr)
-        .log_internal_errors(false)
-        .with_ansi(false)
-        .with_target(false)
-        .try_init();
+    });
 }
 
 fn serve() -> anyhow::Result<()> {
@@ -222,36 +207,5 @@ fn probe(level: Option<&str>, timeout_ms: u64) -> anyhow::Result<(u16, String)> 
 }
 
 fn serve_stdio() -> anyhow::Result<()> {
-    let handed_over = std::env::var("HOOKS_MCP_REPLAY_FD").ok();
-    let replay = match &handed_over {
-        Some(fd) => std::fs::read(format!("/dev/fd/{}", fd.trim()))
-            .with_context(|| format!("reading the handed-over session from descriptor {fd}"))?,
-        None => Vec::new(),
-    };
-    let suppress = std::env::var("HOOKS_MCP_SUPPRESS_ID")
-        .ok()
-        .and_then(|id| serde_json::from_str::<serde_json::Value>(&id).ok());
-    let (settings, warnings, opened) =
-        server_full::Settings::stdio_from_env().context("opening the store")?;
-    if opened == store::Opened::Created {
-        tracing::info!("created a new store");
-    }
-    let (server, more) = HooksServer::new(settings).context("building the tool registry")?;
-    if handed_over.is_none() {
-        // The front end already printed these before handing over.
-        for w in warnings.iter().chain(&more) {
-            protocol_lite::diag!("hooks-mcp: warning: {w}");
-        }
-    }
-    tracing::debug!(
-        replay_bytes = replay.len(),
-        tools = server.tools().len(),
-        "full server starting on stdio"
-    );
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .context("starting the async runtime")?;
-    runtime.block_on(server_full::stdio::serve_stdio(server, replay, suppress))?;
-    Ok(())
+    Ok(server_full::stdio::serve_from_env()?)
 }

@@ -769,21 +769,19 @@ async fn events(State(console): State<Console>, Query(query): Query<Params>) -> 
                     (rx, Some(now), stop),
                 ));
             }
-            loop {
-                tokio::select! {
-                    () = stop.cancelled() => return None,
-                    changed = rx.changed() => {
-                        if changed.is_err() {
-                            return None;
-                        }
-                        let v = rx.borrow_and_update().any;
-                        let event = Event::default().event("change").data(v.to_string());
-                        return Some((Ok(event), (rx, Some(v), stop)));
+            tokio::select! {
+                () = stop.cancelled() => None,
+                changed = rx.changed() => {
+                    if changed.is_err() {
+                        return None;
                     }
-                    () = tokio::time::sleep(BLIND_REFRESH), if !changes.connected() => {
-                        let event = Event::default().event("change").data("?");
-                        return Some((Ok(event), (rx, seen, stop)));
-                    }
+                    let v = rx.borrow_and_update().any;
+                    let event = Event::default().event("change").data(v.to_string());
+                    Some((Ok(event), (rx, Some(v), stop)))
+                }
+                () = tokio::time::sleep(BLIND_REFRESH), if !changes.connected() => {
+                    let event = Event::default().event("change").data("?");
+                    Some((Ok(event), (rx, seen, stop)))
                 }
             }
         }

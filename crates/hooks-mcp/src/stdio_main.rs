@@ -1,0 +1,22 @@
+//! `hooks-mcp-stdio`: the full MCP server for one stdio session, and nothing else.
+//!
+//! The light front end (`hooks-mcp`) `exec`s it on a session's first request it cannot answer,
+//! handing the connection over (the handshake replayed from an anonymous file). It links the
+//! MCP server (`server-full`), the store and the tools, but none of the network daemon, the
+//! operator's pages or the operator commands that `hooks-mcp-full` carries, so a session that
+//! called a tool keeps less memory. Started without a handed-over session, it serves stdio from
+//! the start, as `hooks-mcp-full serve` does.
+
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    // A stdio server stays quiet: warnings only, unless HOOKS_MCP_LOG says otherwise.
+    server_full::logging::init("warn,rmcp=error");
+    match server_full::stdio::serve_from_env() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            protocol_lite::diag!("hooks-mcp: error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
