@@ -7,409 +7,64 @@
 //! The human-readable layout of every tool answer an operator command prints (`--json` prints
 //! the answer itself). The commands call the tools through the catalogue; this crate only
 //! turns their JSON answers into lines. The same for the fleet reports (the audit trail, the
-//! sessions, a message's delivery report), which the commands read from the store as JSON.
+//! sessions, a message's delivery report): the commands read the store's rows page by page
+//! ([`all_pages`]) and hand them over as JSON; this crate builds each report's JSON (the
+//! times for people beside the instants, who is live, whether a message expired) and its
+//! lines. Also what the commands' `--since` option reads ([`Since`]), and the writing of it
+//! all on stdout.
 //!
 //! # What it must not depend on
 //!
 //! Nothing but `serde_json`: no store, server, runtime or argument parser, so any binary or
-//! daemon that shows tool answers to people can use it.
+//! daemon that shows tool answers to people can use it. What needs the store (writing and
+//! reading RFC 3339 times, the rows themselves) comes in as plain values and functions.
+
+mod answers;
+mod fields;
+mod fleet;
+mod reports;
+mod since;
 
 use serde_json::Value;
 
-/// A string field, or "" when absent.
-fn s<'a>(v: &'a Value, key: &str) -> &'a str {
-    v.get(key).and_then(Value::as_str).unwrap_or("")
-}
+pub use answers::human;
+pub use fleet::{audit, delivery, sessions};
+pub use reports::{all_pages, audit_report, delivery_report, sessions_report, with_times};
+pub use since::{Since, SinceError};
 
-/// A field as text, whatever its type ("" when absent or null).
-fn t(v: &Value, key: &str) -> String {
-    match v.get(key) {
-        None | Some(Value::Null) => String::new(),
-        Some(Value::String(text)) => text.clone(),
-        Some(other) => other.to_string(),
-    }
-}
-
-/// The items of an array field.
-fn items<'a>(v: &'a Value, key: &str) -> &'a [Value] {
-    v.get(key)
-        .and_then(Value::as_array)
-        .map(Vec::as_slice)
-        .unwrap_or(&[])
-}
-
-/// A tool's answer as text for people: one line per item, the fields an operator reads first.
-/// Tools without a dedicated layout get their JSON, pretty-printed.
-pub fn human(tool: &str, v: &Value) -> String {
-    let lines: Vec<String> = match tool {
-        "channel_publish" => vec![format!(
-            "published #{} on {} ({}), expires {}",
-            t(v, "id"),
-            s(v, "channel"),
-            s(v, "severity"),
-            s(v, "expires_at")
-        )],
-        "channel_list" => {
-            let rows = items(v, "channels");
-            if rows.is_empty() {
-                vec!["no channel has unexpired messages".into()]
-            } else {
-                rows.iter()
-                    .map(|c| {
-                        format!(
-                            "{:<24} {:>4} active, latest {}",
-                            s(c, "channel"),
-                            t(c, "active"),
-                            s(c, "latest_at")
-                        )
-                    })
-                    .collect()
-            }
-        }
-        "channel_read" => {
-            let rows = items(v, "messages");
-            if rows.is_empty() {
-                vec!["no unexpired messages".into()]
-            } else {
-                rows.iter()
-                    .map(|m| {
-                        let ack = if m.get("acknowledged") == Some(&Value::Bool(true)) {
-                            " (acknowledged)"
-                        } else {
-                            ""
-                        };
-                        format!(
-                            "#{} [{}] {} {}: {}{ack}",
-                            t(m, "id"),
-                            s(m, "severity"),
-                            s(m, "channel"),
-                            s(m, "created_at"),
-                            s(m, "message")
-                        )
-                    })
-                    .collect()
-            }
-        }
-        "channel_acknowledge" => vec![format!(
-            "acknowledged #{} for session {}",
-            t(v, "acknowledged"),
-            s(v, "session_id")
-        )],
-        "channel_clear" => vec![format!("removed {} message(s)", t(v, "removed"))],
-        "enforcement_set" => vec![format!(
-            "added reminder #{} (every {} tool calls{})",
-            t(v, "id"),
-            t(v, "cadence"),
-            match s(v, "tag") {
-                "" => String::new(),
-                tag => format!(", tag {tag}"),
-            }
-        )],
-        "enforcement_list" => {
-            let rows = items(v, "reminders");
-            if rows.is_empty() {
-                vec!["no reminders".into()]
-            } else {
-                rows.iter()
-                    .map(|r| {
-                        format!(
-                            "#{} every {} calls{}: {}",
-                            t(r, "id"),
-                            t(r, "cadence"),
-                            match s(r, "tag") {
-                                "" => String::new(),
-                                tag => format!(" [{tag}]"),
-                            },
-                            s(r, "message")
-                        )
-                    })
-                    .collect()
-            }
-        }
-        "enforcement_clear" => vec![format!("removed {} reminder(s)", t(v, "removed"))],
-        "condition_list" => {
-            let rows = items(v, "conditions");
-            if rows.is_empty() {
-                vec!["no conditions".into()]
-            } else {
-                rows.iter()
-                    .map(|c| {
-                        format!(
-                            "{:<24} {:<4} {:<24} {}{}",
-                            s(c, "name"),
-                            s(c, "step"),
-                            s(c, "matcher"),
-                            s(c, "language"),
-                            if c.get("run_async") == Some(&Value::Bool(true)) {
-                                " async"
-                            } else {
-                                ""
-                            }
-                        )
-                    })
-                    .collect()
-            }
-        }
-        "condition_show" => vec![
-            format!("name:     {}", s(v, "name")),
-            format!("step:     {}", s(v, "step")),
-            format!("matcher:  {}", s(v, "matcher")),
-            format!("language: {}", s(v, "language")),
-            format!("async:    {}", t(v, "run_async")),
-            format!("set by:   {}", s(v, "session_id")),
-            format!("updated:  {}", s(v, "updated_at")),
-            "script:".into(),
-            s(v, "script").to_owned(),
-        ],
-        "condition_clear" => vec![format!("removed condition {}", s(v, "removed"))],
-        "schedule_create" => vec![format!(
-            "scheduled #{}, first firing at {}",
-            t(v, "id"),
-            s(v, "next_fire_at")
-        )],
-        "schedule_list" => {
-            let rows = items(v, "schedules");
-            if rows.is_empty() {
-                vec!["no schedules".into()]
-            } else {
-                rows.iter().map(schedule_line).collect()
-            }
-        }
-        "schedule_cancel" => vec![format!("cancelled {}", schedule_line(v))],
-        _ => vec![serde_json::to_string_pretty(v).unwrap_or_else(|_| v.to_string())],
-    };
-    lines.join("\n")
-}
-
-fn schedule_line(v: &Value) -> String {
-    let trigger = v
-        .get("trigger")
-        .and_then(Value::as_object)
-        .and_then(|o| o.iter().next())
-        .map(|(k, val)| match val {
-            Value::String(text) => format!("{k} {text}"),
-            other => format!("{k} {other}"),
-        })
-        .unwrap_or_default();
-    let name = match s(v, "name") {
-        "" => String::new(),
-        name => format!(" ({name})"),
-    };
-    let next = match s(v, "next_fire_at") {
-        "" => String::new(),
-        next => format!(", next {next}"),
-    };
-    format!(
-        "#{}{name} {} -> {} [{trigger}], fired {}{next}",
-        t(v, "id"),
-        s(v, "status"),
-        s(v, "channel"),
-        t(v, "fire_count"),
-    )
-}
-
-/// The audit trail (a JSON array of entries, each with `at_time`) as one line per change:
-/// time, actor, action, subject and the detail's fields.
-pub fn audit(v: &Value) -> String {
-    let rows = v.as_array().map(Vec::as_slice).unwrap_or(&[]);
-    if rows.is_empty() {
-        return "no changes recorded".into();
-    }
-    rows.iter()
-        .map(|e| {
-            let actor = e
-                .get("actor")
-                .map_or(String::new(), |a| match s(a, "name") {
-                    "" => s(a, "kind").to_owned(),
-                    name => format!("{}:{name}", s(a, "kind")),
-                });
-            let detail = e
-                .get("detail")
-                .and_then(Value::as_object)
-                .map(|d| {
-                    d.iter()
-                        .filter(|(_, v)| !v.is_null())
-                        .map(|(k, v)| match v {
-                            // Quoted (JSON escapes) when it would not read as one word.
-                            Value::String(text)
-                                if !text.is_empty()
-                                    && !text
-                                        .chars()
-                                        .any(|c| c.is_whitespace() || "\"=".contains(c)) =>
-                            {
-                                format!("{k}={text}")
-                            }
-                            other => format!("{k}={other}"),
-                        })
-                        .collect::<Vec<_>>()
-                        .join(" ")
-                })
-                .unwrap_or_default();
-            format!(
-                "{} {actor} {} {} {detail}",
-                s(e, "at_time"),
-                s(e, "action"),
-                s(e, "subject")
-            )
-            .trim_end()
-            .to_owned()
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
-/// How long ago `then` was at `now` (both Unix milliseconds): `12s`, `5m`, `3h`, `2d`.
-fn ago(now: i64, then: i64) -> String {
-    let secs = (now.saturating_sub(then) / 1000).max(0);
-    match secs {
-        s if s < 120 => format!("{s}s"),
-        s if s < 7200 => format!("{}m", s / 60),
-        s if s < 172_800 => format!("{}h", s / 3600),
-        s => format!("{}d", s / 86_400),
-    }
-}
-
-/// The sessions (`{"all", "now", "sessions": [...]}`) as one line each: id, live or not, last
-/// seen (ago), last event and transport, tool calls, working directory.
-pub fn sessions(v: &Value) -> String {
-    let now = v.get("now").and_then(Value::as_i64).unwrap_or(0);
-    let rows = items(v, "sessions");
-    if rows.is_empty() {
-        return if v.get("all") == Some(&Value::Bool(true)) {
-            "no sessions recorded".into()
-        } else {
-            "no live sessions (--all shows the recent ones)".into()
-        };
-    }
-    rows.iter()
-        .map(|r| {
-            let last = r.get("last_seen").and_then(Value::as_i64).unwrap_or(0);
-            let live = if r.get("live") == Some(&Value::Bool(true)) {
-                "live"
-            } else {
-                "gone"
-            };
-            let cwd = match s(r, "cwd") {
-                "" => String::new(),
-                cwd => format!(" {cwd}"),
-            };
-            format!(
-                "{} {live} seen {} ago ({} via {}), {} tool calls{cwd}",
-                s(r, "session_id"),
-                ago(now, last),
-                s(r, "last_event"),
-                s(r, "transport"),
-                t(r, "tool_calls"),
-            )
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
-/// A message's delivery report as its summary line (`critical #12 deploys: delivered 9 of 9
-/// live sessions, acknowledged 7`) and one line per session concerned.
-pub fn delivery(v: &Value) -> String {
-    let empty = Value::Null;
-    let m = v.get("message").unwrap_or(&empty);
-    let expired = if v.get("expired") == Some(&Value::Bool(true)) {
-        " (expired)"
+/// What a command prints for `value`: its JSON, pretty-printed, with `--json` (`json`), else
+/// `text`'s lines for people.
+pub fn render(value: &Value, json: bool, text: impl FnOnce(&Value) -> String) -> String {
+    if json {
+        serde_json::to_string_pretty(value).unwrap_or_else(|_| value.to_string())
     } else {
-        ""
-    };
-    let mut lines = vec![format!(
-        "{} #{} {}{expired}: delivered {} of {} live sessions, acknowledged {}",
-        s(m, "severity"),
-        t(m, "id"),
-        s(m, "channel"),
-        t(v, "delivered_live"),
-        t(v, "live_subscribed"),
-        t(v, "acknowledged"),
-    )];
-    for r in items(v, "sessions") {
-        let mut facts = Vec::new();
-        match s(r, "delivered_at_time") {
-            "" => facts.push("not delivered".to_owned()),
-            at => facts.push(format!("delivered {at}")),
-        }
-        if let Some(at) = r.get("acknowledged_at_time").and_then(Value::as_str) {
-            facts.push(format!("acknowledged {at}"));
-        }
-        if r.get("live") != Some(&Value::Bool(true)) {
-            facts.push("not live".into());
-        } else if r.get("subscribed") != Some(&Value::Bool(true)) {
-            facts.push("not subscribed".into());
-        }
-        lines.push(format!("  {} {}", s(r, "session_id"), facts.join(", ")));
+        text(value)
     }
-    lines.join("\n")
+}
+
+/// Writes `text` and a newline on stdout: the operator's terminal (the commands that print
+/// serve no MCP stream there). A closed stdout drops it.
+pub fn print_out(text: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stdout().lock(), "{text}");
 }
 
 #[cfg(test)]
 mod tests {
     use serde_json::json;
 
-    use super::{audit, delivery, human, sessions};
+    use super::render;
 
     #[test]
-    fn a_delivery_report_leads_with_its_summary() {
-        let report = json!({
-            "message": { "id": 12, "channel": "deploys", "severity": "critical" },
-            "live_subscribed": 9, "delivered_live": 9, "delivered": 10, "acknowledged": 7,
-            "expired": false,
-            "sessions": [
-                { "session_id": "s1", "delivered_at_time": "2026-12-01T10:00:00Z",
-                  "live": true, "subscribed": true },
-                { "session_id": "s2", "live": true, "subscribed": true }
-            ]
-        });
-        let text = delivery(&report);
-        let lines: Vec<&str> = text.lines().collect();
+    fn render_prints_json_or_the_text_layout() {
+        let v = json!({ "removed": 2 });
         assert_eq!(
-            lines[0],
-            "critical #12 deploys: delivered 9 of 9 live sessions, acknowledged 7"
+            render(&v, true, |_| "text".into()),
+            "{\n  \"removed\": 2\n}"
         );
-        assert_eq!(lines[1], "  s1 delivered 2026-12-01T10:00:00Z");
-        assert_eq!(lines[2], "  s2 not delivered");
-    }
-
-    #[test]
-    fn audit_and_sessions_read_one_line_each() {
-        let entries = json!([{
-            "at_time": "2026-12-01T10:00:00Z", "action": "publish", "subject": "12",
-            "actor": { "kind": "operator", "name": "alice" },
-            "detail": { "channel": "deploys", "tag": null, "body": "line one\nline two" }
-        }]);
         assert_eq!(
-            audit(&entries),
-            "2026-12-01T10:00:00Z operator:alice publish 12 channel=deploys \
-             body=\"line one\\nline two\""
-        );
-        assert_eq!(audit(&json!([])), "no changes recorded");
-        let listed = json!({ "all": false, "now": 600_000, "sessions": [{
-            "session_id": "s1", "live": true, "last_seen": 300_000, "last_event": "PreToolUse",
-            "transport": "hook", "tool_calls": 4, "cwd": "/src/app"
-        }]});
-        assert_eq!(
-            sessions(&listed),
-            "s1 live seen 5m ago (PreToolUse via hook), 4 tool calls /src/app"
-        );
-    }
-
-    #[test]
-    fn a_publish_reads_as_one_line_and_unknown_answers_as_json() {
-        let published = json!({
-            "id": 12, "channel": "deploys", "severity": "critical",
-            "expires_at": "2026-12-01T10:00:00Z"
-        });
-        assert_eq!(
-            human("channel_publish", &published),
-            "published #12 on deploys (critical), expires 2026-12-01T10:00:00Z"
-        );
-        let other = json!({ "anything": [1, 2] });
-        let text = human("no_such_tool", &other);
-        assert_eq!(
-            serde_json::from_str::<serde_json::Value>(&text).unwrap(),
-            other
+            render(&v, false, |v| format!("removed {}", v["removed"])),
+            "removed 2"
         );
     }
 }

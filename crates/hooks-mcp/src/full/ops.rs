@@ -14,6 +14,9 @@ use catalogue::{CallContext, SessionPolicy};
 
 use hook_dispatch::open;
 
+/// Writes on stdout (`init`, `status` and `health` print through it too).
+pub(crate) use operator::print_out;
+
 /// Environment variables naming the acting session when `--session-id` is not given.
 const SESSION_ENV: [&str; 2] = ["HOOKS_MCP_SESSION_ID", "CLAUDE_CODE_SESSION_ID"];
 
@@ -25,17 +28,28 @@ pub(crate) struct Common {
     json: bool,
 }
 
-/// `hooks-mcp channel ...`
+/// `hooks-mcp channel|enforcement|condition|schedule ...`: the subcommand `C` and the options
+/// every one takes.
 #[derive(Debug, Args)]
-pub(crate) struct ChannelArgs {
+pub(crate) struct Group<C: Subcommand> {
     #[command(subcommand)]
-    command: ChannelCmd,
+    command: C,
     #[command(flatten)]
     common: Common,
 }
 
+/// `hooks-mcp channel ...`
+pub(crate) type ChannelArgs = Group<ChannelCmd>;
+/// `hooks-mcp enforcement ...`
+pub(crate) type EnforcementArgs = Group<EnforcementCmd>;
+/// `hooks-mcp condition ...`
+pub(crate) type ConditionArgs = Group<ConditionCmd>;
+/// `hooks-mcp schedule ...`
+pub(crate) type ScheduleArgs = Group<ScheduleCmd>;
+
+/// The `channel` subcommands.
 #[derive(Debug, Subcommand)]
-enum ChannelCmd {
+pub(crate) enum ChannelCmd {
     /// Publish a broadcast (channel_publish).
     Publish {
         /// Channel: letters, digits, `.`, `_`, `-`; `global` reaches every session.
@@ -92,17 +106,9 @@ enum ChannelCmd {
     },
 }
 
-/// `hooks-mcp enforcement ...`
-#[derive(Debug, Args)]
-pub(crate) struct EnforcementArgs {
-    #[command(subcommand)]
-    command: EnforcementCmd,
-    #[command(flatten)]
-    common: Common,
-}
-
+/// The `enforcement` subcommands.
 #[derive(Debug, Subcommand)]
-enum EnforcementCmd {
+pub(crate) enum EnforcementCmd {
     /// Add a reminder shown to each session every N tool calls (enforcement_set).
     Set {
         /// The reminder text.
@@ -127,17 +133,9 @@ enum EnforcementCmd {
     },
 }
 
-/// `hooks-mcp condition ...`
-#[derive(Debug, Args)]
-pub(crate) struct ConditionArgs {
-    #[command(subcommand)]
-    command: ConditionCmd,
-    #[command(flatten)]
-    common: Common,
-}
-
+/// The `condition` subcommands.
 #[derive(Debug, Subcommand)]
-enum ConditionCmd {
+pub(crate) enum ConditionCmd {
     /// List the conditions (condition_list).
     List,
     /// Show one condition with its script (condition_show).
@@ -155,17 +153,9 @@ enum ConditionCmd {
     },
 }
 
-/// `hooks-mcp schedule ...`
-#[derive(Debug, Args)]
-pub(crate) struct ScheduleArgs {
-    #[command(subcommand)]
-    command: ScheduleCmd,
-    #[command(flatten)]
-    common: Common,
-}
-
+/// The `schedule` subcommands.
 #[derive(Debug, Subcommand)]
-enum ScheduleCmd {
+pub(crate) enum ScheduleCmd {
     /// Schedule a publication (schedule_create); pass exactly one of --at, --every-seconds,
     /// --cron.
     Create {
@@ -201,162 +191,80 @@ enum ScheduleCmd {
     },
 }
 
-/// Builds a tool's arguments from the options given (absent ones are left out).
-#[derive(Debug, Default)]
-struct ToolArgs(Map<String, Value>);
-
-impl ToolArgs {
-    fn set(mut self, key: &str, value: impl Into<Value>) -> Self {
-        self.0.insert(key.to_owned(), value.into());
-        self
-    }
-
-    fn opt<T: Into<Value>>(self, key: &str, value: Option<T>) -> Self {
-        match value {
-            Some(v) => self.set(key, v),
-            None => self,
+/// Matches a subcommand to its tool and the tool's arguments: each option listed, under its
+/// field's name (the tool's parameter; the pattern must list every field, so none is
+/// forgotten). Arms after `;` run instead of a tool call.
+macro_rules! tool_call {
+    ($cmd:expr, $enum:ident: $($variant:ident { $($field:ident),* } => $tool:literal),+
+        $(; $($other:pat => $done:expr),+)?) => {
+        match $cmd {
+            $($enum::$variant { $($field),* } => ($tool, given(vec![
+                $((stringify!($field), serde_json::to_value($field).unwrap_or(Value::Null))),*
+            ])),)+
+            $($($other => $done,)+)?
         }
-    }
+    };
+}
 
-    fn flag(self, key: &str, on: bool) -> Self {
-        if on { self.set(key, true) } else { self }
-    }
+/// The options given: those left out (`None`) and the flags left off (`false`) are no
+/// arguments of the tool.
+fn given(options: Vec<(&str, Value)>) -> Map<String, Value> {
+    options
+        .into_iter()
+        .filter(|(_, v)| !matches!(v, Value::Null | Value::Bool(false)))
+        .map(|(k, v)| (k.to_owned(), v))
+        .collect()
 }
 
 /// Runs `hooks-mcp channel ...`.
 pub(crate) fn channel(args: ChannelArgs) -> ExitCode {
-    let (tool, call) = match args.command {
+    let (tool, call) = tool_call!(args.command, ChannelCmd:
+        Publish { channel, message, severity, ttl_seconds } => "channel_publish",
+        List {} => "channel_list",
+        Read { channel, session_id, include_acknowledged, limit } => "channel_read",
+        Ack { message_id, session_id } => "channel_acknowledge",
+        Clear { channel, message_id } => "channel_clear";
         ChannelCmd::Status { message_id } => {
             return crate::fleet::channel_status(message_id, args.common.json);
         }
-        ChannelCmd::Publish {
-            channel,
-            message,
-            severity,
-            ttl_seconds,
-        } => (
-            "channel_publish",
-            ToolArgs::default()
-                .set("channel", channel)
-                .set("message", message)
-                .opt("severity", severity)
-                .opt("ttl_seconds", ttl_seconds),
-        ),
-        ChannelCmd::List => ("channel_list", ToolArgs::default()),
-        ChannelCmd::Read {
-            channel,
-            session_id,
-            include_acknowledged,
-            limit,
-        } => (
-            "channel_read",
-            ToolArgs::default()
-                .opt("channel", channel)
-                .opt("session_id", session_id)
-                .flag("include_acknowledged", include_acknowledged)
-                .opt("limit", limit),
-        ),
-        ChannelCmd::Ack {
-            message_id,
-            session_id,
-        } => (
-            "channel_acknowledge",
-            ToolArgs::default()
-                .set("message_id", message_id)
-                .opt("session_id", session_id),
-        ),
-        ChannelCmd::Clear {
-            channel,
-            message_id,
-        } => (
-            "channel_clear",
-            ToolArgs::default()
-                .opt("channel", channel)
-                .opt("message_id", message_id),
-        ),
-    };
+    );
     execute(tool, call, &args.common)
 }
 
 /// Runs `hooks-mcp enforcement ...`.
 pub(crate) fn enforcement(args: EnforcementArgs) -> ExitCode {
-    let (tool, call) = match args.command {
-        EnforcementCmd::Set {
-            message,
-            cadence,
-            tag,
-        } => (
-            "enforcement_set",
-            ToolArgs::default()
-                .set("message", message)
-                .set("cadence", cadence)
-                .opt("tag", tag),
-        ),
-        EnforcementCmd::List => ("enforcement_list", ToolArgs::default()),
-        EnforcementCmd::Clear {
-            enforcement_id,
-            tag,
-        } => (
-            "enforcement_clear",
-            ToolArgs::default()
-                .opt("enforcement_id", enforcement_id)
-                .opt("tag", tag),
-        ),
-    };
+    let (tool, call) = tool_call!(args.command, EnforcementCmd:
+        Set { message, cadence, tag } => "enforcement_set",
+        List {} => "enforcement_list",
+        Clear { enforcement_id, tag } => "enforcement_clear"
+    );
     execute(tool, call, &args.common)
 }
 
 /// Runs `hooks-mcp condition ...`.
 pub(crate) fn condition(args: ConditionArgs) -> ExitCode {
-    let (tool, call) = match args.command {
-        ConditionCmd::List => ("condition_list", ToolArgs::default()),
-        ConditionCmd::Show { name } => ("condition_show", ToolArgs::default().set("name", name)),
-        ConditionCmd::Clear { name, session_id } => (
-            "condition_clear",
-            ToolArgs::default()
-                .set("name", name)
-                .opt("session_id", session_id),
-        ),
-    };
+    let (tool, call) = tool_call!(args.command, ConditionCmd:
+        List {} => "condition_list",
+        Show { name } => "condition_show",
+        Clear { name, session_id } => "condition_clear"
+    );
     execute(tool, call, &args.common)
 }
 
 /// Runs `hooks-mcp schedule ...`.
 pub(crate) fn schedule(args: ScheduleArgs) -> ExitCode {
-    let (tool, call) = match args.command {
-        ScheduleCmd::Create {
-            channel,
-            message,
-            at,
-            every_seconds,
-            cron,
-            severity,
-            ttl_seconds,
-            name,
-        } => (
-            "schedule_create",
-            ToolArgs::default()
-                .set("channel", channel)
-                .set("message", message)
-                .opt("at", at)
-                .opt("every_seconds", every_seconds)
-                .opt("cron", cron)
-                .opt("severity", severity)
-                .opt("ttl_seconds", ttl_seconds)
-                .opt("name", name),
-        ),
-        ScheduleCmd::List => ("schedule_list", ToolArgs::default()),
-        ScheduleCmd::Cancel { schedule_id } => (
-            "schedule_cancel",
-            ToolArgs::default().set("schedule_id", schedule_id),
-        ),
-    };
+    let (tool, call) = tool_call!(args.command, ScheduleCmd:
+        Create { channel, message, at, every_seconds, cron, severity, ttl_seconds, name }
+            => "schedule_create",
+        List {} => "schedule_list",
+        Cancel { schedule_id } => "schedule_cancel"
+    );
     execute(tool, call, &args.common)
 }
 
 /// Calls `tool` through the catalogue and prints the answer; exit 1 on a tool error (its message
 /// on stderr) or when the store cannot be opened.
-fn execute(tool: &str, args: ToolArgs, common: &Common) -> ExitCode {
+fn execute(tool: &str, args: Map<String, Value>, common: &Common) -> ExitCode {
     let store = match open::store_from_env(true) {
         Ok((store, opened)) => {
             if opened == store::Opened::Created {
@@ -377,14 +285,10 @@ fn execute(tool: &str, args: ToolArgs, common: &Common) -> ExitCode {
             .find_map(|k| std::env::var(k).ok().filter(|v| !v.trim().is_empty())),
     );
     let ctx = CallContext::new(open::now_ms(), &session, &extensions);
-    match catalogue::call(tool, &ctx, Value::Object(args.0)) {
+    match catalogue::call(tool, &ctx, Value::Object(args)) {
         Ok(answer) => {
-            let text = if common.json {
-                serde_json::to_string_pretty(&answer).unwrap_or_else(|_| answer.to_string())
-            } else {
-                operator::human(tool, &answer)
-            };
-            print_out(&text);
+            let text = operator::render(&answer, common.json, |v| operator::human(tool, v));
+            operator::print_out(&text);
             ExitCode::SUCCESS
         }
         Err(e) => {
@@ -402,10 +306,4 @@ pub(crate) fn operator_actor() -> store::Actor {
         .find_map(|k| std::env::var(k).ok().filter(|v| !v.trim().is_empty()))
         .unwrap_or_else(|| format!("uid {}", rustix::process::getuid().as_raw()));
     store::Actor::Operator(name)
-}
-
-/// Writes the answer on stdout (the operator's terminal: no MCP stream here).
-pub(crate) fn print_out(text: &str) {
-    use std::io::Write;
-    let _ = writeln!(std::io::stdout().lock(), "{text}");
 }
