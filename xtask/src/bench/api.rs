@@ -23,6 +23,7 @@ use crate::markdown::{Align, table};
 use crate::util::cargo::{self, Profile};
 use crate::util::daemon::Daemon;
 use crate::util::http::Conn;
+use crate::util::procfs;
 
 /// Options of `cargo xtask bench api`.
 #[derive(Debug, Clone, clap::Args)]
@@ -102,7 +103,9 @@ impl Filled {
         );
         let db = home.path().join("state.db");
         let (message_id, audit_rows) = fill(&db, size.messages, size.sessions)?;
-        let _ = std::process::Command::new("sync").status();
+        if profile == Profile::Release {
+            procfs::write_back_page_cache();
+        }
         let daemon = Daemon::start_with(
             &bin,
             home.path(),

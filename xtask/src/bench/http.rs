@@ -23,7 +23,7 @@ use serde_json::json;
 use crate::util::cargo::{self, Profile};
 use crate::util::daemon::Daemon;
 use crate::util::http::{Conn, tool_call};
-use crate::util::procfs::{TICKS_PER_SECOND, cpu_ticks, private_dirty_kib};
+use crate::util::procfs::{self, TICKS_PER_SECOND, cpu_ticks, private_dirty_kib};
 
 /// Options of `cargo xtask bench http`.
 #[derive(Debug, Clone, clap::Args)]
@@ -161,8 +161,9 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
     let mut per_session = Vec::new();
     if args.idle > 0 {
         for kind in [Idle::Http, Idle::HttpWithGet, Idle::Subscribed, Idle::Sse] {
-            // Written pages of a freshly built binary count as private dirty until synced.
-            let _ = Command::new("sync").status();
+            if !args.smoke {
+                procfs::write_back_page_cache();
+            }
             let home = tempfile::tempdir()?;
             let mut daemon = Daemon::start_with(
                 &bin,

@@ -170,6 +170,8 @@ impl ServerBins {
         let front = copy("hooks-mcp", "hooks-mcp --bins")?;
         let full = copy("hooks-mcp-full", "hooks-mcp --bins")?;
         copy("hooks-mcp-catalogue", "hooks-mcp --bins")?;
+        // What the front end hands a session over to, found beside the full server.
+        copy("hooks-mcp-stdio", "hooks-mcp --bins")?;
         let floor = if with_floor {
             Some(copy("floor-stdio", "bench-floor")?)
         } else {

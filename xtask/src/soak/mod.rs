@@ -35,7 +35,6 @@ mod tests;
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::Mutex;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
@@ -168,8 +167,9 @@ struct Load {
 pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
     let args = &args.sized()?;
     let bin = daemon_bin(args)?;
-    // Freshly linked binaries sit in dirty page cache; written back, they are not counted.
-    let _ = Command::new("sync").status();
+    if !args.smoke {
+        procfs::write_back_page_cache();
+    }
     let home = tempfile::Builder::new()
         .prefix("hooks-mcp-soak")
         .disable_cleanup(args.keep)
