@@ -28,6 +28,7 @@ fn short_lived_binaries_carry_the_unwinder_and_the_server_loads_it() {
         (env!("CARGO_BIN_EXE_hooks-mcp-hook"), true),
         (env!("CARGO_BIN_EXE_hooks-mcp"), true),
         (env!("CARGO_BIN_EXE_hooks-mcp-catalogue"), true),
+        (env!("CARGO_BIN_EXE_hooks-mcp-stdio"), true),
         (env!("CARGO_BIN_EXE_hooks-mcp-full"), false),
     ];
     for (bin, short_lived) in binaries {

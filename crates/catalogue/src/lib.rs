@@ -151,7 +151,7 @@ pub use listing::Listing;
 pub use mode::{
     BYTES_PER_TOKEN, FIND_TOOLS, FindToolsArgs, LOAD_MODULES, LoadModulesArgs, MODE_ENV,
     MODE_SETTINGS, MODULES_ENV, ModeError, RESOURCES_LINE, StartMode, advertised_tools,
-    discovery_tools, estimate_tokens, instructions,
+    discovery_tools, estimate_tokens, instructions, instructions_for,
 };
 pub use protocol_lite::setting::Setting;
 pub use registration::{Handler, ToolRegistration, call, find, registrations};

@@ -275,7 +275,7 @@ pub fn instructions(visible: &Catalogue, mode: &StartMode) -> Option<String> {
 /// [`instructions`] from each visible tool's category and the length of its compact MCP JSON,
 /// which is all the wording depends on (the token estimate is that length over
 /// [`BYTES_PER_TOKEN`], per tool).
-pub(crate) fn instructions_for(
+pub fn instructions_for(
     mode: &StartMode,
     tools: impl Iterator<Item = (Category, usize)> + Clone,
 ) -> Option<String> {

@@ -237,6 +237,11 @@ impl Catalogue {
         &self.tools
     }
 
+    /// The tools, in catalogue order, owned (for a server that keeps them without a copy).
+    pub fn into_tools(self) -> Vec<ToolSpec> {
+        self.tools
+    }
+
     /// The tool with this exact name.
     pub fn get(&self, name: &str) -> Option<&ToolSpec> {
         self.tools.iter().find(|t| t.name == name)

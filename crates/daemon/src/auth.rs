@@ -48,15 +48,7 @@ impl Token {
     /// Whether `candidate` is this token. The comparison takes the same time wherever the
     /// first difference is (only the length may show).
     pub fn matches(&self, candidate: &[u8]) -> bool {
-        let expected = self.0.as_bytes();
-        if candidate.len() != expected.len() {
-            return false;
-        }
-        let difference = expected
-            .iter()
-            .zip(candidate)
-            .fold(0u8, |acc, (a, b)| acc | (a ^ b));
-        std::hint::black_box(difference) == 0
+        bool::from(subtle::ConstantTimeEq::ct_eq(self.0.as_bytes(), candidate))
     }
 }
 

@@ -29,6 +29,7 @@
 mod client_link;
 mod discovery;
 pub mod logging;
+mod memory;
 mod observe;
 mod registry;
 mod resources_and_prompts;

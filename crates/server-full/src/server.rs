@@ -66,7 +66,7 @@ struct Inner {
     /// The process's feed of store changes (none without a store).
     changes: Option<StoreChanges>,
     /// The store answers reads at once ([`store::no_wait`]): read-only tools then run on the
-    /// async thread, without the round trip through the blocking pool.
+    /// async thread, without the round trip through the blocking pool (never on stdio).
     inline_reads: bool,
     /// What counts this server's tool calls, when anything does (the daemon's metrics; never
     /// under stdio).
@@ -79,9 +79,9 @@ impl HooksServer {
     /// # Errors
     /// [`SettingsError::Catalogue`] when the registered tools are inconsistent.
     pub fn new(settings: Settings) -> Result<(Self, Vec<FilterWarning>), SettingsError> {
-        let (registry, warnings) = registry::build(&settings.filter)?;
+        let (registry, warnings) = registry::build(&settings.filter, &settings.mode)?;
         let identity = ServerIdentity {
-            instructions: catalogue::instructions(&registry.visible, &settings.mode),
+            instructions: registry.instructions.clone(),
         };
         let info = server_config(&identity)?;
         let discovery = if settings.mode.has_discovery() {
@@ -93,10 +93,15 @@ impl HooksServer {
         } else {
             Vec::new()
         };
-        let inline_reads = settings
-            .extensions
-            .get::<store::StoreHandle>()
-            .is_some_and(|s| s.reads_without_waiting());
+        // Inline reads spare a daemon's many sessions a thread hop each, at the price of a
+        // second (reader) connection. A stdio session is one client: its reads take the
+        // blocking thread and the one connection, which keeps an idle session smaller.
+        let stdio = settings.extensions.get::<store::Transport>() == Some(&store::Transport::Stdio);
+        let inline_reads = !stdio
+            && settings
+                .extensions
+                .get::<store::StoreHandle>()
+                .is_some_and(|s| s.reads_without_waiting());
         let inner = Inner {
             inline_reads,
             registry,

@@ -18,6 +18,7 @@ use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader
 use tokio::sync::{Mutex, Notify, mpsc};
 
 use crate::HooksServer;
+use crate::memory::QuietTrim;
 use crate::server::INITIALIZED_GRACE;
 
 /// Why a stdio session ended badly.
@@ -63,6 +64,7 @@ const BLOCKING_KEEP_ALIVE: std::time::Duration = std::time::Duration::from_milli
 /// # Errors
 /// [`StdioError`] when the replay, the store, the registry, the runtime or the session fails.
 pub fn serve_from_env() -> Result<(), StdioError> {
+    crate::memory::one_arena();
     let handed_over = std::env::var(REPLAY_FD_ENV).ok();
     let replay = match &handed_over {
         Some(fd) => std::fs::read(format!("/dev/fd/{}", fd.trim())).map_err(|source| {
@@ -76,12 +78,20 @@ pub fn serve_from_env() -> Result<(), StdioError> {
     let suppress = std::env::var(SUPPRESS_ID_ENV)
         .ok()
         .and_then(|id| serde_json::from_str::<Value>(&id).ok());
-    let (settings, warnings, opened) =
-        crate::Settings::stdio_from_env().map_err(StdioError::Store)?;
-    if opened == store::Opened::Created {
-        tracing::info!("created a new store");
-    }
-    let (server, more) = HooksServer::new(settings).map_err(StdioError::Registry)?;
+    let (server, warnings, more) = crate::memory::off_main_stack(|| {
+        let (settings, warnings, opened) =
+            crate::Settings::stdio_from_env().map_err(StdioError::Store)?;
+        if opened == store::Opened::Created {
+            tracing::info!("created a new store");
+        }
+        let (server, more) = HooksServer::new(settings).map_err(StdioError::Registry)?;
+        Ok::<_, StdioError>((server, warnings, more))
+    })
+    .unwrap_or_else(|| {
+        Err(StdioError::Runtime(std::io::Error::other(
+            "the start-up thread ended without running",
+        )))
+    })?;
     if handed_over.is_none() {
         // The front end already printed these before handing over.
         for w in warnings.iter().chain(&more) {
@@ -93,12 +103,16 @@ pub fn serve_from_env() -> Result<(), StdioError> {
         tools = server.tools().len(),
         "full server starting on stdio"
     );
+    // Timers only: stdin and stdout go through the blocking pool, so the session needs no I/O
+    // driver (and with it no signal driver, whose tables every process would keep).
     let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
+        .enable_time()
         .thread_keep_alive(BLOCKING_KEEP_ALIVE)
         .build()
         .map_err(StdioError::Runtime)?;
-    runtime.block_on(serve_stdio(server, replay, suppress))
+    // On the heap: the session future is large, and block_on would hold it (and copies made
+    // while it is moved there) on the main thread's stack, whose touched pages stay dirty.
+    runtime.block_on(Box::pin(serve_stdio(server, replay, suppress)))
 }
 
 /// Serves `server` on this process's stdin and stdout until the client closes stdin.
@@ -149,6 +163,7 @@ where
     let transport = LineTransport {
         receiver,
         writer,
+        trim: QuietTrim::start(),
         suppress,
     };
     let outcome = match server.serve(transport).await {
@@ -267,6 +282,8 @@ where
 struct LineTransport<W> {
     receiver: mpsc::Receiver<ClientJsonRpcMessage>,
     writer: Arc<Mutex<W>>,
+    /// Hands freed memory back once the session is quiet.
+    trim: QuietTrim,
     /// The id whose first response is swallowed (the light path already answered it).
     suppress: Option<RequestId>,
 }
@@ -289,6 +306,7 @@ where
         &mut self,
         item: TxJsonRpcMessage<RoleServer>,
     ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+        self.trim.touch();
         let suppressed = match (&self.suppress, response_id(&item)) {
             (Some(wanted), Some(id)) if wanted == id => {
                 self.suppress = None;
@@ -321,7 +339,9 @@ where
     }
 
     async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleServer>> {
-        self.receiver.recv().await
+        let message = self.receiver.recv().await;
+        self.trim.touch();
+        message
     }
 
     async fn close(&mut self) -> Result<(), Self::Error> {
