@@ -156,7 +156,7 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
     if args.postgres {
         return run_postgres(args, &full, &lean, &floor, home.path());
     }
-    seed(&full, home.path(), &[])?;
+    seed(&full, home.path(), &[], Seed::of(args))?;
     let pre = home.path().join("pre.json");
     let ups = home.path().join("ups.json");
     std::fs::write(&pre, PRE_TOOL_USE)?;
@@ -214,7 +214,7 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
     for (i, m) in http.into_iter().enumerate() {
         results.insert(per_event * (i + 1) + i, m);
     }
-    print_report(&results, args.runs, args.smoke);
+    print_report(&results, args.runs, args.smoke, Seed::of(args));
     Ok(())
 }
 
@@ -435,7 +435,12 @@ fn run_postgres(
     let version = PgSchema::server_version()?;
     let schema = PgSchema::create()?;
     let url = schema.url.clone();
-    seed(full, home, &[(store::DATABASE_URL_ENV, &url)])?;
+    seed(
+        full,
+        home,
+        &[(store::DATABASE_URL_ENV, &url)],
+        Seed::of(args),
+    )?;
     let pre = home.join("pre.json");
     let ups = home.join("ups.json");
     std::fs::write(&pre, PRE_TOOL_USE)?;
@@ -505,14 +510,15 @@ fn run_postgres(
     let stopped = daemon.stop();
     let results = outcome?;
     stopped?;
-    print_report_postgres(&results, args.runs, &version);
+    print_report_postgres(&results, args.runs, &version, Seed::of(args));
     Ok(())
 }
 
-fn print_report_postgres(results: &[Measured], runs: usize, version: &str) {
+fn print_report_postgres(results: &[Measured], runs: usize, version: &str, seed: Seed) {
     println!(
-        "## hook command on PostgreSQL {version} ({runs} runs each; store: 100 broadcasts, 20 \
-         reminders, no conditions)\n"
+        "## hook command on PostgreSQL {version} ({runs} runs each; store: {} broadcasts, {} \
+         reminders, no conditions)\n",
+        seed.broadcasts, seed.reminders
     );
     println!("| command | median ms | p90 ms | median / floor | median / direct | peak RSS MiB |");
     println!("|---|---:|---:|---:|---:|---:|");
@@ -548,11 +554,36 @@ fn print_report_postgres(results: &[Measured], runs: usize, version: &str) {
     );
 }
 
-/// Fills the store through the operator CLI: 100 broadcasts, 20 reminders.
-fn seed(full: &Path, home: &Path, vars: &[(&str, &str)]) -> anyhow::Result<()> {
+/// What the store is seeded with.
+#[derive(Debug, Clone, Copy)]
+struct Seed {
+    broadcasts: usize,
+    reminders: usize,
+}
+
+impl Seed {
+    /// 100 broadcasts and 20 reminders; a smoke run seeds a few of each (every one is a run of
+    /// the operator CLI).
+    fn of(args: &Args) -> Seed {
+        if args.smoke {
+            Seed {
+                broadcasts: 5,
+                reminders: 2,
+            }
+        } else {
+            Seed {
+                broadcasts: 100,
+                reminders: 20,
+            }
+        }
+    }
+}
+
+/// Fills the store through the operator CLI: broadcasts and reminders as `sizes` says.
+fn seed(full: &Path, home: &Path, vars: &[(&str, &str)], sizes: Seed) -> anyhow::Result<()> {
     let channels = ["global", "deploys", "ci", "reviews", "ops"];
     let mut calls: Vec<Vec<String>> = Vec::new();
-    for i in 0..100usize {
+    for i in 0..sizes.broadcasts {
         let severity = match i % 20 {
             0 => "critical",
             1..=5 => "alert",
@@ -576,7 +607,7 @@ fn seed(full: &Path, home: &Path, vars: &[(&str, &str)]) -> anyhow::Result<()> {
             .to_vec(),
         );
     }
-    for i in 1..=20usize {
+    for i in 1..=sizes.reminders {
         calls.push(
             [
                 "enforcement",
@@ -692,9 +723,10 @@ fn children_peak_rss_kib() -> i64 {
     }
 }
 
-fn print_report(results: &[Measured], runs: usize, smoke: bool) {
+fn print_report(results: &[Measured], runs: usize, smoke: bool, seed: Seed) {
     println!(
-        "## hook command ({runs} runs each; store: 100 broadcasts, 20 reminders, no conditions)\n"
+        "## hook command ({runs} runs each; store: {} broadcasts, {} reminders, no conditions)\n",
+        seed.broadcasts, seed.reminders
     );
     println!(
         "| command | median ms | p90 ms | p99 ms | median / floor | median / store floor | median \

@@ -1,4 +1,5 @@
-//! `cargo xtask bench`: measurements of the stdio front end, the store and the tools, printed as
+//! `cargo xtask bench`: measurements of the stdio front end, the store, the tools, the hook
+//! command, the read API, the operator console and the network daemon, printed as
 //! markdown tables (medians, percentiles and ratios; nothing here asserts a timing).
 //!
 //! Benchmarks run optimised: a debug `cargo xtask` builds the release xtask and runs the same
