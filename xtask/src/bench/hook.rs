@@ -39,6 +39,7 @@ use super::store_bench::PgSchema;
 use crate::util::cargo::{self, Profile};
 use crate::util::daemon::Daemon;
 use crate::util::http::Conn;
+use crate::util::procfs;
 
 /// Options of `cargo xtask bench hook`.
 #[derive(Debug, Clone, clap::Args)]
@@ -678,28 +679,15 @@ fn measure_worker(
     let answer = json!({
         "samples_ms": samples,
         "peak_rss_kib": children_peak_rss_kib(),
-        "own_peak_kib": own_peak_rss_kib(),
+        "own_peak_kib": procfs::own_peak_rss_kib(),
     });
     println!("{answer}");
     Ok(())
 }
 
-/// This process's own peak resident set (`VmHWM`), in KiB; -1 when unknown.
-fn own_peak_rss_kib() -> i64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|status| {
-            status
-                .lines()
-                .find_map(|l| l.strip_prefix("VmHWM:"))
-                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        })
-        .unwrap_or(-1)
-}
-
 /// The largest resident set of any child this process waited for, in KiB. A child's count
 /// starts from the pages it shares with this process until it `exec`s, so a value not above
-/// [`own_peak_rss_kib`] only bounds the child's own peak from above.
+/// [`procfs::own_peak_rss_kib`] only bounds the child's own peak from above.
 fn children_peak_rss_kib() -> i64 {
     let mut usage = std::mem::MaybeUninit::<libc::rusage>::zeroed();
     // The standard library exposes no rusage; this is the only unsafe call in the benchmark.

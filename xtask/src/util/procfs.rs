@@ -1,5 +1,6 @@
-//! Readings of a process from Linux's `/proc`: private dirty memory (`smaps_rollup`), threads,
-//! open file descriptors and their kinds, CPU time, and a full sample of one process.
+//! Readings of a process from Linux's `/proc`: private dirty memory (`smaps_rollup`), this
+//! process's peak resident size (`VmHWM`), threads, open file descriptors and their kinds, CPU
+//! time, and a full sample of one process.
 
 use std::collections::BTreeMap;
 
@@ -33,6 +34,19 @@ pub(crate) fn fds(pid: u32) -> anyhow::Result<u64> {
 /// mapped into a process, count as its private dirty memory. Figures only: smoke runs skip it.
 pub(crate) fn write_back_page_cache() {
     let _ = std::process::Command::new("sync").status();
+}
+
+/// This process's own peak resident set (`VmHWM`), in KiB; -1 when unknown.
+pub(crate) fn own_peak_rss_kib() -> i64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|status| {
+            status
+                .lines()
+                .find_map(|l| l.strip_prefix("VmHWM:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        })
+        .unwrap_or(-1)
 }
 
 /// Whether process `pid` still exists.
