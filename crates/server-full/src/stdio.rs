@@ -78,20 +78,12 @@ pub fn serve_from_env() -> Result<(), StdioError> {
     let suppress = std::env::var(SUPPRESS_ID_ENV)
         .ok()
         .and_then(|id| serde_json::from_str::<Value>(&id).ok());
-    let (server, warnings, more) = crate::memory::off_main_stack(|| {
-        let (settings, warnings, opened) =
-            crate::Settings::stdio_from_env().map_err(StdioError::Store)?;
-        if opened == store::Opened::Created {
-            tracing::info!("created a new store");
-        }
-        let (server, more) = HooksServer::new(settings).map_err(StdioError::Registry)?;
-        Ok::<_, StdioError>((server, warnings, more))
-    })
-    .unwrap_or_else(|| {
-        Err(StdioError::Runtime(std::io::Error::other(
-            "the start-up thread ended without running",
-        )))
-    })?;
+    let (settings, warnings, opened) =
+        crate::Settings::stdio_from_env().map_err(StdioError::Store)?;
+    if opened == store::Opened::Created {
+        tracing::info!("created a new store");
+    }
+    let (server, more) = HooksServer::new(settings).map_err(StdioError::Registry)?;
     if handed_over.is_none() {
         // The front end already printed these before handing over.
         for w in warnings.iter().chain(&more) {
