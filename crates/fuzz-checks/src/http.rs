@@ -15,10 +15,10 @@ use std::time::Duration;
 use axum::body::Body;
 use axum::http::{Method, Request, Response, StatusCode};
 use catalogue::SessionPolicy;
+use daemon::fuzzing::{McpRouterOptions, mcp_router};
 use futures_util::StreamExt;
 use serde_json::Value;
 use server_full::HooksServer;
-use daemon::fuzzing::{McpRouterOptions, mcp_router};
 use tokio_util::sync::CancellationToken;
 use tower::ServiceExt;
 

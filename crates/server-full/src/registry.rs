@@ -68,7 +68,10 @@ pub(crate) fn build(
             continue;
         };
         let mcp = spec.to_mcp();
-        sizes.push((spec.category, serde_json::to_vec(&mcp).map_or(0, |b| b.len())));
+        sizes.push((
+            spec.category,
+            serde_json::to_vec(&mcp).map_or(0, |b| b.len()),
+        ));
         let tool: Tool = serde_json::from_value(mcp)?;
         spec.input_schema = serde_json::Value::Null;
         spec.output_schema = None;
