@@ -35,8 +35,9 @@ pub const LAUNCH_SETTINGS: &[Setting] = &[
         env: FULL_BIN_ENV,
         flag: "",
         default: "beside hooks-mcp",
-        effect: "Path of `hooks-mcp-full`, which takes the session over on its first tool \
-                 call, and a PostgreSQL store's hook events over from `hooks-mcp-hook`.",
+        effect: "Path of `hooks-mcp-full`, which takes a PostgreSQL store's hook events over \
+                 from `hooks-mcp-hook`; `hooks-mcp-stdio`, which takes the session over on its \
+                 first tool call, is found beside it.",
     },
     Setting {
         env: CATALOGUE_BIN_ENV,

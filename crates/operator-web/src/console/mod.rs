@@ -59,6 +59,8 @@ const COOKIE: &str = "hooks_mcp_console";
 const SESSION_SECONDS: i64 = 12 * 3600;
 /// While the store's change feed cannot reach the store, how often pages re-read anyway.
 const BLIND_REFRESH: Duration = Duration::from_secs(1);
+/// How soon an event stream first compares the page's version with the store's.
+const FIRST_LOOK: Duration = Duration::from_millis(200);
 /// The audit actor of the console's changes.
 const ACTOR: &str = "console";
 /// The policy every console page is served with.
@@ -357,21 +359,26 @@ fn page_response(headers: &HeaderMap, page: Page) -> Response {
 
 // --- Reading ---------------------------------------------------------------------------------
 
-/// Runs a page's `read` on the blocking pool, and records in `frame` the change feed's version
-/// taken before that read (for the page's event stream to compare with).
+/// Runs a page's `read` on the blocking pool, and records in `frame` the store's change version
+/// at that read (for the page's event stream to compare with).
 async fn read_page<T: Send + 'static>(
     web: &OperatorWeb,
     frame: &mut views::Frame,
     read: impl FnOnce(&StoreHandle) -> Result<T, store::StoreError> + Send + 'static,
 ) -> Result<T, Response> {
-    let version = web.changes.connected().then(|| web.changes.current().any);
+    let read = move |store: &StoreHandle| Ok((read(store)?, change_version(store)));
     match web.read(read).await {
-        Ok(value) => {
+        Ok((value, version)) => {
             frame.version = version;
             Ok(value)
         }
         Err(e) => Err(read_problem(&e)),
     }
+}
+
+/// The store's change version now (`None` where the store cannot say).
+fn change_version(store: &StoreHandle) -> Option<u64> {
+    store.change_version().ok().flatten()
 }
 
 /// The page for a read that did not answer.
@@ -421,7 +428,8 @@ async fn overview(
 ) -> Response {
     let mut frame = frame(&console, &session, &query, "/console/");
     let web = &console.web;
-    frame.version = web.changes.connected().then(|| web.changes.current().any);
+    // Read before the overview: a change after this reading refreshes the page.
+    frame.version = web.read(|s| Ok(change_version(s))).await.ok().flatten();
     let model = match model::overview(web, frame.now).await {
         Ok(model) => model,
         Err(e) => return read_problem(&e),
@@ -755,40 +763,62 @@ async fn audit(
 /// has no version to compare.
 async fn events(State(console): State<Console>, Query(query): Query<Params>) -> Response {
     let seen: Option<u64> = query.get("v").and_then(|v| v.parse().ok());
-    let changes = console.web.changes.clone();
-    let state = (changes.subscribe(), seen, console.web.stop.clone());
-    let stream = futures_util::stream::unfold(state, move |(mut rx, seen, stop)| {
-        let changes = changes.clone();
+    let web = console.web.clone();
+    let state = Watching {
+        rx: web.changes.subscribe(),
+        seen,
+        first: true,
+        blind: false,
+    };
+    let stream = futures_util::stream::unfold(state, move |mut w| {
+        let web = web.clone();
         async move {
-            // A page read before a change it has not heard of yet hears of it at once.
-            let now = rx.borrow_and_update().any;
-            if changes.connected() && seen.is_some_and(|s| s != now) {
-                let event = Event::default().event("change").data(now.to_string());
-                return Some((
-                    Ok::<_, std::convert::Infallible>(event),
-                    (rx, Some(now), stop),
-                ));
-            }
-            tokio::select! {
-                () = stop.cancelled() => None,
-                changed = rx.changed() => {
-                    if changed.is_err() {
-                        return None;
+            loop {
+                // Each pass waits for the store-change feed or, while the store cannot say its
+                // version, a second; the first one at most FIRST_LOOK, so that a change between
+                // the page's read and this stream's start is reported soon after the head.
+                let wait = if w.first { FIRST_LOOK } else { BLIND_REFRESH };
+                tokio::select! {
+                    () = web.stop.cancelled() => return None,
+                    changed = w.rx.changed() => if changed.is_err() { return None },
+                    () = tokio::time::sleep(wait), if w.first || w.blind => {}
+                }
+                let first = std::mem::replace(&mut w.first, false);
+                let data = match web.read(|s| Ok(change_version(s))).await.ok().flatten() {
+                    Some(v) => {
+                        w.blind = false;
+                        let previous = w.seen.replace(v);
+                        // The first version heard is the baseline when the page had none.
+                        match previous {
+                            Some(p) if p != v => v.to_string(),
+                            _ => continue,
+                        }
                     }
-                    let v = rx.borrow_and_update().any;
-                    let event = Event::default().event("change").data(v.to_string());
-                    Some((Ok(event), (rx, Some(v), stop)))
-                }
-                () = tokio::time::sleep(BLIND_REFRESH), if !changes.connected() => {
-                    let event = Event::default().event("change").data("?");
-                    Some((Ok(event), (rx, seen, stop)))
-                }
+                    None => {
+                        w.blind = true;
+                        if first {
+                            continue;
+                        }
+                        "?".to_owned()
+                    }
+                };
+                let event = Event::default().event("change").data(data);
+                return Some((Ok::<_, std::convert::Infallible>(event), w));
             }
         }
     });
     Sse::new(stream)
         .keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
         .into_response()
+}
+
+/// An event stream's state: the feed, the version the page last heard of, and whether the
+/// store could say its version.
+struct Watching {
+    rx: tokio::sync::watch::Receiver<server_full::ChangeVersion>,
+    seen: Option<u64>,
+    first: bool,
+    blind: bool,
 }
 
 // --- Signing in ------------------------------------------------------------------------------
