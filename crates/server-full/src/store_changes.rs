@@ -83,11 +83,6 @@ impl StoreChanges {
         receiver
     }
 
-    /// The version now (what a reader records before it reads, to compare with later).
-    pub fn current(&self) -> Version {
-        *self.inner.sender.borrow()
-    }
-
     /// Whether the feed is connected to the store: changes made elsewhere reach it.
     pub fn connected(&self) -> bool {
         self.inner.connected.load(Ordering::Acquire)
