@@ -149,9 +149,10 @@ pub use context::{
 pub use filter::{ALLOWED_TOOLS_ENV, CATEGORIES_ENV, FILTER_SETTINGS, Filter, FilterWarning};
 pub use listing::Listing;
 pub use mode::{
-    BYTES_PER_TOKEN, FIND_TOOLS, FindToolsArgs, LOAD_MODULES, LoadModulesArgs, MODE_ENV,
-    MODE_SETTINGS, MODULES_ENV, ModeError, RESOURCES_LINE, StartMode, advertised_tools,
-    discovery_tools, estimate_tokens, instructions, instructions_for,
+    BYTES_PER_TOKEN, CALL_TOOL, CallToolArgs, FIND_TOOLS, FindToolsArgs, LOAD_MODULES,
+    LoadModulesArgs, MODE_ENV, MODE_SETTINGS, MODULES_ENV, ModeError, RESOURCES_LINE,
+    SESSIONLESS_LEAD, StartMode, advertised_tools, discovery_tools, estimate_tokens, instructions,
+    instructions_for, sessionless_discovery_tools,
 };
 pub use protocol_lite::setting::Setting;
 pub use registration::{Handler, ToolRegistration, call, find, registrations};

@@ -187,6 +187,10 @@ fn parse_modules(list: &str) -> Result<BTreeSet<Category>, ModeError> {
 pub const FIND_TOOLS: &str = "find_tools";
 /// Name of the discovery tool that loads categories or tools into the session.
 pub const LOAD_MODULES: &str = "load_modules";
+/// Name of the call-through tool that sessionless (2026-07-28 HTTP) lazy servers list instead
+/// of [`LOAD_MODULES`]: with no session there is nothing to load tools into, so any allowed
+/// tool is called through it by name.
+pub const CALL_TOOL: &str = "call_tool";
 
 /// Arguments of `find_tools`.
 #[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
@@ -203,6 +207,37 @@ pub struct LoadModulesArgs {
     /// Categories (channels, conditions, enforcement, scheduler), tool names, or "all".
     pub modules: Vec<String>,
 }
+
+/// Arguments of `call_tool`.
+#[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CallToolArgs {
+    /// The tool to run, as find_tools names it.
+    pub name: String,
+    /// Its arguments, as its input schema (from find_tools) describes them.
+    #[serde(default)]
+    pub arguments: Option<serde_json::Map<String, Value>>,
+}
+
+/// The discovery tools of a server without sessions (stateless HTTP in the 2026-07-28
+/// revision): `find_tools`, which then shows each tool's input schema, and [`CALL_TOOL`].
+pub fn sessionless_discovery_tools() -> Vec<Value> {
+    let mut tools = discovery_tools();
+    tools.truncate(1);
+    tools.push(json!({
+        "name": CALL_TOOL,
+        "title": "Call a tool",
+        "description": "Run any tool find_tools shows, by name, with the arguments its input \
+                        schema describes.",
+        "inputSchema": schema_of::<CallToolArgs>(),
+        "annotations": {"openWorldHint": false},
+    }));
+    tools
+}
+
+/// The first line of the lazy instructions when tools are reached through [`CALL_TOOL`].
+pub const SESSIONLESS_LEAD: &str = "More tools are reached on demand: find_tools searches every \
+                                    tool and shows its input schema; call_tool runs it by name.";
 
 /// The MCP tool objects of the discovery tools, in advertised order.
 pub fn discovery_tools() -> Vec<Value> {

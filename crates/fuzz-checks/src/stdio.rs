@@ -129,7 +129,7 @@ pub fn run(data: &[u8]) -> Vec<Value> {
     let served = runtime::tokio().block_on(async move {
         tokio::time::timeout(
             LIMIT,
-            server_full::stdio::serve(server, input, writer, None),
+            server_full::stdio::serve(server, input, writer, Default::default()),
         )
         .await
     });

@@ -5,14 +5,23 @@
 //! MCP server (`server-full`), the store and the tools, but none of the network daemon, the
 //! operator's pages or the operator commands that `hooks-mcp-full` carries, so a session that
 //! called a tool keeps less memory. Started without a handed-over session, it serves stdio from
-//! the start, as `hooks-mcp-full serve` does.
+//! the start, as `hooks-mcp-full serve` does. `--list-resources` prints the store's
+//! `resources/list` result and exits (the front end's child while it holds a subscription).
 
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
     // A stdio server stays quiet: warnings only, unless HOOKS_MCP_LOG says otherwise.
     server_full::logging::init("warn,rmcp=error");
-    match server_full::stdio::serve_from_env() {
+    let listing = std::env::args()
+        .nth(1)
+        .is_some_and(|a| a == "--list-resources");
+    let outcome = if listing {
+        server_full::stdio::print_resources_from_env()
+    } else {
+        server_full::stdio::serve_from_env()
+    };
+    match outcome {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             protocol_lite::diag!("hooks-mcp: error: {e}");

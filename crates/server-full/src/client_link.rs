@@ -13,7 +13,11 @@ pub(crate) struct CallClient {
     pub(crate) peer: Peer<RoleServer>,
     pub(crate) request: RequestId,
     pub(crate) progress_token: Option<ProgressToken>,
-    pub(crate) min_level: LogLevel,
+    /// The least severe level to send; `None`: no log messages (a 2026-07-28 request that
+    /// named no level in its `_meta`).
+    pub(crate) min_level: Option<LogLevel>,
+    /// Served by the 2026-07-28 rules, which have no server-to-client requests.
+    pub(crate) modern: bool,
     pub(crate) runtime: tokio::runtime::Handle,
 }
 
@@ -65,7 +69,7 @@ impl ClientLink for CallClient {
     }
 
     fn log(&self, level: LogLevel, data: Value) -> Result<(), ToolError> {
-        if level < self.min_level {
+        if self.min_level.is_none_or(|min| level < min) {
             return Ok(());
         }
         self.notify(
@@ -75,6 +79,12 @@ impl ClientLink for CallClient {
     }
 
     fn request(&self, method: &str, params: Value) -> Result<Value, ToolError> {
+        if self.modern {
+            return Err(ToolError::Refused(format!(
+                "{method}: a 2026-07-28 request cannot be answered by a server-to-client \
+                 request; open the session with initialize to use this tool's {method}"
+            )));
+        }
         let mut request: ServerRequest =
             serde_json::from_value(json!({ "method": method, "params": params })).map_err(|e| {
                 ToolError::InvalidArguments(format!("not a request a server may send: {e}"))

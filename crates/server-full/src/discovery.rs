@@ -13,11 +13,13 @@ const FIND_LIMIT: usize = 10;
 /// Largest edit distance at which `load_modules` suggests a name.
 const SUGGEST_DISTANCE: usize = 3;
 
-/// Runs `find_tools`: visible tools ranked by how well they match the query.
+/// Runs `find_tools`: visible tools ranked by how well they match the query. Without a
+/// session (`sessionless`) each result carries its input schema, for `call_tool`.
 pub(crate) fn find_tools(
     registry: &Registry,
     loaded: &[bool],
     args: Value,
+    sessionless: bool,
 ) -> Result<Value, ToolError> {
     let args: FindToolsArgs = parse_args(args)?;
     let words: Vec<String> = args
@@ -56,17 +58,28 @@ pub(crate) fn find_tools(
         .take(FIND_LIMIT)
         .map(|&(i, _)| {
             let e = &registry.entries[i];
-            json!({
+            let mut found = json!({
                 "name": e.spec.name,
                 "category": e.spec.category,
                 "loaded": loaded.get(i).copied().unwrap_or(false),
                 "description": e.spec.description,
-            })
+            });
+            if sessionless {
+                found["inputSchema"] = Value::Object((*e.tool.input_schema).clone());
+            }
+            found
         })
         .collect();
     let unloaded = tools.iter().any(|t| t["loaded"] == false);
     let mut result = json!({ "tools": tools });
-    if unloaded {
+    if sessionless {
+        if unloaded {
+            result["hint"] = json!(
+                "Run a tool with loaded=false through call_tool {\"name\": ..., \"arguments\": \
+                 {...}}, its arguments as its inputSchema describes."
+            );
+        }
+    } else if unloaded {
         result["hint"] = json!(
             "Tools with loaded=false are not in your tool list yet: call load_modules with \
              their names or categories first."

@@ -30,6 +30,7 @@ mod client_link;
 mod discovery;
 pub mod logging;
 mod memory;
+mod modern;
 mod observe;
 mod registry;
 mod resources_and_prompts;
@@ -39,6 +40,7 @@ pub mod stdio;
 mod store_changes;
 mod watch;
 
+pub use modern::SESSION_META_KEY;
 pub use observe::{CallObserver, CallOutcome};
 pub use registry::{ToolEntry, link_tools};
 pub use server::HooksServer;

@@ -12,20 +12,22 @@ use catalogue::{
 };
 use protocol_lite::handshake::{LATEST_WITH_INITIALIZE, ServerIdentity};
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestParams, CompleteResult,
-    ContentBlock, CustomRequest, CustomResult, ErrorCode, ErrorData, GetPromptRequestParams,
-    GetPromptResponse, GetPromptResult, InitializeResult, ListPromptsResult,
-    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
-    ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Reference, ServerConfig,
-    SetLevelRequestParams, SubscribeRequestParams, Tool, UnsubscribeRequestParams,
+    CacheScope, CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestParams,
+    CompleteResult, ContentBlock, CustomRequest, CustomResult, DiscoverResult, ErrorCode,
+    ErrorData, GetPromptRequestParams, GetPromptResponse, GetPromptResult, InitializeResult,
+    ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
+    PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse,
+    ReadResourceResult, Reference, ResultType, ServerConfig, SetLevelRequestParams,
+    SubscribeRequestParams, SubscriptionFilter, Tool, UnsubscribeRequestParams,
 };
-use rmcp::service::{NotificationContext, RequestContext};
+use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{RoleServer, ServerHandler};
 use serde_json::{Value, json};
 use tokio::sync::Notify;
 
 use crate::client_link::CallClient;
 use crate::discovery;
+use crate::modern::{self, Cache, Cacheable};
 use crate::observe::{CallObserver, CallOutcome};
 use crate::registry::{self, Registry, ToolEntry};
 use crate::resources_and_prompts::{self, CompletionTarget};
@@ -58,10 +60,19 @@ struct Inner {
     registry: Registry,
     mode: StartMode,
     discovery: Vec<Tool>,
+    /// The discovery tools of a sessionless (2026-07-28 HTTP) lazy server: `find_tools` and
+    /// `call_tool`.
+    sessionless_discovery: Vec<Tool>,
     info: ServerConfig,
     session: SessionPolicy,
     extensions: Arc<Extensions>,
     initialized: Arc<Notify>,
+    /// Signalled each time a `subscriptions/listen` is in place (or refused), so a transport
+    /// can hold back what follows it.
+    subscribed: Arc<Notify>,
+    /// Set when the host shuts down: open `subscriptions/listen` requests end with their
+    /// final result.
+    closing: tokio::sync::watch::Sender<bool>,
     watch: Arc<Watch>,
     /// The process's feed of store changes (none without a store).
     changes: Option<StoreChanges>,
@@ -84,14 +95,20 @@ impl HooksServer {
             instructions: registry.instructions.clone(),
         };
         let info = server_config(&identity)?;
-        let discovery = if settings.mode.has_discovery() {
-            catalogue::discovery_tools()
+        let tools_of = |values: Vec<Value>| {
+            values
                 .into_iter()
                 .map(serde_json::from_value::<Tool>)
                 .collect::<Result<Vec<_>, _>>()
-                .map_err(|e| SettingsError::Catalogue(catalogue::CatalogueError::Malformed(e)))?
+                .map_err(|e| SettingsError::Catalogue(catalogue::CatalogueError::Malformed(e)))
+        };
+        let (discovery, sessionless_discovery) = if settings.mode.has_discovery() {
+            (
+                tools_of(catalogue::discovery_tools())?,
+                tools_of(catalogue::sessionless_discovery_tools())?,
+            )
         } else {
-            Vec::new()
+            (Vec::new(), Vec::new())
         };
         // Inline reads spare a daemon's many sessions a thread hop each, at the price of a
         // second (reader) connection. A stdio session is one client: its reads take the
@@ -107,10 +124,13 @@ impl HooksServer {
             registry,
             mode: settings.mode,
             discovery,
+            sessionless_discovery,
             info,
             session: settings.session,
             extensions: settings.extensions.clone(),
             initialized: Arc::new(Notify::new()),
+            subscribed: Arc::new(Notify::new()),
+            closing: tokio::sync::watch::Sender::new(false),
             changes: settings
                 .extensions
                 .get::<store::StoreHandle>()
@@ -156,7 +176,12 @@ impl HooksServer {
     /// Every tool name a call may name: the discovery tools and each tool the filters expose
     /// (what an observer creates series for; other names are unknown tools).
     pub fn callable_tool_names(&self) -> Vec<String> {
-        let discovery = self.inner.discovery.iter().map(|t| t.name.to_string());
+        let discovery = self
+            .inner
+            .discovery
+            .iter()
+            .chain(self.inner.sessionless_discovery.iter().skip(1))
+            .map(|t| t.name.to_string());
         let registered = self
             .inner
             .registry
@@ -193,8 +218,18 @@ impl HooksServer {
     }
 
     fn current_tools(&self) -> Vec<Tool> {
+        self.tools_for(false)
+    }
+
+    /// The tools listed now: with the sessionless discovery tools (`find_tools`, `call_tool`)
+    /// for a request without a session, else the session's own.
+    fn tools_for(&self, sessionless: bool) -> Vec<Tool> {
         let loaded = self.loaded().clone();
-        let mut tools = self.inner.discovery.clone();
+        let mut tools = if sessionless {
+            self.inner.sessionless_discovery.clone()
+        } else {
+            self.inner.discovery.clone()
+        };
         tools.extend(
             self.inner
                 .registry
@@ -207,14 +242,31 @@ impl HooksServer {
         tools
     }
 
+    /// Whether `context`'s request has no session to keep state in: a 2026-07-28 request
+    /// over Streamable HTTP (each is served on its own). A stdio process is one client in
+    /// either era.
+    fn sessionless(&self, context: &RequestContext<RoleServer>) -> bool {
+        self.transport == Some(store::Transport::StreamableHttp) && modern::is_modern(context)
+    }
+
     /// Runs `load_modules`: loads what it names and, when anything was added, notifies the
-    /// client through the request's own peer before answering (so the notification can never
-    /// miss a session that registered late: the peer is the session).
+    /// client before answering: a legacy session through the request's own peer (so the
+    /// notification can never miss a session that registered late: the peer is the session),
+    /// a 2026-07-28 client only through its `subscriptions/listen` requests that asked for
+    /// tool list changes (nothing it did not ask for).
     async fn load_modules(
         &self,
         args: Value,
-        peer: &rmcp::Peer<RoleServer>,
+        context: &RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
+        if self.sessionless(context) {
+            return Ok(tool_error(&ToolError::Refused(
+                "load_modules needs a session, and a 2026-07-28 request over HTTP has none: \
+                 call the tool through call_tool {\"name\": ..., \"arguments\": {...}} \
+                 (find_tools shows its input schema)"
+                    .into(),
+            )));
+        }
         let wanted = match discovery::resolve_modules(&self.inner.registry, args) {
             Ok(wanted) => wanted,
             Err(error) => return Ok(tool_error(&error)),
@@ -227,10 +279,16 @@ impl HooksServer {
                 .map(|i| self.inner.registry.entries[i].spec.name.clone())
                 .collect()
         };
-        if !added.is_empty()
-            && let Err(e) = peer.notify_tool_list_changed().await
-        {
-            tracing::warn!("cannot send tools/list_changed: {e}");
+        if !added.is_empty() {
+            if modern::is_modern(context) {
+                for sink in self.session.subscriptions.tool_listeners() {
+                    if let Err(e) = sink.notify_tool_list_changed().await {
+                        tracing::debug!("cannot send tools/list_changed: {e}");
+                    }
+                }
+            } else if let Err(e) = context.peer.notify_tool_list_changed().await {
+                tracing::warn!("cannot send tools/list_changed: {e}");
+            }
         }
         let value = json!({
             "added": added,
@@ -242,6 +300,18 @@ impl HooksServer {
     /// Signalled each time a client's `notifications/initialized` has been handled.
     pub fn initialized_signal(&self) -> Arc<Notify> {
         self.inner.initialized.clone()
+    }
+
+    /// Signalled each time a `subscriptions/listen` request is in place; a transport that
+    /// sees the request refused signals it too.
+    pub fn subscribed_signal(&self) -> Arc<Notify> {
+        self.inner.subscribed.clone()
+    }
+
+    /// Ends every open `subscriptions/listen` of this server and its forks with its final
+    /// result (the host is shutting down).
+    pub fn end_subscriptions(&self) {
+        self.inner.closing.send_replace(true);
     }
 
     /// The resources this session subscribed to, in the order it subscribed.
@@ -266,11 +336,19 @@ impl HooksServer {
 
     /// The link a tool handler uses to reach this call's client.
     fn call_client(&self, context: &RequestContext<RoleServer>) -> CallClient {
+        let modern = modern::is_modern(context);
+        // A 2026-07-28 request asks for log messages in its own `_meta`; without it, none.
+        let min_level = if modern {
+            context.meta.log_level().map(modern::log_level)
+        } else {
+            Some(*lock(&self.session.log_level))
+        };
         CallClient {
             peer: context.peer.clone(),
             request: context.id.clone(),
             progress_token: context.meta.get_progress_token(),
-            min_level: *lock(&self.session.log_level),
+            min_level,
+            modern,
             runtime: tokio::runtime::Handle::current(),
         }
     }
@@ -284,33 +362,51 @@ impl HooksServer {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
         let args = arguments.map(Value::Object).unwrap_or(Value::Null);
+        let sessionless = self.sessionless(&context);
         if self.inner.mode.has_discovery() {
             match name {
                 catalogue::LOAD_MODULES => {
-                    return self.load_modules(args, &context.peer).await;
+                    return self.load_modules(args, &context).await;
                 }
                 catalogue::FIND_TOOLS => {
                     let loaded = self.loaded().clone();
-                    let result = discovery::find_tools(&self.inner.registry, &loaded, args);
+                    let result =
+                        discovery::find_tools(&self.inner.registry, &loaded, args, sessionless);
                     return Ok(match result {
                         Ok(value) => tool_success(value),
                         Err(error) => tool_error(&error),
                     });
                 }
+                catalogue::CALL_TOOL => {
+                    let inner: catalogue::CallToolArgs = match catalogue::parse_args(args) {
+                        Ok(inner) => inner,
+                        Err(error) => return Ok(tool_error(&error)),
+                    };
+                    let args = inner.arguments.map(Value::Object).unwrap_or(Value::Null);
+                    let client = self.call_client(&context);
+                    let call = Call::new(&inner.name, args, &context, false);
+                    return self.run_tool(call, client).await;
+                }
                 _ => {}
             }
         }
         let client = self.call_client(&context);
-        self.run_tool(name, args, client).await
+        let call = Call::new(name, args, &context, !sessionless);
+        self.run_tool(call, client).await
     }
 
     /// Runs one tool call to completion on a blocking thread and shapes its result.
     async fn run_tool(
         &self,
-        name: &str,
-        args: Value,
+        call: Call<'_>,
         client: CallClient,
     ) -> Result<CallToolResult, ErrorData> {
+        let Call {
+            name,
+            mut args,
+            meta_session,
+            require_loaded,
+        } = call;
         let position = self
             .inner
             .registry
@@ -323,7 +419,7 @@ impl HooksServer {
                 None,
             ));
         };
-        if !self.loaded()[index] {
+        if require_loaded && !self.loaded()[index] {
             return Err(ErrorData::invalid_params(
                 format!(
                     "Tool `{name}` is not loaded in this session; call load_modules with \
@@ -335,10 +431,18 @@ impl HooksServer {
         let entry = &self.inner.registry.entries[index];
         let handler = entry.handler;
         let now = now_ms();
+        // A session named in `_meta` stands in for a `session_id` argument the call left out.
+        if let (Some(session), Value::Object(map)) = (&meta_session, &mut args)
+            && !map.contains_key("session_id")
+            && takes_session_id(&entry.tool)
+        {
+            map.insert("session_id".into(), Value::String(session.clone()));
+        }
         let named = args
             .get("session_id")
             .and_then(Value::as_str)
-            .map(str::to_owned);
+            .map(str::to_owned)
+            .or(meta_session);
         if self.inner.inline_reads && entry.spec.annotations.read_only {
             // Answered here when the store can without waiting; a refusal discards the attempt
             // (a read-only handler has nothing to undo) and the call runs on the blocking pool.
@@ -377,6 +481,39 @@ impl HooksServer {
             Err(_) => panicked(name),
         })
     }
+}
+
+/// One tool call to run: the tool, its arguments, the session its request's `_meta` names, and
+/// whether the tool must be loaded in the session (not for `call_tool`, nor without a session).
+struct Call<'a> {
+    name: &'a str,
+    args: Value,
+    meta_session: Option<String>,
+    require_loaded: bool,
+}
+
+impl<'a> Call<'a> {
+    fn new(
+        name: &'a str,
+        args: Value,
+        context: &RequestContext<RoleServer>,
+        require_loaded: bool,
+    ) -> Call<'a> {
+        Call {
+            name,
+            args,
+            meta_session: modern::session_from_meta(&context.meta),
+            require_loaded,
+        }
+    }
+}
+
+/// Whether `tool`'s input schema has a `session_id` property.
+fn takes_session_id(tool: &Tool) -> bool {
+    tool.input_schema
+        .get("properties")
+        .and_then(Value::as_object)
+        .is_some_and(|p| p.contains_key("session_id"))
 }
 
 /// A tool call's session seen, to record in the store.
@@ -504,9 +641,18 @@ impl ServerHandler for HooksServer {
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(self.current_tools()))
+        let sessionless = self.sessionless(&context);
+        // Eager lists, and the fixed lists of requests without a session, are the same for
+        // every client; a session's lazy list changes with load_modules.
+        let cache = if self.inner.mode.has_discovery() && !sessionless {
+            Cache::Private
+        } else {
+            Cache::Configuration
+        };
+        Ok(ListToolsResult::with_all_items(self.tools_for(sessionless))
+            .cached(modern::is_modern(&context), cache))
     }
 
     fn get_tool(&self, name: &str) -> Option<rmcp::model::Tool> {
@@ -540,24 +686,26 @@ impl ServerHandler for HooksServer {
     async fn list_resources(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
         let listed = self.blocking(resources_and_prompts::list_resources).await?;
-        typed(listed.map_err(resources_and_prompts::protocol_error)?)
+        typed::<ListResourcesResult>(listed.map_err(resources_and_prompts::protocol_error)?)
+            .map(|r| r.cached(modern::is_modern(&context), Cache::Private))
     }
 
     async fn list_resource_templates(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, ErrorData> {
-        typed(resources_and_prompts::list_templates())
+        typed::<ListResourceTemplatesResult>(resources_and_prompts::list_templates())
+            .map(|r| r.cached(modern::is_modern(&context), Cache::Configuration))
     }
 
     async fn read_resource(
         &self,
         request: ReadResourceRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
         let (registration, vars) = resources_and_prompts::resource_for(&request.uri)?;
         let uri = request.uri;
@@ -567,7 +715,7 @@ impl ServerHandler for HooksServer {
             })
             .await?;
         typed::<ReadResourceResult>(read.map_err(resources_and_prompts::protocol_error)?)
-            .map(Into::into)
+            .map(|r| r.cached(modern::is_modern(&context), Cache::Private).into())
     }
 
     async fn subscribe(
@@ -582,7 +730,9 @@ impl ServerHandler for HooksServer {
             .await
             .ok()
             .flatten()
-            .map(|d| (request.uri.clone(), d));
+            .map(|d| (request.uri.clone(), d))
+            .into_iter()
+            .collect();
         let subscriptions = &self.session.subscriptions;
         subscriptions.add(request.uri, context.peer.clone());
         self.inner.watch.register(
@@ -606,9 +756,10 @@ impl ServerHandler for HooksServer {
     async fn list_prompts(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, ErrorData> {
-        typed(resources_and_prompts::list_prompts())
+        typed::<ListPromptsResult>(resources_and_prompts::list_prompts())
+            .map(|r| r.cached(modern::is_modern(&context), Cache::Configuration))
     }
 
     async fn get_prompt(
@@ -621,8 +772,12 @@ impl ServerHandler for HooksServer {
         let got = self
             .blocking(move |ctx| resources_and_prompts::get_prompt(ctx, prompt, &args))
             .await?;
-        typed::<GetPromptResult>(got.map_err(resources_and_prompts::protocol_error)?)
-            .map(Into::into)
+        typed::<GetPromptResult>(got.map_err(resources_and_prompts::protocol_error)?).map(
+            |mut r| {
+                r.result_type = Some(ResultType::COMPLETE);
+                r.into()
+            },
+        )
     }
 
     async fn complete(
@@ -661,7 +816,12 @@ impl ServerHandler for HooksServer {
         let completed = self
             .blocking(move |ctx| resources_and_prompts::complete(ctx, target, &argument, &prefix))
             .await?;
-        typed(completed.map_err(resources_and_prompts::protocol_error)?)
+        typed::<CompleteResult>(completed.map_err(resources_and_prompts::protocol_error)?).map(
+            |mut r| {
+                r.result_type = Some(ResultType::COMPLETE);
+                r
+            },
+        )
     }
 
     async fn set_level(
@@ -669,21 +829,69 @@ impl ServerHandler for HooksServer {
         request: SetLevelRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        let level = match serde_json::to_value(request.level)
-            .ok()
-            .as_ref()
-            .and_then(Value::as_str)
+        *lock(&self.session.log_level) = modern::log_level(request.level);
+        Ok(())
+    }
+
+    async fn discover(
+        &self,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<DiscoverResult, ErrorData> {
+        // The same for every client while the configuration lasts. Over HTTP a lazy server's
+        // tools are reached through call_tool (there is no session to load them into).
+        let mut info = self.get_info();
+        if self.transport == Some(store::Transport::StreamableHttp)
+            && let Some(text) = info.instructions.as_mut()
+            && let Some((_, rest)) = text.split_once('\n')
         {
-            Some("debug") => LogLevel::Debug,
-            Some("info") => LogLevel::Info,
-            Some("notice") => LogLevel::Notice,
-            Some("warning") => LogLevel::Warning,
-            Some("error") => LogLevel::Error,
-            Some("critical") => LogLevel::Critical,
-            Some("alert") => LogLevel::Alert,
-            _ => LogLevel::Emergency,
-        };
-        *lock(&self.session.log_level) = level;
+            *text = format!("{}\n{rest}", catalogue::SESSIONLESS_LEAD);
+        }
+        Ok(
+            DiscoverResult::from_server_info(ProtocolVersion::KNOWN_VERSIONS.to_vec(), info)
+                .with_ttl_ms(modern::CONFIGURATION_TTL_MS)
+                .with_cache_scope(CacheScope::Public),
+        )
+    }
+
+    fn accepted_subscription_filter(
+        &self,
+        requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        Some(modern::accepted_filter(requested))
+    }
+
+    async fn listen(&self, subscription: SubscriptionContext) -> Result<(), ErrorData> {
+        let sink = subscription.sink().clone();
+        let accepted = sink.accepted().clone();
+        let subscriptions = &self.session.subscriptions;
+        subscriptions.listen(sink.clone());
+        if accepted.resources_list_changed == Some(true)
+            || accepted.resource_subscriptions.is_some()
+        {
+            // Each subscribed resource's contents now, for the watcher to compare with.
+            let uris = accepted.resource_subscriptions.clone().unwrap_or_default();
+            let extensions = self.inner.extensions.clone();
+            let seeds = tokio::task::spawn_blocking(move || {
+                uris.into_iter()
+                    .filter_map(|uri| watch::digest_of(&extensions, &uri).map(|d| (uri, d)))
+                    .collect()
+            })
+            .await
+            .unwrap_or_default();
+            self.inner.watch.register(
+                subscriptions,
+                seeds,
+                self.inner.extensions.clone(),
+                self.inner.changes.as_ref(),
+            );
+        }
+        self.inner.subscribed.notify_one();
+        let mut closing = self.inner.closing.subscribe();
+        tokio::select! {
+            () = subscription.cancelled() => {}
+            _ = closing.wait_for(|closing| *closing) => {}
+        }
+        subscriptions.end_listen(&sink);
         Ok(())
     }
 

@@ -9,7 +9,9 @@ use std::future::Future;
 use std::sync::Arc;
 
 use protocol_lite::jsonrpc;
-use rmcp::model::{ClientJsonRpcMessage, JsonRpcMessage, RequestId, ServerJsonRpcMessage};
+use rmcp::model::{
+    ClientJsonRpcMessage, JsonRpcMessage, RequestId, ServerJsonRpcMessage, ServerNotification,
+};
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
 use rmcp::{RoleServer, ServiceExt};
@@ -51,6 +53,9 @@ pub enum StdioError {
 }
 
 pub use protocol_lite::setting::{REPLAY_FD_ENV, SUPPRESS_ID_ENV};
+/// Tells the full server the ids of the `subscriptions/listen` requests the front end already
+/// acknowledged (a JSON array), whose acknowledgements it must not send again (internal).
+pub const SUPPRESS_ACKS_ENV: &str = "HOOKS_MCP_SUPPRESS_ACKS";
 /// How long an idle blocking thread of the stdio server lives. Short: an agent's tool calls
 /// come seconds apart, and a new thread costs tens of microseconds, so a session waiting for
 /// its next request keeps only its main thread and stdin's reader.
@@ -75,9 +80,15 @@ pub fn serve_from_env() -> Result<(), StdioError> {
         })?,
         None => Vec::new(),
     };
-    let suppress = std::env::var(SUPPRESS_ID_ENV)
-        .ok()
-        .and_then(|id| serde_json::from_str::<Value>(&id).ok());
+    let suppress = Suppress {
+        initialize: std::env::var(SUPPRESS_ID_ENV)
+            .ok()
+            .and_then(|id| serde_json::from_str::<Value>(&id).ok()),
+        acknowledgements: std::env::var(SUPPRESS_ACKS_ENV)
+            .ok()
+            .and_then(|ids| serde_json::from_str::<Vec<Value>>(&ids).ok())
+            .unwrap_or_default(),
+    };
     let (settings, warnings, opened) =
         crate::Settings::stdio_from_env().map_err(StdioError::Store)?;
     if opened == store::Opened::Created {
@@ -107,18 +118,53 @@ pub fn serve_from_env() -> Result<(), StdioError> {
     runtime.block_on(Box::pin(serve_stdio(server, replay, suppress)))
 }
 
+/// What the light front end already answered, which the full server must not answer again.
+#[derive(Debug, Clone, Default)]
+pub struct Suppress {
+    /// The id of the `initialize` request the front end answered.
+    pub initialize: Option<Value>,
+    /// The ids of the `subscriptions/listen` requests it acknowledged.
+    pub acknowledgements: Vec<Value>,
+}
+
+/// Prints the `resources/list` result (2026-07-28 form) of the store the environment names,
+/// for the light front end, which holds a `resourcesListChanged` subscription by comparing
+/// these listings. No runtime starts.
+///
+/// # Errors
+/// [`StdioError::Store`] when the store cannot be opened, [`StdioError::Session`] when the
+/// listing cannot be read or written.
+pub fn print_resources_from_env() -> Result<(), StdioError> {
+    use std::io::Write as _;
+    let (settings, _, _) = crate::Settings::stdio_from_env().map_err(StdioError::Store)?;
+    let policy = catalogue::SessionPolicy::ExplicitOnly;
+    let ctx = catalogue::CallContext::new(crate::now_ms(), &policy, &settings.extensions);
+    let mut listed = crate::resources_and_prompts::list_resources(&ctx)
+        .map_err(|e| StdioError::Session(format!("listing the resources: {e}")))?;
+    listed["resultType"] = "complete".into();
+    listed["ttlMs"] = 0.into();
+    listed["cacheScope"] = "private".into();
+    let mut out = std::io::stdout().lock();
+    serde_json::to_writer(&mut out, &listed)
+        .map_err(std::io::Error::other)
+        .and_then(|()| out.write_all(b"\n"))
+        .and_then(|()| out.flush())
+        .map_err(|e| StdioError::Session(format!("writing the listing: {e}")))
+}
+
 /// Serves `server` on this process's stdin and stdout until the client closes stdin.
 ///
-/// `replay` is read before stdin (the handshake the light front end answered, the line that
-/// triggered the handoff and any bytes it had read ahead); the response to the request with id
-/// `suppress` (the `initialize` the light path already answered) is not written again.
+/// `replay` is read before stdin (the handshake the light front end answered, the
+/// subscriptions it held, the line that triggered the handoff and any bytes it had read
+/// ahead); what `suppress` names (the `initialize` response and the subscriptions'
+/// acknowledgements the light path already sent) is not written again.
 ///
 /// # Errors
 /// [`StdioError`] when the handshake or the session fails.
 pub async fn serve_stdio(
     server: HooksServer,
     replay: Vec<u8>,
-    suppress: Option<Value>,
+    suppress: Suppress,
 ) -> Result<(), StdioError> {
     let input = tokio::io::AsyncReadExt::chain(std::io::Cursor::new(replay), tokio::io::stdin());
     serve(server, input, tokio::io::stdout(), suppress).await
@@ -132,14 +178,22 @@ pub async fn serve<R, W>(
     server: HooksServer,
     input: R,
     output: W,
-    suppress: Option<Value>,
+    suppress: Suppress,
 ) -> Result<(), StdioError>
 where
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
 {
-    let suppress = suppress.and_then(|id| serde_json::from_value::<RequestId>(id).ok());
+    let suppress_acks = suppress
+        .acknowledgements
+        .into_iter()
+        .filter_map(|id| serde_json::from_value::<RequestId>(id).ok())
+        .collect();
+    let suppress = suppress
+        .initialize
+        .and_then(|id| serde_json::from_value::<RequestId>(id).ok());
     let writer = Arc::new(Mutex::new(output));
+    let listening = Arc::new(std::sync::Mutex::new(None));
     // A task of its own reads and checks lines: rmcp polls `receive` inside a `select!` and
     // drops it whenever another branch wins, so reading (and answering bad lines) there would
     // lose data. Receiving from a channel is cancel-safe.
@@ -149,6 +203,8 @@ where
         writer: writer.clone(),
         sender,
         initialized: server.initialized_signal(),
+        subscribed: server.subscribed_signal(),
+        listening: listening.clone(),
         seen_request: false,
     };
     let reader = tokio::spawn(reader.run());
@@ -157,6 +213,9 @@ where
         writer,
         trim: QuietTrim::start(),
         suppress,
+        suppress_acks,
+        subscribed: server.subscribed_signal(),
+        listening,
     };
     let outcome = match server.serve(transport).await {
         Ok(running) => running
@@ -164,6 +223,9 @@ where
             .await
             .map(|_| ())
             .map_err(|e| StdioError::Session(e.to_string())),
+        // The client left before opening a session: a probe (`server/discover`) and nothing
+        // else, or no request at all. Nothing failed.
+        Err(rmcp::service::ServerInitializeError::ConnectionClosed(_)) => Ok(()),
         Err(e) => Err(StdioError::Handshake(e.to_string())),
     };
     reader.abort();
@@ -175,8 +237,24 @@ struct LineReader<R, W> {
     writer: Arc<Mutex<W>>,
     sender: mpsc::Sender<ClientJsonRpcMessage>,
     initialized: Arc<Notify>,
+    /// Signalled once a `subscriptions/listen` is in place (or refused).
+    subscribed: Arc<Notify>,
+    /// The `subscriptions/listen` request being established, shared with the transport.
+    listening: Arc<std::sync::Mutex<Option<RequestId>>>,
     /// Notifications before the first request are dropped (there is no session yet).
     seen_request: bool,
+}
+
+/// What the reader waits for after handing a message to rmcp (which runs each message in a
+/// task of its own), so that what follows it is handled after it.
+enum Settle {
+    /// Nothing: read on.
+    No,
+    /// `notifications/initialized`: until the handshake is handled.
+    Initialized,
+    /// A `subscriptions/listen` request: until the subscription is in place or refused, so a
+    /// change the next request makes reaches it.
+    Listen,
 }
 
 impl<R, W> LineReader<R, W>
@@ -201,27 +279,35 @@ where
             if jsonrpc::is_blank(trimmed) {
                 continue;
             }
-            let Some((message, is_initialized)) = self.accept(trimmed).await else {
+            let Some((message, settle)) = self.accept(trimmed).await else {
                 continue;
             };
+            if let (Settle::Listen, JsonRpcMessage::Request(request)) = (&settle, &message) {
+                *self.listening.lock().unwrap_or_else(|p| p.into_inner()) =
+                    Some(request.id.clone());
+            }
             if self.sender.send(message).await.is_err() {
                 return;
             }
-            // rmcp handles each message in its own task: wait until `initialized` was handled
-            // before handing over what followed it, so the handshake is processed first.
-            if is_initialized
-                && tokio::time::timeout(INITIALIZED_GRACE, self.initialized.notified())
-                    .await
-                    .is_err()
+            // rmcp handles each message in its own task: wait until `initialized` (or a
+            // subscription) was handled before handing over what followed it.
+            let (signal, what) = match settle {
+                Settle::No => continue,
+                Settle::Initialized => (&self.initialized, "`notifications/initialized`"),
+                Settle::Listen => (&self.subscribed, "`subscriptions/listen`"),
+            };
+            if tokio::time::timeout(INITIALIZED_GRACE, signal.notified())
+                .await
+                .is_err()
             {
-                tracing::warn!("`notifications/initialized` was not handled in time; reading on");
+                tracing::warn!("{what} was not handled in time; reading on");
             }
         }
     }
 
-    /// Checks one line: the message for rmcp (and whether it is `initialized`), or `None`
-    /// after answering or skipping it.
-    async fn accept(&mut self, line: &[u8]) -> Option<(ClientJsonRpcMessage, bool)> {
+    /// Checks one line: the message for rmcp (and what to wait for once it is handed over),
+    /// or `None` after answering or skipping it.
+    async fn accept(&mut self, line: &[u8]) -> Option<(ClientJsonRpcMessage, Settle)> {
         let (value, incoming) = match jsonrpc::parse_line(line) {
             Ok(parsed) => parsed,
             Err(reply) => {
@@ -238,10 +324,15 @@ where
         };
         match serde_json::from_value::<ClientJsonRpcMessage>(value) {
             Ok(message) => {
+                let settle = match (&id, method.as_str()) {
+                    (None, "notifications/initialized") => Settle::Initialized,
+                    (Some(_), "subscriptions/listen") => Settle::Listen,
+                    _ => Settle::No,
+                };
                 if id.is_some() {
                     self.seen_request = true;
                 }
-                Some((message, method == "notifications/initialized"))
+                Some((message, settle))
             }
             Err(e) => {
                 let Some(id) = id else {
@@ -278,6 +369,29 @@ struct LineTransport<W> {
     trim: QuietTrim,
     /// The id whose first response is swallowed (the light path already answered it).
     suppress: Option<RequestId>,
+    /// The subscriptions whose first acknowledgement is swallowed (the light path sent it).
+    suppress_acks: Vec<RequestId>,
+    /// Signalled when the `subscriptions/listen` being established is refused.
+    subscribed: Arc<Notify>,
+    /// That request, shared with the reader.
+    listening: Arc<std::sync::Mutex<Option<RequestId>>>,
+}
+
+/// The subscription a `notifications/subscriptions/acknowledged` acknowledges.
+fn acknowledged(message: &ServerJsonRpcMessage) -> Option<RequestId> {
+    let JsonRpcMessage::Notification(n) = message else {
+        return None;
+    };
+    if !matches!(
+        n.notification,
+        ServerNotification::SubscriptionsAcknowledgedNotification(_)
+    ) {
+        return None;
+    }
+    // The id travels in the notification's `_meta` (rmcp keeps it among its extensions).
+    let value = serde_json::to_value(message).ok()?;
+    let id = value.pointer("/params/_meta/io.modelcontextprotocol~1subscriptionId")?;
+    serde_json::from_value(id.clone()).ok()
 }
 
 fn response_id(message: &ServerJsonRpcMessage) -> Option<&RequestId> {
@@ -299,7 +413,15 @@ where
         item: TxJsonRpcMessage<RoleServer>,
     ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
         self.trim.touch();
-        let suppressed = match (&self.suppress, response_id(&item)) {
+        if let (JsonRpcMessage::Error(e), Some(id)) = (&item, response_id(&item)) {
+            let mut listening = self.listening.lock().unwrap_or_else(|p| p.into_inner());
+            if listening.as_ref() == Some(id) {
+                tracing::debug!(code = ?e.error.code, "a subscriptions/listen was refused");
+                *listening = None;
+                self.subscribed.notify_one();
+            }
+        }
+        let mut suppressed = match (&self.suppress, response_id(&item)) {
             (Some(wanted), Some(id)) if wanted == id => {
                 self.suppress = None;
                 tracing::debug!(
@@ -310,6 +432,13 @@ where
             }
             _ => false,
         };
+        if let Some(id) = acknowledged(&item)
+            && let Some(at) = self.suppress_acks.iter().position(|s| *s == id)
+        {
+            self.suppress_acks.swap_remove(at);
+            tracing::debug!(?id, "suppressed a duplicate subscription acknowledgement");
+            suppressed = true;
+        }
         let bytes = if suppressed {
             Ok(Vec::new())
         } else {

@@ -1,6 +1,8 @@
 //! Resource subscriptions: `notifications/resources/updated` when a subscribed resource's
 //! contents change, whoever changed them, and `notifications/resources/list_changed` when the
-//! listed resources change.
+//! listed resources change. A legacy session subscribes with `resources/subscribe` and hears
+//! of list changes too; a 2026-07-28 `subscriptions/listen` hears only what its accepted
+//! filter names, through its own sink (which tags each notification with its id).
 //!
 //! One watcher task per process runs while any session has a subscription. It waits on the
 //! process's feed of store changes ([`crate::StoreChanges`]); when a change arrives, or once
@@ -17,6 +19,7 @@ use std::time::{Duration, Instant};
 
 use catalogue::{CallContext, Extensions, SessionPolicy};
 use rmcp::model::ResourceUpdatedNotificationParam;
+use rmcp::service::SubscriptionSink;
 use rmcp::{Peer, RoleServer};
 use tokio::sync::watch;
 
@@ -39,6 +42,69 @@ pub(crate) struct Subscriptions {
 struct SessionSubs {
     uris: Vec<String>,
     peer: Option<Peer<RoleServer>>,
+    /// The session's open `subscriptions/listen` requests.
+    listens: Vec<SubscriptionSink>,
+}
+
+/// Whom the watcher tells of a change.
+#[derive(Debug, Clone)]
+enum Target {
+    /// A legacy session: its subscribed URIs, and list changes.
+    Session(Vec<String>, Peer<RoleServer>),
+    /// One `subscriptions/listen`: what its filter accepted.
+    Listen(SubscriptionSink),
+}
+
+impl Target {
+    fn uris(&self) -> Vec<String> {
+        match self {
+            Target::Session(uris, _) => uris.clone(),
+            Target::Listen(sink) => sink
+                .accepted()
+                .resource_subscriptions
+                .clone()
+                .unwrap_or_default(),
+        }
+    }
+
+    async fn notify(&self, updated: &[&String], list_changed: bool) {
+        let result = match self {
+            Target::Session(uris, peer) => {
+                for uri in updated.iter().filter(|u| uris.contains(u)) {
+                    let param = ResourceUpdatedNotificationParam::new(uri.as_str());
+                    if let Err(e) = peer.notify_resource_updated(param).await {
+                        tracing::debug!("cannot notify a subscriber: {e}");
+                    }
+                }
+                if list_changed {
+                    peer.notify_resource_list_changed()
+                        .await
+                        .map_err(|e| e.to_string())
+                } else {
+                    Ok(())
+                }
+            }
+            Target::Listen(sink) => {
+                let accepted = sink.accepted();
+                let subscribed = accepted.resource_subscriptions.as_deref().unwrap_or(&[]);
+                for uri in updated.iter().filter(|u| subscribed.contains(u)) {
+                    if let Err(e) = sink.notify_resource_updated(uri.as_str()).await {
+                        tracing::debug!("cannot notify a subscription: {e}");
+                    }
+                }
+                if list_changed && accepted.resources_list_changed == Some(true) {
+                    sink.notify_resource_list_changed()
+                        .await
+                        .map_err(|e| e.to_string())
+                } else {
+                    Ok(())
+                }
+            }
+        };
+        if let Err(e) = result {
+            tracing::debug!("cannot notify a subscriber: {e}");
+        }
+    }
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -65,9 +131,36 @@ impl Subscriptions {
         lock(&self.inner).uris.retain(|u| u != uri);
     }
 
-    fn snapshot(&self) -> Option<(Vec<String>, Peer<RoleServer>)> {
+    /// Adds an open `subscriptions/listen`.
+    pub(crate) fn listen(&self, sink: SubscriptionSink) {
+        lock(&self.inner).listens.push(sink);
+    }
+
+    /// Removes the `subscriptions/listen` with this sink's id.
+    pub(crate) fn end_listen(&self, sink: &SubscriptionSink) {
+        lock(&self.inner).listens.retain(|s| s.id() != sink.id());
+    }
+
+    /// The open `subscriptions/listen` requests whose filter accepted tool list changes.
+    pub(crate) fn tool_listeners(&self) -> Vec<SubscriptionSink> {
+        lock(&self.inner)
+            .listens
+            .iter()
+            .filter(|s| s.accepted().tools_list_changed == Some(true))
+            .cloned()
+            .collect()
+    }
+
+    fn snapshot(&self) -> Vec<Target> {
         let subs = lock(&self.inner);
-        subs.peer.clone().map(|p| (subs.uris.clone(), p))
+        let session = subs
+            .peer
+            .clone()
+            .map(|p| Target::Session(subs.uris.clone(), p));
+        session
+            .into_iter()
+            .chain(subs.listens.iter().cloned().map(Target::Listen))
+            .collect()
     }
 }
 
@@ -85,11 +178,11 @@ impl Watch {
     pub(crate) fn register(
         self: &Arc<Self>,
         subs: &Arc<Subscriptions>,
-        seed: Option<(String, u64)>,
+        seeds: Vec<(String, u64)>,
         extensions: Arc<Extensions>,
         changes: Option<&StoreChanges>,
     ) {
-        if let Some((uri, digest)) = seed {
+        for (uri, digest) in seeds {
             lock(&self.seeds).entry(uri).or_insert(digest);
         }
         {
@@ -109,14 +202,14 @@ impl Watch {
         tokio::spawn(self.clone().run(changes.subscribe(), extensions));
     }
 
-    /// Live sessions with their URIs and peers; forgets ended ones.
-    fn live(&self) -> Vec<(Vec<String>, Peer<RoleServer>)> {
+    /// Whom live sessions ask to be told; forgets ended sessions.
+    fn live(&self) -> Vec<Target> {
         let mut sessions = lock(&self.sessions);
         sessions.retain(|w| w.strong_count() > 0);
         sessions
             .iter()
             .filter_map(Weak::upgrade)
-            .filter_map(|s| s.snapshot())
+            .flat_map(|s| s.snapshot())
             .collect()
     }
 
@@ -147,7 +240,7 @@ impl Watch {
                 continue;
             }
             last_read = Instant::now();
-            let uris: BTreeSet<String> = sessions.iter().flat_map(|(u, _)| u.clone()).collect();
+            let uris: BTreeSet<String> = sessions.iter().flat_map(Target::uris).collect();
             let ext = extensions.clone();
             let read = tokio::task::spawn_blocking(move || digest_all(&ext, &uris)).await;
             let Ok((new_digests, new_listed)) = read else {
@@ -162,16 +255,8 @@ impl Watch {
                 .map(|(uri, _)| uri)
                 .collect();
             let list_changed = listed.is_some() && listed != new_listed;
-            for (uris, peer) in &sessions {
-                for uri in updated.iter().filter(|u| uris.contains(u)) {
-                    let param = ResourceUpdatedNotificationParam::new(uri.as_str());
-                    if let Err(e) = peer.notify_resource_updated(param).await {
-                        tracing::debug!("cannot notify a subscriber: {e}");
-                    }
-                }
-                if list_changed && let Err(e) = peer.notify_resource_list_changed().await {
-                    tracing::debug!("cannot notify a subscriber: {e}");
-                }
+            for target in &sessions {
+                target.notify(&updated, list_changed).await;
             }
             // New subscriptions get their first digest now; changes after it are reported.
             digests = new_digests;

@@ -1,0 +1,131 @@
+//! What the stateless 2026-07-28 revision changes for this server: which era a request is
+//! served in, the caching hints of list and read results, the session a request names in its
+//! `_meta`, and the notification filter `subscriptions/listen` accepts.
+//!
+//! rmcp serves both eras on one handler: it strips `resultType` for legacy peers and fills
+//! missing caching hints for modern ones with the most conservative values (`ttlMs: 0`,
+//! `cacheScope: "private"`). This module says where the server can promise more.
+
+// Logging is deprecated by SEP-2577 for future revisions; 2026-07-28 still defines a
+// request's `logLevel`, so it is honoured.
+#![allow(deprecated)]
+
+use catalogue::LogLevel;
+use rmcp::RoleServer;
+use rmcp::model::{
+    CacheScope, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
+    ListToolsResult, LoggingLevel, ProtocolVersion, ReadResourceResult, RequestMetaObject,
+    ResultType, SubscriptionFilter,
+};
+use rmcp::service::RequestContext;
+use serde_json::Value;
+
+/// How long a result that only changes with the server's configuration stays fresh: an hour
+/// (the configuration lasts for the process; a client re-fetches after a restart anyway).
+pub(crate) const CONFIGURATION_TTL_MS: u64 = 3_600_000;
+
+/// The `_meta` key a 2026-07-28 client may set to name its session when a tool takes no
+/// `session_id` argument: deliveries, acknowledgements, the condition gate and the call's
+/// sighting are then attributed to it (docs/network.md).
+pub const SESSION_META_KEY: &str = "dev.hooks-mcp/session";
+
+/// Whether `context`'s request is served by the 2026-07-28 rules: its own `_meta` names that
+/// revision (or later), or the stdio session began without `initialize`.
+pub(crate) fn is_modern(context: &RequestContext<RoleServer>) -> bool {
+    context
+        .protocol_version()
+        .is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str())
+}
+
+/// Who may cache a result, and for how long.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Cache {
+    /// The same for every client of this server while its configuration lasts.
+    Configuration,
+    /// Per session or per store: immediately stale, never shared.
+    Private,
+}
+
+impl Cache {
+    fn hints(self) -> (u64, CacheScope) {
+        match self {
+            Cache::Configuration => (CONFIGURATION_TTL_MS, CacheScope::Public),
+            Cache::Private => (0, CacheScope::Private),
+        }
+    }
+}
+
+/// A cacheable result: marked complete, with caching hints for a modern request (a legacy
+/// request keeps the historical shape; rmcp strips the `resultType` there).
+pub(crate) trait Cacheable: Sized {
+    /// The result marked complete, hinted as `cache` says when `modern`.
+    fn cached(self, modern: bool, cache: Cache) -> Self;
+}
+
+macro_rules! cacheable {
+    ($($result:ty),* $(,)?) => {$(
+        impl Cacheable for $result {
+            fn cached(mut self, modern: bool, cache: Cache) -> Self {
+                self.result_type = Some(ResultType::COMPLETE);
+                if modern {
+                    let (ttl, scope) = cache.hints();
+                    self.ttl_ms = Some(ttl);
+                    self.cache_scope = Some(scope);
+                }
+                self
+            }
+        }
+    )*};
+}
+
+cacheable!(
+    ListToolsResult,
+    ListResourcesResult,
+    ListResourceTemplatesResult,
+    ListPromptsResult,
+    ReadResourceResult,
+);
+
+/// The session a request names in its `_meta` ([`SESSION_META_KEY`]), if a non-empty string.
+pub(crate) fn session_from_meta(meta: &RequestMetaObject) -> Option<String> {
+    meta.get(SESSION_META_KEY)
+        .and_then(Value::as_str)
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(str::to_owned)
+}
+
+/// The catalogue's log level for an MCP logging level.
+pub(crate) fn log_level(level: LoggingLevel) -> LogLevel {
+    match serde_json::to_value(level)
+        .ok()
+        .as_ref()
+        .and_then(Value::as_str)
+    {
+        Some("debug") => LogLevel::Debug,
+        Some("info") => LogLevel::Info,
+        Some("notice") => LogLevel::Notice,
+        Some("warning") => LogLevel::Warning,
+        Some("error") => LogLevel::Error,
+        Some("critical") => LogLevel::Critical,
+        Some("alert") => LogLevel::Alert,
+        _ => LogLevel::Emergency,
+    }
+}
+
+/// What this server honours of a `subscriptions/listen` filter: tool and resource list
+/// changes, and updates of the requested resources it serves (`hooks://channels/{channel}`).
+/// Prompts are not offered, so their list never changes. rmcp intersects this with the
+/// request and the advertised capabilities before acknowledging.
+pub(crate) fn accepted_filter(requested: &SubscriptionFilter) -> SubscriptionFilter {
+    let mut accepted = SubscriptionFilter::new();
+    accepted.tools_list_changed = Some(true);
+    accepted.resources_list_changed = Some(true);
+    accepted.resource_subscriptions = requested.resource_subscriptions.as_ref().map(|uris| {
+        uris.iter()
+            .filter(|uri| crate::resources_and_prompts::resource_for(uri).is_ok())
+            .cloned()
+            .collect()
+    });
+    accepted
+}
