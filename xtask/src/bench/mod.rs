@@ -14,6 +14,7 @@ mod console;
 mod fixtures;
 mod hook;
 mod http;
+mod openings;
 mod stats;
 mod stdio;
 mod store_bench;

@@ -7,7 +7,9 @@
 //! - latency: sessions timed back to back with no idle time (their stores created up front, so
 //!   that no file-system flush from the set-up lands inside a timing);
 //! - empty home: the same timings when the store does not exist yet;
-//! - side by side: several idle sessions of one program at once, sharing its code pages.
+//! - side by side: several idle sessions of one program at once, sharing its code pages;
+//! - openings: the front end after the legacy opening and after the 2026-07-28 one
+//!   (`super::openings`).
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -40,6 +42,12 @@ pub(crate) struct Args {
     /// Rounds of the side-by-side series.
     #[arg(long, default_value_t = 10)]
     side_rounds: usize,
+    /// Pairs of sessions in the openings series (legacy against 2026-07-28; 0: skip it).
+    #[arg(long, default_value_t = 20)]
+    opening_pairs: usize,
+    /// Run only the openings series.
+    #[arg(long)]
+    only_openings: bool,
     /// Use the binaries already built.
     #[arg(long)]
     skip_build: bool,
@@ -61,6 +69,7 @@ impl Args {
             idle_ms: 50,
             side_by_side: 2,
             side_rounds: 1,
+            opening_pairs: 1,
             ..self.clone()
         }
     }
@@ -118,6 +127,18 @@ struct Setup {
 pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
     let args = &args.sized();
     let bins = ServerBins::build(Profile::for_smoke(args.smoke), args.skip_build, true)?;
+    let idle = Duration::from_millis(args.idle_ms);
+    let openings = |pairs: usize| -> anyhow::Result<String> {
+        if pairs == 0 {
+            return Ok(String::new());
+        }
+        super::openings::series(&bins.front, &bins.full, pairs, idle, args.smoke)
+    };
+    if args.only_openings {
+        print!("{}", openings(args.opening_pairs.max(1))?);
+        return Ok(());
+    }
+    let openings = openings(args.opening_pairs)?;
     let floor = bins
         .floor
         .clone()
@@ -135,7 +156,6 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
         canned,
         _canned_dir: canned_dir,
     };
-    let idle = Duration::from_millis(args.idle_ms);
     let runs = args.runs.max(1);
     let memory_runs = args.memory_runs.max(1);
 
@@ -187,6 +207,7 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
     if let Some(side) = side {
         print!("{side}");
     }
+    print!("{openings}");
     if args.smoke {
         println!("Smoke run (dev binaries, one session per series): no target judged.");
     } else {
