@@ -10,7 +10,7 @@ use std::time::Duration;
 use store::StoreError;
 
 use crate::output::{Response, answer_bytes};
-use crate::part::{CHANNELS_ENV, StorePart, Subscriptions, store_part};
+use crate::part::{CHANNELS_ENV, DeliveryBudget, StorePart, Subscriptions, store_part};
 use crate::payload::{Event, Payload};
 use crate::{conditions, forward, open};
 
@@ -68,15 +68,23 @@ pub fn run_with(event: &str, open: open::Opener) -> ExitCode {
         }
     });
     let gate = tools_conditions::gate_setting_from_env().enforced;
+    let (budget, warning) = DeliveryBudget::from_env();
+    if let Some(line) = warning.filter(|_| !handed_over) {
+        protocol_lite::diag!("hooks-mcp hook: {line}");
+    }
+    let settings = HookSettings {
+        subscriptions: &subscriptions,
+        gate,
+        budget,
+    };
     // A local daemon that shares this store answers from its pooled connections; otherwise
     // (or when it does not answer) the hook opens the store itself. Same answer either way.
     let forwarded = if handed_over {
         None
     } else {
-        forward::via_daemon(event, &text, &subscriptions, gate)
+        forward::via_daemon(event, &text, &subscriptions, gate, budget)
     };
-    let part = forwarded
-        .unwrap_or_else(|| direct(event, &payload, &text, &subscriptions, gate, now, open));
+    let part = forwarded.unwrap_or_else(|| direct(event, &payload, &text, &settings, now, open));
     let response = complete(
         event,
         &payload,
@@ -108,20 +116,34 @@ pub(crate) fn unknown_event(name: &str) -> String {
     )
 }
 
+/// The hook's settings that the store's part depends on.
+struct HookSettings<'a> {
+    subscriptions: &'a Subscriptions,
+    gate: bool,
+    budget: DeliveryBudget,
+}
+
 /// The store's part when this process opens the store itself, with `open` (given the
 /// payload's `text`, for a hand-over).
 fn direct(
     event: Event,
     payload: &Payload,
     text: &str,
-    subscriptions: &Subscriptions,
-    gate: bool,
+    settings: &HookSettings<'_>,
     now: i64,
     open: open::Opener,
 ) -> StorePart {
     match open(event, text) {
         Ok(store) => {
-            let part = store_part(event, payload, subscriptions, gate, &*store, now);
+            let part = store_part(
+                event,
+                payload,
+                settings.subscriptions,
+                settings.gate,
+                settings.budget,
+                &*store,
+                now,
+            );
             // This process exits once it has answered: closing the store would only free
             // memory the exit frees anyway.
             store.close_at_exit();

@@ -7,12 +7,13 @@
 //!
 //! ```json
 //! {"v":1,"store":"postgres://hooks@db:5432/hooks","channels":["global","ci"],"gate":true,
-//!  "payload":{...the payload exactly as read on stdin...}}
+//!  "budget":2000,"payload":{...the payload exactly as read on stdin...}}
 //! ```
 //!
 //! The daemon checks that it serves the same store (`store`: the database, role and options of
 //! the URL, never the password), runs [`crate::store_part`] over its pool with the hook's
-//! subscriptions and gate setting, and answers the store's part:
+//! subscriptions, gate setting and delivery budget (`budget`, in tokens; a request without it,
+//! from an older hook, gets the daemon's own), and answers the store's part:
 //!
 //! ```json
 //! {"v":1,"context":["[ALERT #12 deploys] ..."],"errors":[],"conditions":[{"name":...}]}
@@ -26,7 +27,7 @@
 use serde_json::{Map, Value, json};
 use store::{Condition, ScriptLanguage, Step};
 
-use crate::part::{StorePart, Subscriptions};
+use crate::part::{DeliveryBudget, StorePart, Subscriptions};
 use crate::payload::{Event, Payload};
 
 /// The version of the exchange; both sides refuse any other.
@@ -40,6 +41,7 @@ pub fn via_daemon(
     text: &str,
     subscriptions: &Subscriptions,
     gate: bool,
+    budget: DeliveryBudget,
 ) -> Option<StorePart> {
     // SQLite opens in a fraction of a millisecond: the fast path is for PostgreSQL only.
     let identity = store::identity_from_env().ok()??;
@@ -52,7 +54,7 @@ pub fn via_daemon(
         }
     }
     let daemon = protocol_lite::local_daemon::LocalDaemon::from_env()?;
-    let body = request_body(&identity, subscriptions, gate, text);
+    let body = request_body(&identity, subscriptions, gate, budget, text);
     let answer = daemon
         .post(&format!("/hook/{}", event.name()), body.as_bytes())
         .ok()?;
@@ -60,14 +62,21 @@ pub fn via_daemon(
 }
 
 /// The request: the payload's text goes in unchanged (it was checked as JSON already).
-fn request_body(identity: &str, subscriptions: &Subscriptions, gate: bool, text: &str) -> String {
+fn request_body(
+    identity: &str,
+    subscriptions: &Subscriptions,
+    gate: bool,
+    budget: DeliveryBudget,
+    text: &str,
+) -> String {
     let channels = match &subscriptions.channels {
         Some(list) => Value::from(list.clone()),
         None => Value::Null,
     };
     format!(
-        r#"{{"v":{VERSION},"store":{},"channels":{channels},"gate":{gate},"payload":{}}}"#,
+        r#"{{"v":{VERSION},"store":{},"channels":{channels},"gate":{gate},"budget":{},"payload":{}}}"#,
         Value::from(identity),
+        budget.tokens(),
         text.trim()
     )
 }
@@ -132,6 +141,14 @@ fn answer(
         .get("gate")
         .and_then(Value::as_bool)
         .ok_or("`gate` must be true or false")?;
+    let budget = match request.get("budget") {
+        None | Some(Value::Null) => DeliveryBudget::from_env().0,
+        Some(v) => v
+            .as_u64()
+            .and_then(|n| u32::try_from(n).ok())
+            .ok_or_else(|| "`budget` must be a whole number of tokens".to_owned())
+            .and_then(DeliveryBudget::of_tokens)?,
+    };
     let payload = Payload::from_value(event, request.remove("payload").unwrap_or(Value::Null))
         .map_err(|e| e.to_string())?;
     let part = crate::part::store_part(
@@ -139,6 +156,7 @@ fn answer(
         &payload,
         &Subscriptions { channels },
         gate,
+        budget,
         store,
         now,
     );
@@ -248,7 +266,8 @@ mod tests {
             channels: Some(vec!["global".into(), "ci".into()]),
         };
         let text = " {\"session_id\": \"s\",  \"prompt\": \"x\"}\n";
-        let body = request_body("postgres://h@db:5432/d", &subs, false, text);
+        let budget = DeliveryBudget::of_tokens(900).unwrap();
+        let body = request_body("postgres://h@db:5432/d", &subs, false, budget, text);
         assert!(
             body.ends_with(r#""payload":{"session_id": "s",  "prompt": "x"}}"#),
             "{body}"
@@ -256,6 +275,7 @@ mod tests {
         let v: Value = serde_json::from_str(&body).unwrap();
         assert_eq!(v["channels"], json!(["global", "ci"]));
         assert_eq!(v["gate"], json!(false));
+        assert_eq!(v["budget"], json!(900));
         assert_eq!(v["store"], json!("postgres://h@db:5432/d"));
     }
 }

@@ -7,7 +7,8 @@
 //! the payload's `cwd`, with the daemon's environment and the same time limit and process-group
 //! kill. The session's subscriptions come from the [`CHANNELS_HEADER`] header (the client fills
 //! it from its own `HOOKS_MCP_CHANNELS`), or, without that header, from the daemon's
-//! environment; the conditions gate and the time limit from the daemon's environment.
+//! environment; the conditions gate, the delivery budget and the time limit from the daemon's
+//! environment.
 //!
 //! Blocking: scripts run to completion on the calling thread, so the daemon calls this on a
 //! blocking thread, never on its async runtime's threads.
@@ -15,7 +16,7 @@
 use crate::conditions;
 use crate::dispatch;
 use crate::output::answer_bytes;
-use crate::part::{Subscriptions, store_part};
+use crate::part::{DeliveryBudget, Subscriptions, store_part};
 use crate::payload::{Event, Payload, PayloadError};
 
 /// The request header carrying the session's subscriptions (a `HOOKS_MCP_CHANNELS` value).
@@ -78,7 +79,9 @@ pub fn answer_http(
         None => Subscriptions::from_env(warn),
     };
     let gate = tools_conditions::gate_setting_from_env().enforced;
-    let part = store_part(event, &payload, &subscriptions, gate, store, now);
+    let (budget, warning) = DeliveryBudget::from_env();
+    notes.extend(warning.map(|line| format!("hooks-mcp hook: {line}")));
+    let part = store_part(event, &payload, &subscriptions, gate, budget, store, now);
     let response = dispatch::complete(
         event,
         &payload,

@@ -5,7 +5,8 @@
 //! - [`Event`] and [`Payload`] (the payload parser, [`Payload::parse`]): the events handled and
 //!   the checks a payload must pass.
 //! - The store's part of an answer ([`store_part`], [`StorePart`]): due schedules fired,
-//!   broadcasts delivered per the session's [`Subscriptions`], the tool call counted with its
+//!   broadcasts delivered per the session's [`Subscriptions`] within its [`DeliveryBudget`],
+//!   the tool call counted with its
 //!   due reminders, the conditions gate armed, the matching conditions found. The same
 //!   function runs in a hook process and in the daemon.
 //! - Condition scripts ([`conditions`]): run in the payload's `cwd` with a time limit, each in
@@ -43,5 +44,5 @@ mod stdin_file;
 
 pub use dispatch::{banner, complete, run, run_from_args, run_from_args_with, run_with};
 pub use output::{Decision, Response, answer_bytes};
-pub use part::{CHANNELS_ENV, StorePart, Subscriptions, store_part};
+pub use part::{CHANNELS_ENV, DeliveryBudget, StorePart, Subscriptions, store_part};
 pub use payload::{Event, Payload, PayloadError};

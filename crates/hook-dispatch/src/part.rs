@@ -6,6 +6,9 @@ use store::{Condition, DeliveryPoint, Sighting, Step, Store, StoreError, Subscri
 
 use crate::payload::{Event, Payload};
 
+/// The token budget of one event's broadcasts (docs/hooks.md, "The delivery budget").
+pub use tools_channels::DeliveryBudget;
+
 /// The channels a session receives besides `global`: comma separated; unset or blank means
 /// every channel.
 pub use tools_channels::SUBSCRIPTIONS_ENV as CHANNELS_ENV;
@@ -38,8 +41,9 @@ impl StorePart {
 
 /// What `store` contributes to the answer to `event` at `now`, for a session with
 /// `subscriptions` (and the conditions gate `gate_enforced`): fires due schedules, delivers
-/// broadcasts, counts the tool call and its due reminders, arms the gate, and finds the
-/// matching conditions. The same function runs in the hook process and in the daemon.
+/// broadcasts within `budget` (docs/hooks.md, "The delivery budget"), counts the tool call and
+/// its due reminders, arms the gate, and finds the matching conditions. The same function runs
+/// in the hook process and in the daemon.
 ///
 /// The calls of one event run as one unit ([`store::StoreAdmin::in_one_transaction`]): on
 /// SQLite, `PreToolUse` (which always counts the call) takes the write lock once and commits
@@ -50,21 +54,22 @@ pub fn store_part(
     payload: &Payload,
     subscriptions: &Subscriptions,
     gate_enforced: bool,
+    budget: DeliveryBudget,
     store: &dyn Store,
     now: i64,
 ) -> StorePart {
     let mut part = StorePart::default();
     let writes = event == Event::PreToolUse;
+    let inputs = Inputs {
+        event,
+        payload,
+        subscriptions,
+        gate_enforced,
+        budget,
+        now,
+    };
     let unit = store.in_one_transaction(writes, &mut || {
-        event_calls(
-            event,
-            payload,
-            subscriptions,
-            gate_enforced,
-            store,
-            now,
-            &mut part,
-        );
+        event_calls(&inputs, store, &mut part);
     });
     if let Err(e) = unit {
         part.report(event, "record this event in the store", e);
@@ -72,16 +77,26 @@ pub fn store_part(
     part
 }
 
-/// The store calls of one event, in order, each reporting its own failure into `part`.
-fn event_calls(
+/// What one event's store calls work from.
+struct Inputs<'a> {
     event: Event,
-    payload: &Payload,
-    subscriptions: &Subscriptions,
+    payload: &'a Payload,
+    subscriptions: &'a Subscriptions,
     gate_enforced: bool,
-    store: &dyn Store,
+    budget: DeliveryBudget,
     now: i64,
-    part: &mut StorePart,
-) {
+}
+
+/// The store calls of one event, in order, each reporting its own failure into `part`.
+fn event_calls(inputs: &Inputs<'_>, store: &dyn Store, part: &mut StorePart) {
+    let Inputs {
+        event,
+        payload,
+        subscriptions,
+        gate_enforced,
+        budget,
+        now,
+    } = *inputs;
     let session = payload.session_id.as_str();
     let channels = subscriptions.channels.as_deref();
     let sighting = sighting(event, payload, subscriptions, now);
@@ -109,15 +124,29 @@ fn event_calls(
                     Err(e) => part.report(event, "arm the conditions gate", e),
                 }
             }
-            match store.deliver(session, channels, DeliveryPoint::Prompt, now) {
-                Ok(messages) => part.add_context(tools_channels::render_delivery(&messages)),
+            let mut admission = budget.for_event();
+            match store.deliver_within(
+                session,
+                channels,
+                DeliveryPoint::Prompt,
+                now,
+                &mut admission,
+            ) {
+                Ok(delivery) => part.add_context(tools_channels::render_bounded(&delivery)),
                 Err(e) => part.report(event, "deliver broadcasts", e),
             }
         }
         Event::PreToolUse => {
             fire_schedules(store, session, now, event, part);
-            match store.deliver(session, channels, DeliveryPoint::ToolCall, now) {
-                Ok(messages) => part.add_context(tools_channels::render_delivery(&messages)),
+            let mut admission = budget.for_event();
+            match store.deliver_within(
+                session,
+                channels,
+                DeliveryPoint::ToolCall,
+                now,
+                &mut admission,
+            ) {
+                Ok(delivery) => part.add_context(tools_channels::render_bounded(&delivery)),
                 Err(e) => part.report(event, "deliver critical broadcasts", e),
             }
             match tools_enforcement::due_reminders(store, &sighting) {
@@ -235,7 +264,101 @@ impl Subscriptions {
 
 #[cfg(test)]
 mod tests {
-    use super::Subscriptions;
+    use super::{DeliveryBudget, Subscriptions, store_part};
+    use crate::payload::{Event, Payload};
+    use store::{Actor, ChannelStore, NewMessage, Severity, SqliteStore};
+
+    const NOW: i64 = 1_800_000_000_000;
+
+    fn payload(event: Event, session: &str) -> Payload {
+        let text = match event {
+            Event::PreToolUse => format!(
+                r#"{{"session_id":"{session}","tool_name":"Bash","tool_input":{{"command":"ls"}}}}"#
+            ),
+            _ => format!(r#"{{"session_id":"{session}","prompt":"go on"}}"#),
+        };
+        Payload::parse(event, &text).unwrap()
+    }
+
+    #[test]
+    fn an_event_injects_its_budget_of_broadcasts_and_names_the_rest() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SqliteStore::create(dir.path().join("state.db")).unwrap();
+        let mut critical = 0;
+        for i in 0..300_i64 {
+            let severity = if i == 5 {
+                Severity::Critical
+            } else {
+                Severity::Info
+            };
+            let m = store
+                .publish(
+                    &NewMessage {
+                        channel: format!("ch-{}", i % 4),
+                        body: format!("broadcast number {i}, about as long as a real one"),
+                        severity,
+                        created_at: NOW + i,
+                        expires_at: NOW + 3_600_000,
+                    },
+                    &Actor::Daemon,
+                )
+                .unwrap();
+            if i == 5 {
+                critical = m.id;
+            }
+        }
+        let all = Subscriptions { channels: None };
+        let budget = DeliveryBudget::of_tokens(400).unwrap();
+        let now = NOW + 1_000;
+        let prompt = |session: &str| {
+            let part = store_part(
+                Event::UserPromptSubmit,
+                &payload(Event::UserPromptSubmit, session),
+                &all,
+                false,
+                budget,
+                &store,
+                now,
+            );
+            assert!(part.errors.is_empty(), "{:?}", part.errors);
+            part.context.join("\n")
+        };
+        let first = prompt("s1");
+        assert!(first.len() <= budget.bytes(), "{} bytes", first.len());
+        assert!(
+            first.starts_with(&format!("[CRITICAL #{critical} ch-1]")),
+            "critical first: {first}"
+        );
+        assert!(
+            first.contains("broadcast number 299"),
+            "newest info: {first}"
+        );
+        let summary = first.lines().last().unwrap();
+        assert!(summary.starts_with("[MORE] "), "{first}");
+        for channel in ["ch-0", "ch-1", "ch-2", "ch-3"] {
+            assert!(summary.contains(channel), "{summary}");
+        }
+        // The info left out was counted once: the next prompt repeats the critical only.
+        let second = prompt("s1");
+        assert_eq!(
+            second.lines().count(),
+            1,
+            "only the critical repeats: {second}"
+        );
+        assert!(second.starts_with(&format!("[CRITICAL #{critical}")));
+        // A tool call: the critical only, within the budget.
+        let tool = store_part(
+            Event::PreToolUse,
+            &payload(Event::PreToolUse, "s1"),
+            &all,
+            false,
+            budget,
+            &store,
+            now,
+        );
+        assert_eq!(tool.context.len(), 1, "{:?}", tool.context);
+        assert!(tool.context[0].starts_with(&format!("[CRITICAL #{critical}")));
+    }
 
     #[test]
     fn subscriptions_add_global_and_skip_invalid_names() {

@@ -244,6 +244,21 @@ pub trait ChannelStore {
         point: DeliveryPoint,
         now: Millis,
     ) -> StoreResult<Vec<Message>>;
+    /// [`ChannelStore::deliver`] bounded by `admission`: the due messages are offered to it in
+    /// delivery order ([`crate::delivery_order`]) and the run it admits is shown; the rest is
+    /// counted per channel ([`crate::Delivery`]). An `info` message left out is not due again
+    /// for the session, as if it had been shown.
+    fn deliver_within(
+        &self,
+        session_id: &str,
+        channels: Option<&[String]>,
+        point: DeliveryPoint,
+        now: Millis,
+        admission: &mut dyn crate::Admission,
+    ) -> StoreResult<crate::Delivery> {
+        let due = self.deliver(session_id, channels, point, now)?;
+        Ok(crate::Delivery::select(due, admission))
+    }
 }
 
 /// A recurring reminder to create.

@@ -33,6 +33,7 @@
 
 pub mod api;
 mod audit;
+mod delivery;
 mod error;
 mod fleet;
 mod location;
@@ -44,6 +45,7 @@ pub mod rules;
 mod sqlite;
 
 pub use api::*;
+pub use delivery::{Admission, AtMost, Backlog, Delivery, Unbounded, delivery_order};
 pub use error::StoreError;
 pub use location::{HOME_ENV, StoreLocation};
 #[cfg(feature = "postgres")]

@@ -5,8 +5,12 @@
 //! - The tools `channel_publish`, `channel_list`, `channel_read`, `channel_acknowledge` and
 //!   `channel_clear`, registered with the catalogue (linking this crate is what makes them
 //!   exist).
-//! - [`render_delivery`], the compact text the prompt and tool-call hooks inject for the
-//!   messages the store delivers.
+//! - [`render_delivery`] and [`render_bounded`], the compact text the prompt and tool-call
+//!   hooks inject for the messages the store delivers, and the delivery budget
+//!   ([`DeliveryBudget`], `HOOKS_MCP_DELIVERY_BUDGET`) that bounds it: one event's broadcasts
+//!   fill the budget by severity, newest first, and one summary line names what is left out
+//!   ([`summary_line`]). The same budget bounds a channel resource's text
+//!   ([`fit_channel_resource`]).
 //!
 //! # What it must not depend on
 //!
@@ -23,20 +27,38 @@ use store::rules::{
 };
 use store::{Message, MessageQuery, MessageScope, NewMessage, Severity, StoreHandle};
 
+mod budget;
 #[cfg(test)]
 mod tests;
+
+pub use budget::{
+    BYTES_PER_TOKEN, DEFAULT_BUDGET_TOKENS, DELIVERY_BUDGET_ENV, DeliveryBudget, EventBudget,
+    MIN_BUDGET_TOKENS, SUMMARY_MAX_BYTES, estimate_tokens, fit_channel_resource, render_bounded,
+    render_line, summary_line,
+};
 
 /// Environment variable of the hook command: the channels a session receives broadcasts from.
 pub const SUBSCRIPTIONS_ENV: &str = "HOOKS_MCP_CHANNELS";
 
 /// The settings of this category, for the generated configuration reference.
-pub const SETTINGS: &[catalogue::Setting] = &[catalogue::Setting {
-    env: SUBSCRIPTIONS_ENV,
-    flag: "",
-    default: "every channel",
-    effect: "Hook command: comma-separated channels a session receives broadcasts from; \
-             `global` always arrives. Unset, blank, `all` or `*` mean every channel.",
-}];
+pub const SETTINGS: &[catalogue::Setting] = &[
+    catalogue::Setting {
+        env: SUBSCRIPTIONS_ENV,
+        flag: "",
+        default: "every channel",
+        effect: "Hook command: comma-separated channels a session receives broadcasts from; \
+                 `global` always arrives. Unset, blank, `all` or `*` mean every channel.",
+    },
+    catalogue::Setting {
+        env: DELIVERY_BUDGET_ENV,
+        flag: "",
+        default: "2000",
+        effect: "Hook command (and the daemon, for HTTP hooks and channel resources): the \
+                 tokens of broadcasts one event injects, estimated as bytes / 4; at least \
+                 200. Filled by severity, newest first; one summary line names what is left \
+                 out (docs/hooks.md, \"The delivery budget\").",
+    },
+];
 
 /// Most messages `channel_read` returns at once.
 pub const READ_LIMIT_MAX: u32 = 200;
@@ -48,18 +70,8 @@ pub const READ_LIMIT_DEFAULT: u32 = 20;
 /// repeat until acknowledged (alert, critical) say how to acknowledge; `info` ones are shown
 /// once and do not. Empty for no messages.
 pub fn render_delivery(messages: &[Message]) -> String {
-    let mut out = String::new();
-    for m in messages {
-        if !out.is_empty() {
-            out.push('\n');
-        }
-        let level = m.severity.as_str().to_ascii_uppercase();
-        out.push_str(&format!("[{level} #{} {}] {}", m.id, m.channel, m.body));
-        if m.severity != Severity::Info {
-            out.push_str(&format!(" (ack: channel_acknowledge message_id={})", m.id));
-        }
-    }
-    out
+    let lines: Vec<String> = messages.iter().map(render_line).collect();
+    lines.join("\n")
 }
 
 fn invalid(field: &str, problem: impl std::fmt::Display) -> ToolError {
@@ -204,6 +216,13 @@ struct ReadArgs {
 }
 
 fn read(ctx: &CallContext<'_>, args: Value) -> Result<Value, ToolError> {
+    let views = read_views(ctx, args)?;
+    let messages: Vec<Value> = views.iter().map(budget::view_json).collect();
+    Ok(json!({ "messages": messages }))
+}
+
+/// The messages `channel_read` answers with for `args`.
+fn read_views(ctx: &CallContext<'_>, args: Value) -> Result<Vec<store::MessageView>, ToolError> {
     let args: ReadArgs = catalogue::parse_args(args)?;
     if let Some(channel) = &args.channel {
         channel_arg("channel", channel)?;
@@ -227,22 +246,7 @@ fn read(ctx: &CallContext<'_>, args: Value) -> Result<Value, ToolError> {
         now: ctx.now_ms(),
         before: None,
     })?;
-    let messages: Vec<Value> = views
-        .iter()
-        .map(|v| {
-            let m = &v.message;
-            json!({
-                "id": m.id,
-                "channel": m.channel,
-                "severity": m.severity.as_str(),
-                "message": m.body,
-                "created_at": store::to_rfc3339(m.created_at),
-                "expires_at": store::to_rfc3339(m.expires_at),
-                "acknowledged": v.acknowledged,
-            })
-        })
-        .collect();
-    Ok(json!({ "messages": messages }))
+    Ok(views)
 }
 
 catalogue::submit! {
@@ -381,7 +385,9 @@ fn list_channel_resources(
 }
 
 /// Reads a channel resource: what `channel_read` answers for that channel (the session's
-/// acknowledgements applied when the session is known), as JSON text.
+/// acknowledgements applied when the session is known), as JSON text within the delivery
+/// budget ([`fit_channel_resource`]): the [`DeliveryBudget`] in the call's extensions when the
+/// server put one there, else [`DeliveryBudget::from_env`].
 fn read_channel_resource(
     ctx: &CallContext<'_>,
     uri: &str,
@@ -394,11 +400,15 @@ fn read_channel_resource(
              {CHANNEL_URI_PREFIX}deploys"
         ))
     })?;
-    let value = read(ctx, json!({ "channel": channel, "limit": READ_LIMIT_MAX }))?;
+    let views = read_views(ctx, json!({ "channel": channel, "limit": READ_LIMIT_MAX }))?;
+    let budget = match ctx.service::<DeliveryBudget>() {
+        Ok(budget) => *budget,
+        Err(_) => DeliveryBudget::from_env().0,
+    };
     Ok(vec![catalogue::ResourceContents::text(
         uri,
         "application/json",
-        value.to_string(),
+        fit_channel_resource(channel, &views, budget),
     )])
 }
 

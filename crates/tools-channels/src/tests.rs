@@ -625,3 +625,193 @@ fn channel_resources_list_read_and_complete() {
     assert!(complete(&ctx, "channel", "x").unwrap().is_empty());
     assert!(complete(&ctx, "other", "").unwrap().is_empty());
 }
+
+// --- The delivery budget --------------------------------------------------------------------
+
+fn message(id: i64, channel: &str, severity: Severity, body: &str) -> Message {
+    Message {
+        id,
+        channel: channel.into(),
+        body: body.into(),
+        severity,
+        created_at: NOW + id,
+        expires_at: NOW + 3_600_000,
+    }
+}
+
+#[test]
+fn the_budget_setting_parses_tokens_and_reports_bad_values() {
+    use crate::{DEFAULT_BUDGET_TOKENS, DeliveryBudget, MIN_BUDGET_TOKENS};
+    assert_eq!(DeliveryBudget::parse("").unwrap(), DeliveryBudget::DEFAULT);
+    assert_eq!(DeliveryBudget::DEFAULT.tokens(), DEFAULT_BUDGET_TOKENS);
+    let b = DeliveryBudget::parse(" 500 ").unwrap();
+    assert_eq!((b.tokens(), b.bytes()), (500, 2_000));
+    assert!(DeliveryBudget::parse("lots").is_err());
+    assert!(DeliveryBudget::parse("-3").is_err());
+    assert!(DeliveryBudget::of_tokens(MIN_BUDGET_TOKENS - 1).is_err());
+
+    let (b, warning) = DeliveryBudget::from_setting("12");
+    assert_eq!(
+        b.tokens(),
+        MIN_BUDGET_TOKENS,
+        "too small: the smallest budget"
+    );
+    let warning = warning.unwrap();
+    assert!(
+        warning.contains("HOOKS_MCP_DELIVERY_BUDGET") && warning.contains("12"),
+        "{warning}"
+    );
+    let (b, warning) = DeliveryBudget::from_setting("big");
+    assert_eq!(b, DeliveryBudget::DEFAULT, "not a number: the default");
+    assert!(warning.unwrap().contains("`big`"));
+    assert_eq!(
+        DeliveryBudget::from_setting("300"),
+        (DeliveryBudget::of_tokens(300).unwrap(), None)
+    );
+}
+
+#[test]
+fn tokens_are_estimated_as_bytes_over_four_rounded_up() {
+    assert_eq!(crate::estimate_tokens(""), 0);
+    assert_eq!(crate::estimate_tokens("abcd"), 1);
+    assert_eq!(crate::estimate_tokens("abcde"), 2);
+    // Bytes, not characters.
+    assert_eq!(crate::estimate_tokens("ünï"), 2);
+}
+
+#[test]
+fn one_event_fills_its_budget_by_severity_newest_first_and_summarises_the_rest() {
+    use crate::{DeliveryBudget, estimate_tokens, render_bounded};
+    use store::{Delivery, Severity::*};
+    let body = "x".repeat(150);
+    let mut due = Vec::new();
+    for id in 1..=40 {
+        let channel = ["deploys", "ci", "global"][usize::try_from(id % 3).unwrap()];
+        let severity = match id {
+            7 | 30 => Critical,
+            8..=10 => Alert,
+            _ => Info,
+        };
+        due.push(message(id, channel, severity, &body));
+    }
+    let budget = DeliveryBudget::of_tokens(500).unwrap();
+    let delivery = Delivery::select(due.clone(), &mut budget.for_event());
+    let text = render_bounded(&delivery);
+    assert!(
+        estimate_tokens(&text) <= 500 && text.len() <= budget.bytes(),
+        "{} bytes: {text}",
+        text.len()
+    );
+    let shown: Vec<i64> = delivery.shown.iter().map(|m| m.id).collect();
+    // Critical first (newest first), then the alerts, then the newest info.
+    assert_eq!(&shown[..5], [30, 7, 10, 9, 8]);
+    assert!(shown.len() < due.len());
+    let last = text.lines().last().unwrap();
+    assert!(
+        last.starts_with(&format!("[MORE] {} more on ", delivery.unshown_total())),
+        "{text}"
+    );
+    assert_eq!(delivery.unshown.len(), 3, "{:?}", delivery.unshown);
+    for backlog in &delivery.unshown {
+        assert!(
+            last.contains(&format!("{} ({})", backlog.channel, backlog.total())),
+            "{last}"
+        );
+    }
+    assert!(last.ends_with(": see channel_read"), "{last}");
+    assert_eq!(
+        delivery.shown.len() as u64 + delivery.unshown_total(),
+        due.len() as u64,
+        "every due message is shown or counted"
+    );
+
+    // Everything fits: no summary.
+    let few = Delivery::select(due[..3].to_vec(), &mut budget.for_event());
+    assert_eq!(few.shown.len(), 3);
+    assert!(!render_bounded(&few).contains("[MORE]"));
+    assert_eq!(render_bounded(&Delivery::default()), "");
+}
+
+#[test]
+fn critical_messages_that_do_not_fit_are_named_in_the_summary() {
+    use crate::{DeliveryBudget, render_bounded};
+    use store::Delivery;
+    // Each critical line alone is larger than the smallest budget.
+    let huge = "!".repeat(4_000);
+    let due = vec![
+        message(1, "ops", Severity::Critical, &huge),
+        message(2, "ops", Severity::Info, "small"),
+    ];
+    let budget = DeliveryBudget::of_tokens(crate::MIN_BUDGET_TOKENS).unwrap();
+    let delivery = Delivery::select(due, &mut budget.for_event());
+    assert!(delivery.shown.is_empty());
+    assert_eq!(
+        render_bounded(&delivery),
+        "[MORE] 2 more on ops (2: 1 critical): see channel_read"
+    );
+}
+
+#[test]
+fn the_summary_names_critical_channels_first_and_counts_those_that_do_not_fit() {
+    use store::Backlog;
+    let backlog = |channel: String, critical, alert, info| Backlog {
+        channel,
+        critical,
+        alert,
+        info,
+    };
+    let mut unshown: Vec<Backlog> = (0..30)
+        .map(|i| backlog(format!("channel-with-a-long-name-{i:02}"), 0, 0, 5 + i))
+        .collect();
+    unshown.push(backlog("zz-last".into(), 2, 1, 0));
+    let line = crate::summary_line(&unshown).unwrap();
+    assert!(line.len() <= crate::SUMMARY_MAX_BYTES, "{line}");
+    let total: u64 = unshown.iter().map(Backlog::total).sum();
+    assert!(
+        line.starts_with(&format!(
+            "[MORE] {total} more on zz-last (3: 2 critical, 1 alert), "
+        )),
+        "{line}"
+    );
+    // The fullest next, and the rest counted together.
+    assert!(line.contains("channel-with-a-long-name-29 (34)"), "{line}");
+    assert!(line.contains(" other channels ("), "{line}");
+    assert!(line.ends_with(": see channel_read"), "{line}");
+    assert_eq!(crate::summary_line(&[]), None);
+}
+
+#[test]
+fn a_channel_resource_keeps_the_newest_messages_within_the_budget() {
+    use crate::{DeliveryBudget, fit_channel_resource};
+    use store::MessageView;
+    let views: Vec<MessageView> = (1..=200)
+        .rev()
+        .map(|id| MessageView {
+            message: message(id, "deploys", Severity::Info, &"y".repeat(100)),
+            acknowledged: false,
+        })
+        .collect();
+    let budget = DeliveryBudget::of_tokens(1_000).unwrap();
+    let text = fit_channel_resource("deploys", &views, budget);
+    assert!(text.len() <= budget.bytes(), "{}", text.len());
+    let value: Value = serde_json::from_str(&text).unwrap();
+    let kept = ids(&value);
+    assert!(!kept.is_empty() && kept.len() < 200, "{}", kept.len());
+    assert_eq!(
+        kept,
+        (201 - kept.len() as i64..=200).rev().collect::<Vec<_>>()
+    );
+    assert_eq!(value["more"], json!(200 - kept.len()));
+    assert!(
+        value["note"]
+            .as_str()
+            .unwrap()
+            .contains("channel_read channel=deploys"),
+        "{value}"
+    );
+    // All of it fits a large budget: exactly what channel_read lists.
+    let all = fit_channel_resource("deploys", &views[..3], budget);
+    let value: Value = serde_json::from_str(&all).unwrap();
+    assert_eq!(ids(&value), [200, 199, 198]);
+    assert!(value.get("more").is_none());
+}
