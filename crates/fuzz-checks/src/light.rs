@@ -2,16 +2,29 @@
 //!
 //! Invariants, line by line until a handoff: never a panic; a blank line, a notification or
 //! a response gets nothing; a line `parse_line` refuses gets exactly that error reply; a
-//! request with an id gets exactly one reply carrying its id (a result line or the
-//! `tools/list` answer), or a handoff, after which the light session answers nothing more (the
-//! full server answers the trigger line: see `Step::Handoff`). `ping` is always answered;
-//! `initialize`, `tools/list` and the other discovery lists are answered as documented. The
-//! replay holds exactly the answered `initialize` line and the notifications after it.
+//! request with an id gets exactly one reply carrying its id (a result or error line, the
+//! `tools/list` answer, the `resources/list` the front end fetches), is held (a
+//! `subscriptions/listen`, acknowledged at once with its id), or hands off, after which the
+//! light session answers nothing more (the full server answers the trigger line: see
+//! `Step::Handoff`). `ping` is always answered.
+//!
+//! A session that opened with `initialize` is served as before the 2026-07-28 revision:
+//! `initialize`, `tools/list` and the other discovery lists answered with results. Before any
+//! `initialize`, a request other than `ping` whose `_meta` lacks a string protocol version or
+//! an object of client capabilities gets `-32602`, one naming an unsupported version `-32022`,
+//! and only 2026-07-28 requests are answered or held here; their results are complete
+//! (`resultType`) and carry caching hints.
+//!
+//! The replay holds exactly the answered `initialize` line and the notifications after it, or
+//! the held (and not cancelled) `subscriptions/listen` lines; a handoff replays it, then the
+//! trigger, and names what the full server must not answer again.
 
-use protocol_lite::handshake::ServerIdentity;
+use protocol_lite::handshake::{STATELESS_VERSION, SUPPORTED_VERSIONS, ServerIdentity};
 use protocol_lite::jsonrpc::{self, Incoming};
 use protocol_lite::light::{LightSession, Step};
-use serde_json::{Value, json};
+use protocol_lite::modern;
+use protocol_lite::setting::{SUPPRESS_ACKS_ENV, SUPPRESS_ID_ENV};
+use serde_json::{Map, Value, json};
 
 use crate::runtime::lines;
 
@@ -30,7 +43,7 @@ fn reply_value(bytes: &[u8]) -> Value {
 }
 
 /// Whether an `initialize` request's params are complete (what the light path answers).
-fn complete_initialize(params: Option<&serde_json::Map<String, Value>>) -> bool {
+fn complete_initialize(params: Option<&Map<String, Value>>) -> bool {
     params.is_some_and(|p| {
         p.get("protocolVersion").is_some_and(Value::is_string)
             && p.get("capabilities").is_some_and(Value::is_object)
@@ -41,18 +54,66 @@ fn complete_initialize(params: Option<&serde_json::Map<String, Value>>) -> bool 
     })
 }
 
-/// Feeds the lines of `data` to a new session.
+/// The model of what the session keeps.
+#[derive(Default)]
+struct Model {
+    initialized: bool,
+    /// The replay of a session that opened with `initialize`.
+    replay: Vec<u8>,
+    /// The held subscriptions: id and line.
+    held: Vec<(Value, Vec<u8>)>,
+    /// The ids of the held subscriptions that asked for resource list changes.
+    resources: Vec<Value>,
+}
+
+impl Model {
+    fn replay(&self) -> Vec<u8> {
+        if self.initialized {
+            return self.replay.clone();
+        }
+        let mut replay = Vec::new();
+        for (_, line) in &self.held {
+            replay.extend_from_slice(line);
+            replay.push(b'\n');
+        }
+        replay
+    }
+}
+
+/// What the 2026-07-28 rules say of a request before `initialize` (other than `ping`): the
+/// error code it gets, or `None` when it names 2026-07-28 with complete `_meta`, or the legacy
+/// version it names (handed off).
+enum Stateless {
+    Refused(i64),
+    Modern,
+    Legacy,
+}
+
+fn stateless(params: Option<&Map<String, Value>>) -> Stateless {
+    if !modern::missing_meta(params).is_empty() {
+        return Stateless::Refused(jsonrpc::INVALID_PARAMS);
+    }
+    match modern::requested_version(params) {
+        Some(STATELESS_VERSION) => Stateless::Modern,
+        Some(v) if SUPPORTED_VERSIONS.contains(&v) => Stateless::Legacy,
+        _ => Stateless::Refused(modern::UNSUPPORTED_PROTOCOL_VERSION),
+    }
+}
+
+/// Feeds the lines of `data` to a new session (which can watch the store's resources when the
+/// first byte is odd).
 pub fn check(data: &[u8]) {
-    let mut session = LightSession::new(ServerIdentity::default(), tools_list());
-    let mut replay: Vec<u8> = Vec::new();
-    let mut initialized = false;
+    let watches = data.first().is_some_and(|b| b % 2 == 1);
+    let mut session =
+        LightSession::new(ServerIdentity::default(), tools_list()).with_resource_watch(watches);
+    let mut model = Model::default();
     for line in lines(data) {
         let step = session.handle(line);
         if jsonrpc::is_blank(line) {
             assert_eq!(step, Step::Nothing, "a blank line is skipped");
             continue;
         }
-        let incoming = match jsonrpc::parse_line(line) {
+        let (value, incoming) = match jsonrpc::parse_line(line) {
             Err(reply) => {
                 assert_eq!(
                     step,
@@ -61,7 +122,7 @@ pub fn check(data: &[u8]) {
                 );
                 continue;
             }
-            Ok((_, incoming)) => incoming,
+            Ok(parsed) => parsed,
         };
         let (id, method, params) = match incoming {
             Incoming::Response => {
@@ -70,43 +131,34 @@ pub fn check(data: &[u8]) {
             }
             Incoming::Notification { .. } => {
                 assert_eq!(step, Step::Nothing, "a notification is never answered");
-                if initialized {
-                    replay.extend_from_slice(line);
-                    replay.push(b'\n');
+                if model.initialized {
+                    model.replay.extend_from_slice(line);
+                    model.replay.push(b'\n');
+                } else if let Some(cancelled) = modern::cancelled_request(&value) {
+                    model.held.retain(|(id, _)| id != cancelled);
+                    model.resources.retain(|id| id != cancelled);
                 }
-                assert_eq!(session.replay(), &replay[..], "replay after a notification");
+                assert_eq!(
+                    session.replay(),
+                    model.replay(),
+                    "replay after a notification"
+                );
                 continue;
             }
             Incoming::Request { id, method, params } => (id, method, params),
         };
+        let params = params.as_ref();
+        let rule = (!model.initialized && method != "initialize" && method != "ping")
+            .then(|| stateless(params));
         match step {
             Step::Reply(bytes) => {
                 let value = reply_value(&bytes);
                 assert_eq!(value["id"], id, "the reply carries the request's id");
-                assert!(
-                    value.get("result").is_some(),
-                    "the light path answers with results"
-                );
-                match method.as_str() {
-                    "ping" => assert_eq!(value["result"], json!({})),
-                    "initialize" => {
-                        assert!(!initialized, "a second initialize is handed off");
-                        assert!(complete_initialize(params.as_ref()));
-                        assert!(value["result"]["protocolVersion"].is_string());
-                        initialized = true;
-                        replay.extend_from_slice(line);
-                        replay.push(b'\n');
-                        assert_eq!(session.initialize_id(), Some(&id));
-                    }
-                    "resources/list" | "resources/templates/list" | "prompts/list" => {
-                        assert!(initialized, "discovery before initialize is handed off");
-                    }
-                    other => panic!("the light path answered `{other}` itself"),
-                }
+                check_reply(&mut model, &value, &method, params, rule, line);
             }
             Step::ListTools(list_id) => {
                 assert_eq!(list_id, id, "tools/list answers its own request");
-                assert!(initialized && method == "tools/list");
+                assert!(model.initialized && method == "tools/list");
                 let mut out = Vec::new();
                 session
                     .write_tools_list(&list_id, &mut out)
@@ -118,27 +170,175 @@ pub fn check(data: &[u8]) {
                     serde_json::from_str::<Value>(&tools_list()).unwrap()
                 );
             }
+            Step::ListModernTools(list_id) => {
+                assert_eq!(list_id, id, "tools/list answers its own request");
+                assert!(matches!(rule, Some(Stateless::Modern)) && method == "tools/list");
+                let mut out = Vec::new();
+                session
+                    .write_modern_tools_list(&list_id, &mut out)
+                    .expect("writing to memory");
+                let value = reply_value(&out);
+                assert_eq!(value["id"], id);
+                let mut expected = serde_json::from_str::<Value>(&tools_list()).unwrap();
+                expected["resultType"] = json!("complete");
+                expected["ttlMs"] = json!(3_600_000);
+                expected["cacheScope"] = json!("public");
+                assert_eq!(value["result"], expected);
+            }
+            Step::ListResources(list_id) => {
+                assert_eq!(list_id, id, "resources/list answers its own request");
+                assert!(matches!(rule, Some(Stateless::Modern)) && method == "resources/list");
+            }
+            Step::Listen(listen) => {
+                assert_eq!(listen.id, id, "a subscription is named by its request");
+                assert!(matches!(rule, Some(Stateless::Modern)));
+                assert_eq!(method, "subscriptions/listen");
+                assert!(watches || !listen.resources_list_changed);
+                assert!(model.held.iter().all(|(held, _)| *held != id));
+                let resources = listen.resources_list_changed;
+                let ack = reply_value(&session.hold(line, listen));
+                assert_eq!(ack["method"], "notifications/subscriptions/acknowledged");
+                assert_eq!(ack["params"]["_meta"][modern::SUBSCRIPTION_ID_KEY], id);
+                assert!(ack.get("id").is_none(), "a held request gets no response");
+                model.held.push((id.clone(), line.to_vec()));
+                if resources {
+                    model.resources.push(id.clone());
+                }
+            }
             Step::Handoff(reason) => {
                 assert!(!reason.is_empty());
-                assert_ne!(method, "ping", "ping is always answered");
-                let answerable = match method.as_str() {
-                    "initialize" => !initialized && complete_initialize(params.as_ref()),
-                    "tools/list"
-                    | "resources/list"
-                    | "resources/templates/list"
-                    | "prompts/list" => initialized,
-                    _ => false,
-                };
-                assert!(
-                    !answerable,
-                    "`{method}` was handed off but the light path answers it"
-                );
-                assert_eq!(session.replay(), &replay[..], "replay at the handoff");
+                check_handoff(&session, &model, &method, params, rule, line);
                 // The full server takes the connection from here.
                 return;
             }
             Step::Nothing => panic!("the request `{method}` (id {id}) got no reply"),
         }
-        assert_eq!(session.replay(), &replay[..], "replay after a request");
+        assert_eq!(session.replay(), model.replay(), "replay after a request");
+        let held: Vec<&Value> = model.held.iter().map(|(id, _)| id).collect();
+        assert_eq!(session.held().collect::<Vec<_>>(), held);
+        assert_eq!(
+            session.resource_listeners().collect::<Vec<_>>(),
+            model.resources.iter().collect::<Vec<_>>()
+        );
+    }
+}
+
+/// Checks a reply the light path wrote for a request, and updates the model.
+fn check_reply(
+    model: &mut Model,
+    value: &Value,
+    method: &str,
+    params: Option<&Map<String, Value>>,
+    rule: Option<Stateless>,
+    line: &[u8],
+) {
+    if let Some(rule) = rule {
+        match rule {
+            Stateless::Refused(code) => assert_eq!(value["error"]["code"], code, "{value}"),
+            Stateless::Modern => {
+                assert!(
+                    matches!(
+                        method,
+                        "server/discover" | "resources/templates/list" | "prompts/list"
+                    ),
+                    "the light path answered `{method}` itself"
+                );
+                assert_eq!(value["result"]["resultType"], "complete");
+                assert!(value["result"]["ttlMs"].is_u64());
+                assert!(value["result"]["cacheScope"].is_string());
+            }
+            Stateless::Legacy => panic!("a request for a legacy version is the full server's"),
+        }
+        return;
+    }
+    if method == "ping" {
+        let expected = match modern::requested_version(params) {
+            Some(v) if !model.initialized && !SUPPORTED_VERSIONS.contains(&v) => {
+                json!(modern::UNSUPPORTED_PROTOCOL_VERSION)
+            }
+            Some(STATELESS_VERSION) if !model.initialized => json!(jsonrpc::METHOD_NOT_FOUND),
+            _ => Value::Null,
+        };
+        if expected.is_null() {
+            assert_eq!(value["result"], json!({}));
+        } else {
+            assert_eq!(value["error"]["code"], expected);
+        }
+        return;
+    }
+    assert!(
+        value.get("result").is_some(),
+        "an initialized session is answered with results"
+    );
+    match method {
+        "initialize" => {
+            assert!(!model.initialized, "a second initialize is handed off");
+            assert!(
+                model.held.is_empty(),
+                "initialize after a listen is handed off"
+            );
+            assert!(complete_initialize(params));
+            assert!(value["result"]["protocolVersion"].is_string());
+            model.initialized = true;
+            model.replay.extend_from_slice(line);
+            model.replay.push(b'\n');
+        }
+        "resources/templates/list" | "prompts/list" => {
+            assert!(value["result"].get("resultType").is_none(), "legacy shape");
+        }
+        other => panic!("the light path answered `{other}` itself"),
+    }
+}
+
+/// Checks that a handed-off request is not one the light path answers, and what the full
+/// server is given.
+fn check_handoff(
+    session: &LightSession,
+    model: &Model,
+    method: &str,
+    params: Option<&Map<String, Value>>,
+    rule: Option<Stateless>,
+    line: &[u8],
+) {
+    assert_ne!(method, "ping", "ping is always answered");
+    let answerable = match rule {
+        Some(Stateless::Refused(_)) => true,
+        Some(Stateless::Legacy) => false,
+        Some(Stateless::Modern) => matches!(
+            method,
+            "server/discover"
+                | "tools/list"
+                | "resources/list"
+                | "resources/templates/list"
+                | "prompts/list"
+        ),
+        None if method == "initialize" => {
+            !model.initialized && model.held.is_empty() && complete_initialize(params)
+        }
+        None => matches!(
+            method,
+            "tools/list" | "resources/templates/list" | "prompts/list"
+        ),
+    };
+    assert!(
+        !answerable,
+        "`{method}` was handed off but the light path answers it"
+    );
+    assert_eq!(session.replay(), model.replay(), "replay at the handoff");
+    let handoff = session.handoff(line, b"rest");
+    let mut expected = model.replay();
+    expected.extend_from_slice(line);
+    expected.extend_from_slice(b"\nrest");
+    assert_eq!(handoff.replay, expected, "replay, trigger, read-ahead");
+    let names: Vec<&str> = handoff.env.iter().map(|(name, _)| *name).collect();
+    match (model.initialized, model.held.is_empty()) {
+        (true, _) => assert_eq!(names, [SUPPRESS_ID_ENV]),
+        (false, true) => assert!(names.is_empty()),
+        (false, false) => {
+            assert_eq!(names, [SUPPRESS_ACKS_ENV]);
+            let ids: Vec<Value> = serde_json::from_str(&handoff.env[0].1).unwrap();
+            let held: Vec<Value> = model.held.iter().map(|(id, _)| id.clone()).collect();
+            assert_eq!(ids, held);
+        }
     }
 }

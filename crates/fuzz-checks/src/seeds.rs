@@ -20,6 +20,40 @@ fn session_lines(root: &Path) -> Vec<String> {
         .collect()
 }
 
+/// A 2026-07-28 session as Claude Code opens it: `server/discover`, `subscriptions/listen` for
+/// both list changes, `tools/list`; then a request for an unsupported version, a cancelled
+/// second subscription and a tool call.
+fn stateless_lines() -> Vec<String> {
+    let meta = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "claude-code", "version": "2.1.332"},
+    });
+    let request = |id: Value, method: &str, mut params: Value| {
+        params["_meta"] = meta.clone();
+        json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string()
+    };
+    let both = json!({"notifications": {"toolsListChanged": true, "resourcesListChanged": true}});
+    let mut old = request(json!(4), "tools/list", json!({}));
+    old = old.replace("2026-07-28", "1900-01-01");
+    vec![
+        request(json!(0), "server/discover", json!({})),
+        request(json!(1), "subscriptions/listen", both.clone()),
+        request(json!(2), "tools/list", json!({})),
+        request(json!(3), "resources/list", json!({})),
+        old,
+        request(json!("l"), "subscriptions/listen", both),
+        json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+            "params": {"requestId": "l"}})
+        .to_string(),
+        request(
+            json!(5),
+            "tools/call",
+            json!({"name": "channel_list", "arguments": {}}),
+        ),
+    ]
+}
+
 /// The recorded hook payloads (`tests/fixtures/hooks/*.json`), parsed.
 fn hook_payloads(root: &Path) -> Vec<Value> {
     let Ok(dir) = std::fs::read_dir(root.join("tests/fixtures/hooks")) else {
@@ -115,6 +149,13 @@ pub fn seeds(target: &str, root: &Path) -> Vec<Vec<u8>> {
             .collect(),
         "light_session" | "stdio_transport" => {
             let mut out = vec![whole.clone()];
+            if target == "light_session" {
+                // A 2026-07-28 client's opening (with and without a watch on the store: the
+                // first byte's parity), a cancelled subscription and a call that hands off.
+                let modern = stateless_lines().join("\n");
+                out.push(format!("{modern}\n"));
+                out.push(format!(" {modern}\n"));
+            }
             // The session with each line broken in turn, and with lines repeated.
             for (i, line) in lines.iter().enumerate() {
                 for broken in broken_variants(line) {

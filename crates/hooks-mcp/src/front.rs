@@ -13,9 +13,10 @@ use catalogue::{
     ALLOWED_TOOLS_ENV, CATEGORIES_ENV, Filter, Listing, MODE_ENV, MODULES_ENV, StartMode,
 };
 use protocol_lite::handshake::ServerIdentity;
-use protocol_lite::light::{LightSession, Step};
+use protocol_lite::light::{Handoff, LightSession, Step};
+use protocol_lite::modern::CacheHints;
 use protocol_lite::setting::{
-    CATALOGUE_BIN_ENV, CATALOGUE_TIMEOUT_ENV, FULL_BIN_ENV, LOG_ENV, REPLAY_FD_ENV, SUPPRESS_ID_ENV,
+    CATALOGUE_BIN_ENV, CATALOGUE_TIMEOUT_ENV, FULL_BIN_ENV, LOG_ENV, REPLAY_FD_ENV,
 };
 use rustix::event::{PollFd, PollFlags, Timespec, poll};
 
@@ -75,6 +76,7 @@ pub(crate) fn run() -> ExitCode {
         let tools = visible.tools_list_json(&mode);
         debug(|| format!("light path ready ({mode}): {} tools visible", visible.len()));
         LightSession::new(identity, tools)
+            .with_tools_hints(CacheHints::tools_list(mode.has_discovery()))
     };
     serve_light(session, &mode)
 }
@@ -121,20 +123,22 @@ fn serve_light(mut session: LightSession, mode: &StartMode) -> ExitCode {
                     return ExitCode::SUCCESS;
                 }
             }
-            Step::Handoff(reason) => {
-                debug(|| format!("handing the session to the full server: {reason}"));
-                let mut replay = session.replay().to_vec();
-                replay.extend_from_slice(&line);
-                if !line.ends_with(b"\n") {
-                    replay.push(b'\n');
+            Step::ListModernTools(id) => {
+                let written = session
+                    .write_modern_tools_list(&id, &mut out)
+                    .and_then(|()| out.flush());
+                if written.is_err() {
+                    return ExitCode::SUCCESS;
                 }
-                replay.extend_from_slice(reader.buffer());
-                let suppress = session.initialize_id().map(|id| id.to_string());
+            }
+            step @ (Step::Handoff(_) | Step::ListResources(_) | Step::Listen(_)) => {
+                debug(|| format!("handing the session to the full server: {step:?}"));
+                let handoff = session.handoff(&line, reader.buffer());
                 drop(out);
                 return exec_full(
                     &stdio_binary(),
                     [OsString::from("serve-stdio")].into_iter(),
-                    Some((replay, suppress)),
+                    Some(handoff),
                     mode,
                 );
             }
@@ -170,7 +174,7 @@ fn catalogue_binary() -> PathBuf {
 fn exec_full(
     path: &std::path::Path,
     args: impl Iterator<Item = OsString>,
-    replay: Option<(Vec<u8>, Option<String>)>,
+    handoff: Option<Handoff>,
     mode: &StartMode,
 ) -> ExitCode {
     let mut command = Command::new(path);
@@ -179,8 +183,8 @@ fn exec_full(
     command.envs(mode.to_env());
     // Kept open until exec: the full server reads it through /dev/fd.
     let mut _replay_file = None;
-    if let Some((bytes, suppress)) = replay {
-        match replay_file(&bytes) {
+    if let Some(handoff) = handoff {
+        match replay_file(&handoff.replay) {
             Ok(file) => {
                 command.env(REPLAY_FD_ENV, file.as_raw_fd().to_string());
                 _replay_file = Some(file);
@@ -190,9 +194,7 @@ fn exec_full(
                 return ExitCode::FAILURE;
             }
         }
-        if let Some(id) = suppress {
-            command.env(SUPPRESS_ID_ENV, id);
-        }
+        command.envs(handoff.env);
     }
     let error = command.exec();
     protocol_lite::diag!(

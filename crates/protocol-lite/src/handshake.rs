@@ -16,6 +16,25 @@ pub const VERSIONS_WITH_INITIALIZE: [&str; 4] =
 /// The newest protocol version that still has an `initialize` handshake.
 pub const LATEST_WITH_INITIALIZE: &str = "2025-11-25";
 
+/// The stateless revision: every request carries its version and the client's capabilities
+/// in `_meta`, and there is no `initialize`.
+pub const STATELESS_VERSION: &str = "2026-07-28";
+
+/// Every protocol version hooks-mcp serves, oldest first: those with `initialize`, then
+/// [`STATELESS_VERSION`]. `server/discover` lists them, and a request naming any other version
+/// is refused with `-32022` (`crate::modern::UNSUPPORTED_PROTOCOL_VERSION`).
+pub const SUPPORTED_VERSIONS: [&str; 5] = [
+    "2024-11-05",
+    "2025-03-26",
+    "2025-06-18",
+    "2025-11-25",
+    STATELESS_VERSION,
+];
+
+/// How long a client may keep the `server/discover` result and the static lists, in
+/// milliseconds: an hour (they change only when the server is restarted with other settings).
+pub const STABLE_TTL_MS: u64 = 3_600_000;
+
 /// The version to answer a client that asked for `requested` in `initialize`.
 pub fn negotiate(requested: &str) -> &'static str {
     VERSIONS_WITH_INITIALIZE
@@ -42,6 +61,27 @@ struct InitializeResult<'a> {
     server_info: ServerInfo,
     #[serde(skip_serializing_if = "Option::is_none")]
     instructions: Option<&'a str>,
+}
+
+// Field order follows rmcp's `DiscoverResult`, for the same reason.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct DiscoverResult<'a> {
+    result_type: &'static str,
+    supported_versions: [&'static str; 5],
+    capabilities: Capabilities,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    instructions: Option<&'a str>,
+    ttl_ms: u64,
+    cache_scope: &'static str,
+    #[serde(rename = "_meta")]
+    meta: DiscoverMeta,
+}
+
+#[derive(Serialize)]
+struct DiscoverMeta {
+    #[serde(rename = "io.modelcontextprotocol/serverInfo")]
+    server_info: ServerInfo,
 }
 
 #[derive(Serialize)]
@@ -116,25 +156,62 @@ impl ServerIdentity {
     pub fn initialize_result_with(&self, requested_version: &str, features: Features) -> Value {
         let result = InitializeResult {
             protocol_version: negotiate(requested_version),
-            capabilities: Capabilities {
-                logging: Empty {},
-                completions: features.completions.then_some(Empty {}),
-                prompts: features.prompts.then_some(PromptsCapability {
-                    list_changed: false,
-                }),
-                resources: features.resources.then_some(ResourcesCapability {
-                    subscribe: true,
-                    list_changed: true,
-                }),
-                tools: ToolsCapability { list_changed: true },
-            },
-            server_info: ServerInfo {
-                name: SERVER_NAME,
-                version: SERVER_VERSION,
-            },
+            capabilities: Capabilities::of(features),
+            server_info: ServerInfo::HOOKS_MCP,
             instructions: self.instructions.as_deref(),
         };
         // Serializing a struct of strings and booleans cannot fail.
         serde_json::to_value(result).unwrap_or(Value::Null)
     }
+
+    /// The `server/discover` result (protocol 2026-07-28).
+    ///
+    /// The capabilities are hooks-mcp's own ([`Features::HOOKS_MCP`]).
+    pub fn discover_result(&self) -> Value {
+        self.discover_result_with(Features::HOOKS_MCP)
+    }
+
+    /// The `server/discover` result of a server offering `features`: every
+    /// [`SUPPORTED_VERSIONS`], the same capabilities object as the `initialize` result's, the
+    /// instructions, an hour's public caching ([`STABLE_TTL_MS`]) and the server's identity
+    /// under `_meta["io.modelcontextprotocol/serverInfo"]`.
+    pub fn discover_result_with(&self, features: Features) -> Value {
+        let result = DiscoverResult {
+            result_type: "complete",
+            supported_versions: SUPPORTED_VERSIONS,
+            capabilities: Capabilities::of(features),
+            instructions: self.instructions.as_deref(),
+            ttl_ms: STABLE_TTL_MS,
+            cache_scope: "public",
+            meta: DiscoverMeta {
+                server_info: ServerInfo::HOOKS_MCP,
+            },
+        };
+        // As above: plain strings, numbers and booleans.
+        serde_json::to_value(result).unwrap_or(Value::Null)
+    }
+}
+
+impl Capabilities {
+    fn of(features: Features) -> Self {
+        Capabilities {
+            logging: Empty {},
+            completions: features.completions.then_some(Empty {}),
+            prompts: features.prompts.then_some(PromptsCapability {
+                list_changed: false,
+            }),
+            resources: features.resources.then_some(ResourcesCapability {
+                subscribe: true,
+                list_changed: true,
+            }),
+            tools: ToolsCapability { list_changed: true },
+        }
+    }
+}
+
+impl ServerInfo {
+    const HOOKS_MCP: ServerInfo = ServerInfo {
+        name: SERVER_NAME,
+        version: SERVER_VERSION,
+    };
 }

@@ -10,6 +10,8 @@ pub const INVALID_REQUEST: i64 = -32600;
 pub const METHOD_NOT_FOUND: i64 = -32601;
 /// Invalid method parameters.
 pub const INVALID_PARAMS: i64 = -32602;
+/// The server failed while handling a valid request.
+pub const INTERNAL_ERROR: i64 = -32603;
 
 /// A well-formed message from the client.
 #[derive(Debug, Clone, PartialEq)]

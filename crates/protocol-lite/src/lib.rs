@@ -12,10 +12,15 @@
 //! - [`diag`]: diagnostics on stderr that ignore write errors (`diag!`): a closed or full
 //!   stderr never takes a process down.
 //! - [`handshake`]: the server's identity and capabilities, defined once, and protocol version
-//!   negotiation; the full server builds its rmcp `initialize` result from the same JSON.
-//! - [`light`]: the front end's session state machine: it answers `initialize`, `ping` and the
-//!   discovery lists itself and says when to hand the connection to the full server, keeping the
-//!   bytes the full server must replay.
+//!   negotiation; the full server builds its rmcp `initialize` and `server/discover` results
+//!   from the same JSON.
+//! - [`modern`]: the 2026-07-28 (stateless) framing: the `_meta` every request carries, the
+//!   version check and its `-32022`, caching hints, `subscriptions/listen` filters and the
+//!   acknowledgement and list-change lines.
+//! - [`light`]: the front end's session state machine: it answers `initialize`, `ping`, the
+//!   2026-07-28 `server/discover` and the discovery lists itself, holds `subscriptions/listen`
+//!   requests, and says when to hand the connection to the full server, keeping the bytes the
+//!   full server must replay and what it must not answer again.
 //! - [`local_daemon`]: the lean, std-only HTTP/1.1 client for the local network daemon: one
 //!   `POST` per call to a loopback address only, with the daemon's bearer token and short
 //!   timeouts. The hook command hands events to the daemon through it instead of opening a
@@ -58,4 +63,5 @@ pub mod handshake;
 pub mod jsonrpc;
 pub mod light;
 pub mod local_daemon;
+pub mod modern;
 pub mod setting;

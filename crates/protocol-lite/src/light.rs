@@ -4,8 +4,10 @@ use std::io::{self, Write};
 
 use serde_json::{Map, Value, json};
 
-use crate::handshake::ServerIdentity;
+use crate::handshake::{STATELESS_VERSION, SUPPORTED_VERSIONS, ServerIdentity};
 use crate::jsonrpc::{self, Incoming};
+use crate::modern::{self, CacheHints, Listen};
+use crate::setting::{SUPPRESS_ACKS_ENV, SUPPRESS_ID_ENV};
 
 /// What to do with one line of input.
 #[derive(Debug, Clone, PartialEq)]
@@ -15,20 +17,64 @@ pub enum Step {
     /// Answer `tools/list` to the request with this id: write it with
     /// [`LightSession::write_tools_list`], straight from the stored list (no copy of it).
     ListTools(Value),
+    /// Answer a 2026-07-28 `tools/list` to the request with this id: write it with
+    /// [`LightSession::write_modern_tools_list`] (the stored list, `resultType` and the
+    /// caching hints).
+    ListModernTools(Value),
+    /// Answer a 2026-07-28 `resources/list` to the request with this id: the store's listing
+    /// (see `setting::LIST_RESOURCES_ARG`) as [`modern::raw_result_line`], or a
+    /// [`modern::internal_error`] when it cannot be had.
+    ListResources(Value),
+    /// A 2026-07-28 `subscriptions/listen` the light path can hold: make ready what it needs
+    /// (for `resources_list_changed`, a watch on the store), then [`LightSession::hold`] it and
+    /// write the acknowledgement; if that cannot be done, hand off with this line as the
+    /// trigger. The request gets no response while it is held.
+    Listen(Listen),
     /// Nothing to write (a notification, a response, a blank line).
     Nothing,
-    /// The full server must take over, starting with [`LightSession::replay`] and then this line.
+    /// The full server must take over: see [`LightSession::handoff`].
     Handoff(String),
 }
 
+/// What the full server needs to take a session over: the bytes to read first and the
+/// environment that tells it what the light path already answered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Handoff {
+    /// The replay, then the trigger line, then the bytes read ahead of it.
+    pub replay: Vec<u8>,
+    /// [`SUPPRESS_ID_ENV`] (the answered `initialize`'s id) or [`SUPPRESS_ACKS_ENV`] (the held
+    /// subscriptions' ids, a JSON array), when there is one to suppress.
+    pub env: Vec<(&'static str, String)>,
+}
+
+/// A `subscriptions/listen` request the light path holds.
+#[derive(Debug, Clone, PartialEq)]
+struct Held {
+    listen: Listen,
+    /// The request as received, to replay at a handoff.
+    line: Vec<u8>,
+}
+
 /// State of one stdio session on the light path.
+///
+/// A session that opens with `initialize` is served as before the 2026-07-28 revision (its
+/// lines and their answers do not depend on [`crate::modern`]). Before any `initialize`,
+/// every request but `ping` must carry the 2026-07-28 `_meta` (else `-32602`) with a supported
+/// version (else `-32022`); those naming 2026-07-28 get `server/discover`, the lists and
+/// `subscriptions/listen` answered here, the rest hand off.
 #[derive(Debug)]
 pub struct LightSession {
     identity: ServerIdentity,
     /// The `tools/list` result as JSON text: each answer writes these bytes.
     tools_list: String,
+    /// The caching hints on a 2026-07-28 `tools/list`.
+    tools_hints: CacheHints,
+    /// Whether a `resourcesListChanged` subscription can be held (the front end can watch the
+    /// store); otherwise it hands off.
+    watches_resources: bool,
     replay: Vec<u8>,
     initialize_id: Option<Value>,
+    held: Vec<Held>,
 }
 
 impl LightSession {
@@ -36,18 +82,38 @@ impl LightSession {
     /// (`{"tools": [...]}`, as `catalogue::Listing::tools_list_json` builds it from checked
     /// parts): a session that only lists tools holds no JSON tree, and the text is not parsed
     /// again.
+    ///
+    /// A 2026-07-28 `tools/list` gets [`CacheHints::STABLE`] and `resourcesListChanged`
+    /// subscriptions hand off, unless [`Self::with_tools_hints`] and
+    /// [`Self::with_resource_watch`] say otherwise.
     pub fn new(identity: ServerIdentity, tools_list: String) -> Self {
         LightSession {
             identity,
             tools_list,
+            tools_hints: CacheHints::STABLE,
+            watches_resources: false,
             replay: Vec::new(),
             initialize_id: None,
+            held: Vec::new(),
         }
     }
 
+    /// The caching hints of a 2026-07-28 `tools/list` ([`CacheHints::tools_list`]).
+    pub fn with_tools_hints(mut self, hints: CacheHints) -> Self {
+        self.tools_hints = hints;
+        self
+    }
+
+    /// Whether the front end can watch the store's resource list, and so hold
+    /// `resourcesListChanged` subscriptions itself.
+    pub fn with_resource_watch(mut self, watches: bool) -> Self {
+        self.watches_resources = watches;
+        self
+    }
+
     /// The bytes the full server must read before the line that triggered the handoff: the
-    /// `initialize` request this session answered and every notification that followed it, each
-    /// as received, one per line.
+    /// `initialize` request this session answered and every notification that followed it, or
+    /// the `subscriptions/listen` requests it holds, each as received, one per line.
     pub fn replay(&self) -> &[u8] {
         &self.replay
     }
@@ -56,6 +122,55 @@ impl LightSession {
     /// to the replayed request must be suppressed.
     pub fn initialize_id(&self) -> Option<&Value> {
         self.initialize_id.as_ref()
+    }
+
+    /// The ids of the subscriptions this session holds, oldest first; the full server's own
+    /// acknowledgements of the replayed requests must be suppressed.
+    pub fn held(&self) -> impl Iterator<Item = &Value> {
+        self.held.iter().map(|h| &h.listen.id)
+    }
+
+    /// The ids of the held subscriptions that asked for `resourcesListChanged`: each gets a
+    /// [`modern::resources_list_changed_line`] when the store's resource list changes.
+    pub fn resource_listeners(&self) -> impl Iterator<Item = &Value> {
+        self.held
+            .iter()
+            .filter(|h| h.listen.resources_list_changed)
+            .map(|h| &h.listen.id)
+    }
+
+    /// Holds the subscription `listen` (a [`Step::Listen`] of the request `line`, as received)
+    /// and returns its acknowledgement line, to be written at once.
+    pub fn hold(&mut self, line: &[u8], listen: Listen) -> Vec<u8> {
+        let ack = listen.acknowledgement_line();
+        self.replay.extend_from_slice(line);
+        self.replay.push(b'\n');
+        self.held.push(Held {
+            listen,
+            line: line.to_vec(),
+        });
+        ack
+    }
+
+    /// What the full server needs when `trigger` (the line that handed off, as read, newline
+    /// included or not) and `read_ahead` (what followed it) are its to serve.
+    pub fn handoff(&self, trigger: &[u8], read_ahead: &[u8]) -> Handoff {
+        let mut replay = Vec::with_capacity(self.replay.len() + trigger.len() + read_ahead.len());
+        replay.extend_from_slice(&self.replay);
+        replay.extend_from_slice(trigger);
+        if !trigger.ends_with(b"\n") {
+            replay.push(b'\n');
+        }
+        replay.extend_from_slice(read_ahead);
+        let mut env = Vec::new();
+        if let Some(id) = &self.initialize_id {
+            env.push((SUPPRESS_ID_ENV, id.to_string()));
+        }
+        if !self.held.is_empty() {
+            let ids: Vec<&Value> = self.held().collect();
+            env.push((SUPPRESS_ACKS_ENV, json!(ids).to_string()));
+        }
+        Handoff { replay, env }
     }
 
     /// Writes the `tools/list` response to the request `id` as one line.
@@ -70,13 +185,26 @@ impl LightSession {
         out.write_all(b"}\n")
     }
 
+    /// Writes the 2026-07-28 `tools/list` response to the request `id` as one line: the stored
+    /// list with `resultType` and the session's caching hints ([`modern::write_complete`]).
+    ///
+    /// # Errors
+    /// What writing to `out` fails with.
+    pub fn write_modern_tools_list(&self, id: &Value, out: &mut impl Write) -> io::Result<()> {
+        out.write_all(b"{\"jsonrpc\":\"2.0\",\"id\":")?;
+        serde_json::to_writer(&mut *out, id)?;
+        out.write_all(b",\"result\":")?;
+        modern::write_complete(out, self.tools_hints, self.tools_list.as_bytes())?;
+        out.write_all(b"}\n")
+    }
+
     /// Handles one line (without its newline).
     pub fn handle(&mut self, line: &[u8]) -> Step {
         if jsonrpc::is_blank(line) {
             return Step::Nothing;
         }
-        let incoming = match jsonrpc::parse_line(line) {
-            Ok((_, incoming)) => incoming,
+        let (value, incoming) = match jsonrpc::parse_line(line) {
+            Ok(parsed) => parsed,
             Err(reply) => return Step::Reply(reply.to_line()),
         };
         match incoming {
@@ -87,13 +215,35 @@ impl LightSession {
                 if self.initialize_id.is_some() {
                     self.replay.extend_from_slice(line);
                     self.replay.push(b'\n');
+                } else if let Some(id) = modern::cancelled_request(&value) {
+                    self.cancel(id);
                 }
                 Step::Nothing
             }
-            Incoming::Request { id, method, params } => self.request(line, id, &method, params),
+            Incoming::Request { id, method, params } => {
+                if self.initialize_id.is_some() || method == "initialize" {
+                    self.request(line, id, &method, params)
+                } else {
+                    self.stateless_request(id, &method, params.as_ref())
+                }
+            }
         }
     }
 
+    /// Forgets the held subscription `id`, if there is one (its `notifications/cancelled`).
+    fn cancel(&mut self, id: &Value) {
+        let before = self.held.len();
+        self.held.retain(|h| h.listen.id != *id);
+        if self.held.len() != before {
+            self.replay.clear();
+            for held in &self.held {
+                self.replay.extend_from_slice(&held.line);
+                self.replay.push(b'\n');
+            }
+        }
+    }
+
+    /// A request of a session that opened with `initialize`, or an `initialize`.
     fn request(
         &mut self,
         line: &[u8],
@@ -106,6 +256,9 @@ impl LightSession {
             "ping" => json!({}),
             "initialize" if initialized => {
                 return Step::Handoff("a second `initialize` request".into());
+            }
+            "initialize" if !self.held.is_empty() => {
+                return Step::Handoff("`initialize` after `subscriptions/listen`".into());
             }
             "initialize" => match requested_version(params.as_ref()) {
                 Some(version) => {
@@ -122,15 +275,72 @@ impl LightSession {
                     );
                 }
             },
-            "tools/list" | "resources/templates/list" | "prompts/list" if !initialized => {
-                return Step::Handoff(format!("`{method}` before `initialize`"));
-            }
             "tools/list" => return Step::ListTools(id),
             "resources/templates/list" => resource_templates(),
             "prompts/list" => json!({ "prompts": [] }),
             other => return Step::Handoff(format!("`{other}` needs the full server")),
         };
         Step::Reply(jsonrpc::result_line(&id, &result))
+    }
+
+    /// A request before any `initialize`: the 2026-07-28 rules.
+    fn stateless_request(
+        &mut self,
+        id: Value,
+        method: &str,
+        params: Option<&Map<String, Value>>,
+    ) -> Step {
+        if method == "ping" {
+            // Answered in every era but the stateless one, which removed it.
+            let reply = match modern::requested_version(params) {
+                Some(v) if !SUPPORTED_VERSIONS.contains(&v) => {
+                    modern::unsupported_version_line(&id, v)
+                }
+                Some(STATELESS_VERSION) => modern::ping_not_found(&id).to_line(),
+                _ => jsonrpc::result_line(&id, &json!({})),
+            };
+            return Step::Reply(reply);
+        }
+        let missing = modern::missing_meta(params);
+        if !missing.is_empty() {
+            return Step::Reply(modern::missing_meta_reply(&id, &missing).to_line());
+        }
+        let version = modern::requested_version(params).unwrap_or_default();
+        if !SUPPORTED_VERSIONS.contains(&version) {
+            return Step::Reply(modern::unsupported_version_line(&id, version));
+        }
+        if version != STATELESS_VERSION {
+            return Step::Handoff(format!("`{method}` for protocol version {version}"));
+        }
+        let result = match method {
+            "server/discover" => {
+                return Step::Reply(jsonrpc::result_line(&id, &self.identity.discover_result()));
+            }
+            "tools/list" => return Step::ListModernTools(id),
+            "resources/list" => return Step::ListResources(id),
+            "resources/templates/list" => resource_templates(),
+            "prompts/list" => json!({ "prompts": [] }),
+            "subscriptions/listen" => return self.listen(id, params),
+            other => return Step::Handoff(format!("`{other}` needs the full server")),
+        };
+        Step::Reply(modern::complete_result_line(
+            &id,
+            CacheHints::STABLE,
+            &result,
+        ))
+    }
+
+    fn listen(&self, id: Value, params: Option<&Map<String, Value>>) -> Step {
+        if self.held.iter().any(|h| h.listen.id == id) {
+            return Step::Handoff("`subscriptions/listen` reusing a held request's id".into());
+        }
+        match modern::listen_filter(&id, params) {
+            Ok(listen) if listen.resources_list_changed && !self.watches_resources => {
+                Step::Handoff("`resourcesListChanged` without a watch on the store".into())
+            }
+            Ok(listen) => Step::Listen(listen),
+            Err(reason) => Step::Handoff(reason),
+        }
     }
 }
 

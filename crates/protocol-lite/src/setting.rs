@@ -28,6 +28,16 @@ pub const LOG_ENV: &str = "HOOKS_MCP_LOG";
 pub const REPLAY_FD_ENV: &str = "HOOKS_MCP_REPLAY_FD";
 /// Tells the full server the id of the `initialize` it must not answer again (internal).
 pub const SUPPRESS_ID_ENV: &str = "HOOKS_MCP_SUPPRESS_ID";
+/// Tells the full server the ids of the `subscriptions/listen` requests the front end held and
+/// acknowledged, as a JSON array (internal; set only when it held any). Those requests open
+/// the replay; the full server drops its own acknowledgement of each, and hands the line that
+/// triggered the handoff on only once they are in place, so what that line changes reaches
+/// them.
+pub const SUPPRESS_ACKS_ENV: &str = "HOOKS_MCP_SUPPRESS_ACKS";
+/// The argument that makes `hooks-mcp-stdio` print the store's `resources/list` result
+/// (2026-07-28 form, one JSON object) and exit (internal): how the front end answers
+/// `resources/list` and watches the list for a held subscription without linking the store.
+pub const LIST_RESOURCES_ARG: &str = "--list-resources";
 
 /// The front end's settings.
 pub const LAUNCH_SETTINGS: &[Setting] = &[

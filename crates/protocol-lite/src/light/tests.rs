@@ -86,10 +86,6 @@ fn unknown_versions_get_the_latest_with_initialize() {
 #[test]
 fn other_requests_hand_off() {
     let mut s = session();
-    assert!(matches!(
-        s.handle(br#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#),
-        Step::Handoff(_)
-    ));
     reply(s.handle(INIT.as_bytes()));
     assert!(matches!(
         s.handle(br#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"x"}}"#),
@@ -114,4 +110,352 @@ fn bad_lines_are_answered_without_handoff() {
         Step::Nothing
     );
     assert!(s.replay().is_empty());
+}
+
+// ---------------------------------------------------------------------------------------------
+// 2026-07-28 sessions (no initialize).
+
+/// A 2026-07-28 request line: `params` with the `_meta` every request carries.
+fn modern(id: Value, method: &str, params: Value) -> String {
+    let mut params = params;
+    params["_meta"] = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "claude-code", "version": "2.1.332"},
+    });
+    json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string()
+}
+
+const LISTEN: &str = r#"{"toolsListChanged": true, "resourcesListChanged": true}"#;
+
+fn listen(id: Value) -> String {
+    modern(
+        id,
+        "subscriptions/listen",
+        json!({"notifications": serde_json::from_str::<Value>(LISTEN).unwrap()}),
+    )
+}
+
+fn watching() -> LightSession {
+    session().with_resource_watch(true)
+}
+
+#[test]
+fn claude_codes_opening_is_answered_and_held() {
+    let mut s = watching();
+    let discover = reply(s.handle(modern(json!(0), "server/discover", json!({})).as_bytes()));
+    assert_eq!(discover["id"], 0);
+    assert_eq!(
+        discover["result"],
+        ServerIdentity::default().discover_result()
+    );
+
+    let line = listen(json!(1));
+    let Step::Listen(l) = s.handle(line.as_bytes()) else {
+        panic!("the listen is held");
+    };
+    assert!(l.tools_list_changed && l.resources_list_changed);
+    let ack: Value = serde_json::from_slice(&s.hold(line.as_bytes(), l)).unwrap();
+    assert_eq!(ack["method"], "notifications/subscriptions/acknowledged");
+    assert_eq!(
+        ack["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+        1
+    );
+    assert_eq!(
+        ack["params"]["notifications"],
+        json!({"toolsListChanged": true, "resourcesListChanged": true})
+    );
+    assert_eq!(s.held().collect::<Vec<_>>(), [&json!(1)]);
+    assert_eq!(s.resource_listeners().collect::<Vec<_>>(), [&json!(1)]);
+
+    let step = s.handle(modern(json!(2), "tools/list", json!({})).as_bytes());
+    assert_eq!(step, Step::ListModernTools(json!(2)));
+    let mut out = Vec::new();
+    s.write_modern_tools_list(&json!(2), &mut out).unwrap();
+    assert_eq!(
+        String::from_utf8(out).unwrap(),
+        "{\"jsonrpc\":\"2.0\",\"id\":2,\"result\":{\"resultType\":\"complete\",\"ttlMs\":3600000,\
+         \"cacheScope\":\"public\",\"tools\":[{\"name\":\"t\"}]}}\n"
+    );
+    assert!(s.initialize_id().is_none());
+    assert_eq!(s.replay(), format!("{line}\n").as_bytes());
+}
+
+#[test]
+fn a_discovery_start_mode_lists_tools_as_volatile() {
+    let s = session().with_tools_hints(crate::modern::CacheHints::tools_list(true));
+    let mut out = Vec::new();
+    s.write_modern_tools_list(&json!("t"), &mut out).unwrap();
+    let value: Value = serde_json::from_slice(&out).unwrap();
+    assert_eq!(value["result"]["ttlMs"], 0);
+    assert_eq!(value["result"]["cacheScope"], "private");
+    assert_eq!(value["result"]["resultType"], "complete");
+    assert_eq!(value["result"]["tools"], json!([{"name": "t"}]));
+}
+
+#[test]
+fn requests_without_the_2026_meta_get_32602_before_initialize() {
+    let mut s = session();
+    for line in [
+        r#"{"jsonrpc":"2.0","id":1,"method":"server/discover"}"#.to_owned(),
+        r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}"#.to_owned(),
+        r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","_meta":[]}}"#
+            .to_owned(),
+        json!({"jsonrpc": "2.0", "id": 1, "method": "resources/list", "params": {"_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28"}}})
+        .to_string(),
+        json!({"jsonrpc": "2.0", "id": 1, "method": "subscriptions/listen", "params": {"_meta": {
+            "io.modelcontextprotocol/protocolVersion": 2026,
+            "io.modelcontextprotocol/clientCapabilities": {}}, "notifications": {}}})
+        .to_string(),
+    ] {
+        let r = reply(s.handle(line.as_bytes()));
+        assert_eq!(r["id"], 1, "{line}");
+        assert_eq!(r["error"]["code"], -32602, "{line}");
+        assert!(
+            r["error"]["message"]
+                .as_str()
+                .unwrap()
+                .starts_with("request _meta is missing or has malformed required fields: io."),
+            "{r}"
+        );
+    }
+    let r = reply(
+        s.handle(
+            json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {"_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28"}}})
+            .to_string()
+            .as_bytes(),
+        ),
+    );
+    assert!(
+        r["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("fields: io.modelcontextprotocol/clientCapabilities;"),
+        "{r}"
+    );
+    // Nothing was kept, and the session can still initialize.
+    assert!(s.replay().is_empty() && s.held().next().is_none());
+    assert_eq!(reply(s.handle(INIT.as_bytes()))["id"], "i-1");
+}
+
+#[test]
+fn unsupported_versions_get_32022_and_legacy_versions_hand_off() {
+    let mut s = session();
+    for method in ["server/discover", "tools/list", "tools/call", "ping"] {
+        let line = modern(json!(5), method, json!({"name": "x"}))
+            .replace("\"2026-07-28\"", "\"1900-01-01\"");
+        let r = reply(s.handle(line.as_bytes()));
+        assert_eq!(r["error"]["code"], -32022, "{method}");
+        assert_eq!(r["error"]["message"], "Unsupported protocol version");
+        assert_eq!(r["error"]["data"]["requested"], "1900-01-01");
+        assert_eq!(
+            r["error"]["data"]["supported"],
+            json!(crate::handshake::SUPPORTED_VERSIONS)
+        );
+    }
+    for version in ["2024-11-05", "2025-11-25"] {
+        let line = modern(json!(6), "tools/list", json!({}))
+            .replace("\"2026-07-28\"", &format!("\"{version}\""));
+        assert!(
+            matches!(s.handle(line.as_bytes()), Step::Handoff(_)),
+            "{version}"
+        );
+    }
+}
+
+#[test]
+fn ping_is_answered_in_every_era_but_2026() {
+    let mut s = session();
+    let r = reply(s.handle(modern(json!(1), "ping", json!({})).as_bytes()));
+    assert_eq!(r["error"]["code"], -32601);
+    assert!(
+        r["error"]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("Method not found")
+    );
+    let legacy = modern(json!(2), "ping", json!({})).replace("2026-07-28", "2025-06-18");
+    assert_eq!(reply(s.handle(legacy.as_bytes()))["result"], json!({}));
+    assert_eq!(
+        reply(s.handle(br#"{"jsonrpc":"2.0","id":3,"method":"ping"}"#))["result"],
+        json!({})
+    );
+}
+
+#[test]
+fn static_lists_are_complete_and_cacheable() {
+    let mut s = session();
+    let r = reply(s.handle(modern(json!(1), "resources/templates/list", json!({})).as_bytes()));
+    let mut expected = json!({"resultType": "complete", "ttlMs": 3600000, "cacheScope": "public"});
+    expected["resourceTemplates"] = resource_templates()["resourceTemplates"].clone();
+    assert_eq!(r["result"], expected);
+    let r = reply(s.handle(modern(json!(2), "prompts/list", json!({})).as_bytes()));
+    assert_eq!(
+        r["result"],
+        json!({"resultType": "complete", "ttlMs": 3600000, "cacheScope": "public", "prompts": []})
+    );
+    assert_eq!(
+        s.handle(modern(json!(3), "resources/list", json!({})).as_bytes()),
+        Step::ListResources(json!(3))
+    );
+}
+
+#[test]
+fn other_2026_requests_hand_off() {
+    let mut s = watching();
+    for (method, params) in [
+        (
+            "tools/call",
+            json!({"name": "channel_list", "arguments": {}}),
+        ),
+        ("resources/read", json!({"uri": "hooks://channels/a"})),
+        ("completion/complete", json!({})),
+        ("no/such/method", json!({})),
+        (
+            "subscriptions/listen",
+            json!({"notifications": {"resourceSubscriptions": ["hooks://channels/a"]}}),
+        ),
+        ("subscriptions/listen", json!({})),
+    ] {
+        let step = s.handle(modern(json!(1), method, params).as_bytes());
+        assert!(matches!(step, Step::Handoff(_)), "{method}: {step:?}");
+    }
+    // Without a watch on the store, a resource-list subscription is the full server's.
+    let mut s = session();
+    assert!(matches!(
+        s.handle(listen(json!(1)).as_bytes()),
+        Step::Handoff(_)
+    ));
+    let tools_only = modern(
+        json!(2),
+        "subscriptions/listen",
+        json!({"notifications": {"toolsListChanged": true, "promptsListChanged": true}}),
+    );
+    let Step::Listen(l) = s.handle(tools_only.as_bytes()) else {
+        panic!("a tools-only listen is held without a watch");
+    };
+    let ack: Value = serde_json::from_slice(&s.hold(tools_only.as_bytes(), l)).unwrap();
+    assert_eq!(
+        ack["params"]["notifications"],
+        json!({"toolsListChanged": true})
+    );
+    assert!(s.resource_listeners().next().is_none());
+    // A second listen reusing a held id is not held twice.
+    assert!(matches!(s.handle(tools_only.as_bytes()), Step::Handoff(_)));
+}
+
+#[test]
+fn a_handoff_replays_the_held_listens_then_the_trigger_and_suppresses_their_acks() {
+    let mut s = watching();
+    let first = listen(json!("a"));
+    let second = listen(json!(7));
+    for line in [&first, &second] {
+        let Step::Listen(l) = s.handle(line.as_bytes()) else {
+            panic!("held");
+        };
+        s.hold(line.as_bytes(), l);
+    }
+    let call = modern(json!(3), "tools/call", json!({"name": "load_modules"}));
+    assert!(matches!(s.handle(call.as_bytes()), Step::Handoff(_)));
+    let handoff = s.handoff(format!("{call}\r\n").as_bytes(), b"{\"more\":1}\n");
+    assert_eq!(
+        String::from_utf8(handoff.replay).unwrap(),
+        format!("{first}\n{second}\n{call}\r\n{{\"more\":1}}\n")
+    );
+    assert_eq!(
+        handoff.env,
+        [(crate::setting::SUPPRESS_ACKS_ENV, "[\"a\",7]".to_owned())]
+    );
+    // A trigger read at EOF without its newline gets one.
+    let handoff = s.handoff(call.as_bytes(), b"");
+    assert!(handoff.replay.ends_with(format!("{call}\n").as_bytes()));
+}
+
+#[test]
+fn a_cancelled_listen_is_forgotten_and_not_replayed() {
+    let mut s = watching();
+    let first = listen(json!(1));
+    let second = listen(json!(2));
+    for line in [&first, &second] {
+        let Step::Listen(l) = s.handle(line.as_bytes()) else {
+            panic!("held");
+        };
+        s.hold(line.as_bytes(), l);
+    }
+    let cancel = r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}"#;
+    assert_eq!(s.handle(cancel.as_bytes()), Step::Nothing);
+    // Cancelling what is not held (or another id type) changes nothing.
+    let other =
+        r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"2"}}"#;
+    assert_eq!(s.handle(other.as_bytes()), Step::Nothing);
+    assert_eq!(s.held().collect::<Vec<_>>(), [&json!(2)]);
+    assert_eq!(s.replay(), format!("{second}\n").as_bytes());
+    let handoff = s.handoff(b"x\n", b"");
+    assert_eq!(handoff.replay, format!("{second}\nx\n").into_bytes());
+    assert_eq!(
+        handoff.env,
+        [(crate::setting::SUPPRESS_ACKS_ENV, "[2]".to_owned())]
+    );
+    let last = r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":2}}"#;
+    s.handle(last.as_bytes());
+    assert!(s.held().next().is_none() && s.replay().is_empty());
+    assert!(s.handoff(b"x\n", b"").env.is_empty());
+}
+
+#[test]
+fn initialize_after_a_held_listen_hands_off_and_a_legacy_handoff_is_unchanged() {
+    let mut s = watching();
+    let line = listen(json!(1));
+    let Step::Listen(l) = s.handle(line.as_bytes()) else {
+        panic!("held");
+    };
+    s.hold(line.as_bytes(), l);
+    assert!(matches!(s.handle(INIT.as_bytes()), Step::Handoff(_)));
+
+    let mut s = watching();
+    // A probe first leaves the session free to initialize.
+    reply(s.handle(modern(json!(0), "server/discover", json!({})).as_bytes()));
+    reply(s.handle(INIT.as_bytes()));
+    let initialized = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+    s.handle(initialized.as_bytes());
+    let handoff = s.handoff(b"trigger\n", b"");
+    assert_eq!(
+        String::from_utf8(handoff.replay).unwrap(),
+        format!("{INIT}\n{initialized}\ntrigger\n")
+    );
+    assert_eq!(
+        handoff.env,
+        [(crate::setting::SUPPRESS_ID_ENV, "\"i-1\"".to_owned())]
+    );
+}
+
+#[test]
+fn a_legacy_session_ignores_the_2026_rules() {
+    let mut s = watching();
+    reply(s.handle(INIT.as_bytes()));
+    // Served as before: no resultType, no hints, ping answered, listen and discover handed off.
+    let step = s.handle(modern(json!(2), "tools/list", json!({})).as_bytes());
+    assert_eq!(step, Step::ListTools(json!(2)));
+    assert_eq!(
+        reply(s.handle(modern(json!(3), "ping", json!({})).as_bytes()))["result"],
+        json!({})
+    );
+    assert_eq!(
+        reply(s.handle(modern(json!(4), "prompts/list", json!({})).as_bytes()))["result"],
+        json!({"prompts": []})
+    );
+    assert!(matches!(
+        s.handle(listen(json!(5)).as_bytes()),
+        Step::Handoff(_)
+    ));
+    assert!(matches!(
+        s.handle(modern(json!(6), "server/discover", json!({})).as_bytes()),
+        Step::Handoff(_)
+    ));
+    assert!(matches!(
+        s.handle(br#"{"jsonrpc":"2.0","id":7,"method":"resources/list"}"#),
+        Step::Handoff(_)
+    ));
 }

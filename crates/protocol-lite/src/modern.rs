@@ -1,0 +1,309 @@
+//! The 2026-07-28 (stateless) framing as the light session meets it: the request `_meta` that
+//! every request carries instead of an `initialize`, the version check, the caching hints on
+//! list results, `subscriptions/listen` filters, and the lines the front end writes for them.
+//!
+//! A request is *modern* when its `params._meta` names `io.modelcontextprotocol/protocolVersion`.
+//! Such a request must also carry the client's capabilities there; one that lacks either key
+//! gets `-32602`, and one naming a version the server does not serve gets `-32022` with the
+//! supported versions, in the shape rmcp answers (so a client cannot tell the light path from
+//! the full server).
+
+use std::io::{self, Write};
+
+use serde_json::{Map, Value, json};
+
+use crate::handshake::{STABLE_TTL_MS, SUPPORTED_VERSIONS};
+use crate::jsonrpc::{self, ErrorReply};
+
+/// The `_meta` key naming a request's protocol version (a string; required).
+pub const PROTOCOL_VERSION_KEY: &str = "io.modelcontextprotocol/protocolVersion";
+/// The `_meta` key holding the client's capabilities for a request (an object; required).
+pub const CLIENT_CAPABILITIES_KEY: &str = "io.modelcontextprotocol/clientCapabilities";
+/// The `_meta` key tying a notification to the `subscriptions/listen` request it belongs to
+/// (whose id it holds).
+pub const SUBSCRIPTION_ID_KEY: &str = "io.modelcontextprotocol/subscriptionId";
+/// The error code for a request naming a protocol version the server does not serve.
+pub const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
+
+/// A request's `params._meta`, when it is an object.
+fn meta(params: Option<&Map<String, Value>>) -> Option<&Map<String, Value>> {
+    params?.get("_meta")?.as_object()
+}
+
+/// Whether a request is modern: its `params._meta` names a protocol version (of any type; a
+/// malformed one is refused by [`missing_meta`]).
+pub fn is_modern(params: Option<&Map<String, Value>>) -> bool {
+    meta(params).is_some_and(|m| m.contains_key(PROTOCOL_VERSION_KEY))
+}
+
+/// The protocol version a request's `_meta` names, when it names one as a string.
+pub fn requested_version(params: Option<&Map<String, Value>>) -> Option<&str> {
+    meta(params)?.get(PROTOCOL_VERSION_KEY)?.as_str()
+}
+
+/// The required `_meta` keys a request lacks or has malformed (a string protocol version, an
+/// object of client capabilities), in that order; empty when it has both.
+pub fn missing_meta(params: Option<&Map<String, Value>>) -> Vec<&'static str> {
+    let meta = meta(params);
+    let mut missing = Vec::new();
+    if !meta.is_some_and(|m| m.get(PROTOCOL_VERSION_KEY).is_some_and(Value::is_string)) {
+        missing.push(PROTOCOL_VERSION_KEY);
+    }
+    if !meta.is_some_and(|m| m.get(CLIENT_CAPABILITIES_KEY).is_some_and(Value::is_object)) {
+        missing.push(CLIENT_CAPABILITIES_KEY);
+    }
+    missing
+}
+
+/// The `-32602` reply to a request (before any `initialize`) whose `_meta` lacks `missing`.
+pub fn missing_meta_reply(id: &Value, missing: &[&str]) -> ErrorReply {
+    ErrorReply {
+        id: id.clone(),
+        code: jsonrpc::INVALID_PARAMS,
+        message: format!(
+            "request _meta is missing or has malformed required fields: {}; every 2026-07-28 \
+             request carries `{PROTOCOL_VERSION_KEY}` (a string) and \
+             `{CLIENT_CAPABILITIES_KEY}` (an object) in `params._meta`, or open the session \
+             with `initialize`",
+            missing.join(", ")
+        ),
+    }
+}
+
+/// The `-32022` error line for a request naming `requested`: `data` holds the requested
+/// version and every supported one (`{"requested": ..., "supported": [...]}`, as rmcp words it).
+pub fn unsupported_version_line(id: &Value, requested: &str) -> Vec<u8> {
+    line(&json!({
+        "jsonrpc": "2.0",
+        "id": id,
+        "error": {
+            "code": UNSUPPORTED_PROTOCOL_VERSION,
+            "message": "Unsupported protocol version",
+            "data": { "requested": requested, "supported": SUPPORTED_VERSIONS },
+        },
+    }))
+}
+
+/// The `-32601` reply to a 2026-07-28 `ping`: the revision removed it with the lifecycle.
+pub fn ping_not_found(id: &Value) -> ErrorReply {
+    ErrorReply {
+        id: id.clone(),
+        code: jsonrpc::METHOD_NOT_FOUND,
+        message: "Method not found: `ping` is not part of protocol version 2026-07-28".into(),
+    }
+}
+
+/// The `-32603` reply to a request the front end could not complete, saying why.
+pub fn internal_error(id: &Value, message: impl Into<String>) -> ErrorReply {
+    ErrorReply {
+        id: id.clone(),
+        code: jsonrpc::INTERNAL_ERROR,
+        message: message.into(),
+    }
+}
+
+/// Who may keep a cached result (`cacheScope`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CacheScope {
+    /// Anyone: the result holds nothing specific to a user or session.
+    Public,
+    /// Only this client.
+    Private,
+}
+
+impl CacheScope {
+    /// The wire value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CacheScope::Public => "public",
+            CacheScope::Private => "private",
+        }
+    }
+}
+
+/// The caching hints a cacheable 2026-07-28 result carries (`ttlMs`, `cacheScope`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CacheHints {
+    /// How long the result stays fresh, in milliseconds.
+    pub ttl_ms: u64,
+    /// Who may keep it.
+    pub scope: CacheScope,
+}
+
+impl CacheHints {
+    /// A result fixed for the server's lifetime: an hour, public.
+    pub const STABLE: CacheHints = CacheHints {
+        ttl_ms: STABLE_TTL_MS,
+        scope: CacheScope::Public,
+    };
+    /// A result that may change at any time, or that belongs to this client: stale at once,
+    /// private.
+    pub const VOLATILE: CacheHints = CacheHints {
+        ttl_ms: 0,
+        scope: CacheScope::Private,
+    };
+
+    /// The hints on `tools/list`: fixed ([`Self::STABLE`]) unless the start mode lists the
+    /// discovery tools, whose `load_modules` changes the list ([`Self::VOLATILE`]).
+    pub fn tools_list(discovery: bool) -> CacheHints {
+        if discovery {
+            CacheHints::VOLATILE
+        } else {
+            CacheHints::STABLE
+        }
+    }
+}
+
+/// Writes `object` (a JSON object's text) as a complete 2026-07-28 result: `resultType`,
+/// `ttlMs` and `cacheScope` first (rmcp's field order), then the object's own members, copied
+/// without parsing them.
+///
+/// # Errors
+/// What writing fails with; [`io::ErrorKind::InvalidData`] when `object` does not start with
+/// `{`.
+pub fn write_complete(out: &mut impl Write, hints: CacheHints, object: &[u8]) -> io::Result<()> {
+    let Some(members) = object.trim_ascii().strip_prefix(b"{") else {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            "a result must be a JSON object",
+        ));
+    };
+    write!(
+        out,
+        "{{\"resultType\":\"complete\",\"ttlMs\":{},\"cacheScope\":\"{}\"",
+        hints.ttl_ms,
+        hints.scope.as_str()
+    )?;
+    let members = members.trim_ascii_start();
+    if !members.starts_with(b"}") {
+        out.write_all(b",")?;
+    }
+    out.write_all(members)
+}
+
+/// A complete 2026-07-28 result line for `result` (an object) with `hints`.
+pub fn complete_result_line(id: &Value, hints: CacheHints, result: &Value) -> Vec<u8> {
+    let mut bytes = b"{\"jsonrpc\":\"2.0\",\"id\":".to_vec();
+    bytes.extend_from_slice(&serde_json::to_vec(id).unwrap_or_default());
+    bytes.extend_from_slice(b",\"result\":");
+    let object = serde_json::to_vec(result).unwrap_or_default();
+    // Writing to memory cannot fail, and `result` is an object.
+    let _ = write_complete(&mut bytes, hints, &object);
+    bytes.extend_from_slice(b"}\n");
+    bytes
+}
+
+/// A result line whose result is `result`, JSON text written as it is (what the store's
+/// listing child printed, checked by the caller).
+pub fn raw_result_line(id: &Value, result: &[u8]) -> Vec<u8> {
+    let mut bytes = b"{\"jsonrpc\":\"2.0\",\"id\":".to_vec();
+    bytes.extend_from_slice(&serde_json::to_vec(id).unwrap_or_default());
+    bytes.extend_from_slice(b",\"result\":");
+    bytes.extend_from_slice(result.trim_ascii());
+    bytes.extend_from_slice(b"}\n");
+    bytes
+}
+
+/// A `subscriptions/listen` request the light path can hold: which list changes it asked for
+/// and the light path accepts (tools and resources; prompts are not offered).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Listen {
+    /// The request's id: the subscription's id.
+    pub id: Value,
+    /// `toolsListChanged` was asked for.
+    pub tools_list_changed: bool,
+    /// `resourcesListChanged` was asked for.
+    pub resources_list_changed: bool,
+}
+
+/// The filter names a `subscriptions/listen` may ask for (2026-07-28).
+const FILTER_KEYS: [&str; 4] = [
+    "toolsListChanged",
+    "promptsListChanged",
+    "resourcesListChanged",
+    "resourceSubscriptions",
+];
+
+/// Reads a `subscriptions/listen` request's `notifications` filter.
+///
+/// # Errors
+/// Why the full server must take the request: no `notifications` object, resource
+/// subscriptions (a non-empty `resourceSubscriptions`), or a member the light path does not
+/// know or of the wrong type.
+pub fn listen_filter(id: &Value, params: Option<&Map<String, Value>>) -> Result<Listen, String> {
+    let Some(Value::Object(asked)) = params.and_then(|p| p.get("notifications")) else {
+        return Err("`subscriptions/listen` without a `notifications` object".into());
+    };
+    let mut listen = Listen {
+        id: id.clone(),
+        tools_list_changed: false,
+        resources_list_changed: false,
+    };
+    for (key, value) in asked {
+        match (key.as_str(), value) {
+            (key, Value::Null) if FILTER_KEYS.contains(&key) => {}
+            ("toolsListChanged", Value::Bool(b)) => listen.tools_list_changed = *b,
+            ("resourcesListChanged", Value::Bool(b)) => listen.resources_list_changed = *b,
+            ("promptsListChanged", Value::Bool(_)) => {}
+            ("resourceSubscriptions", Value::Array(uris)) if uris.is_empty() => {}
+            ("resourceSubscriptions", _) => {
+                return Err("`subscriptions/listen` with resource subscriptions".into());
+            }
+            (key, _) => {
+                return Err(format!(
+                    "`subscriptions/listen` with a filter member the light path does not take: \
+                     `{key}`"
+                ));
+            }
+        }
+    }
+    Ok(listen)
+}
+
+impl Listen {
+    /// The `notifications/subscriptions/acknowledged` line for this subscription: its id in
+    /// `_meta`, and the accepted filter (only what was asked for and is offered, each `true`).
+    pub fn acknowledgement_line(&self) -> Vec<u8> {
+        let mut accepted = Map::new();
+        if self.tools_list_changed {
+            accepted.insert("toolsListChanged".into(), Value::Bool(true));
+        }
+        if self.resources_list_changed {
+            accepted.insert("resourcesListChanged".into(), Value::Bool(true));
+        }
+        line(&json!({
+            "jsonrpc": "2.0",
+            "method": "notifications/subscriptions/acknowledged",
+            "params": {
+                "_meta": { (SUBSCRIPTION_ID_KEY): self.id },
+                "notifications": accepted,
+            },
+        }))
+    }
+}
+
+/// The `notifications/resources/list_changed` line for the subscription `id`.
+pub fn resources_list_changed_line(id: &Value) -> Vec<u8> {
+    line(&json!({
+        "jsonrpc": "2.0",
+        "method": "notifications/resources/list_changed",
+        "params": { "_meta": { (SUBSCRIPTION_ID_KEY): id } },
+    }))
+}
+
+/// The request a `notifications/cancelled` message cancels (`params.requestId`).
+pub fn cancelled_request(message: &Value) -> Option<&Value> {
+    if message.get("method")?.as_str()? != "notifications/cancelled" {
+        return None;
+    }
+    message.get("params")?.get("requestId")
+}
+
+fn line(value: &Value) -> Vec<u8> {
+    let mut bytes = serde_json::to_vec(value).unwrap_or_default();
+    bytes.push(b'\n');
+    bytes
+}
+
+#[cfg(test)]
+mod tests;
