@@ -10,7 +10,9 @@ use serde_json::{Value, json};
 
 /// One call's link to its client. Its methods block: handlers run on a blocking thread.
 pub(crate) struct CallClient {
-    pub(crate) peer: Peer<RoleServer>,
+    /// The session's peer; `None` for a call answered without a reply stream
+    /// ([`crate::HooksServer::call_without_stream`]), which can send nothing before its result.
+    pub(crate) peer: Option<Peer<RoleServer>>,
     pub(crate) request: RequestId,
     pub(crate) progress_token: Option<ProgressToken>,
     /// The least severe level to send; `None`: no log messages (a 2026-07-28 request that
@@ -42,8 +44,11 @@ impl CallClient {
         notification
             .extensions_mut()
             .insert(OriginatingRequestId(self.request.clone()));
+        let Some(peer) = &self.peer else {
+            return Ok(());
+        };
         self.runtime
-            .block_on(self.peer.send_notification(notification))
+            .block_on(peer.send_notification(notification))
             .map_err(closed)
     }
 }
@@ -92,9 +97,14 @@ impl ClientLink for CallClient {
         request
             .extensions_mut()
             .insert(OriginatingRequestId(self.request.clone()));
+        let Some(peer) = &self.peer else {
+            return Err(ToolError::Refused(format!(
+                "{method}: this call has no stream to the client"
+            )));
+        };
         let result = self
             .runtime
-            .block_on(self.peer.send_request(request))
+            .block_on(peer.send_request(request))
             .map_err(|e| ToolError::Refused(format!("the client did not answer {method}: {e}")))?;
         serde_json::to_value(result).map_err(|e| ToolError::Internal(e.to_string()))
     }

@@ -17,8 +17,9 @@ use rmcp::model::{
     ErrorData, GetPromptRequestParams, GetPromptResponse, GetPromptResult, InitializeResult,
     ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
     PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse,
-    ReadResourceResult, Reference, ResultType, ServerConfig, SetLevelRequestParams,
-    SubscribeRequestParams, SubscriptionFilter, Tool, UnsubscribeRequestParams,
+    ReadResourceResult, Reference, RequestId, RequestMetaObject, ResultType, ServerConfig,
+    SetLevelRequestParams, SubscribeRequestParams, SubscriptionFilter, Tool,
+    UnsubscribeRequestParams,
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{RoleServer, ServerHandler};
@@ -260,12 +261,7 @@ impl HooksServer {
         context: &RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
         if self.sessionless(context) {
-            return Ok(tool_error(&ToolError::Refused(
-                "load_modules needs a session, and a 2026-07-28 request over HTTP has none: \
-                 call the tool through call_tool {\"name\": ..., \"arguments\": {...}} \
-                 (find_tools shows its input schema)"
-                    .into(),
-            )));
+            return Ok(no_session_to_load());
         }
         let wanted = match discovery::resolve_modules(&self.inner.registry, args) {
             Ok(wanted) => wanted,
@@ -344,7 +340,7 @@ impl HooksServer {
             Some(*lock(&self.session.log_level))
         };
         CallClient {
-            peer: context.peer.clone(),
+            peer: Some(context.peer.clone()),
             request: context.id.clone(),
             progress_token: context.meta.get_progress_token(),
             min_level,
@@ -393,6 +389,78 @@ impl HooksServer {
         let client = self.call_client(&context);
         let call = Call::new(name, args, &context, !sessionless);
         self.run_tool(call, client).await
+    }
+
+    /// Answers a 2026-07-28 `tools/call` over Streamable HTTP that needs no reply stream (its
+    /// `_meta` names no progress token and no log level): the result as rmcp's own handler
+    /// would produce it (the discovery tools of a server without sessions included), for a
+    /// host that answers such requests without rmcp's per-request session machinery. A tool
+    /// that would ask the client something is refused (a 2026-07-28 request cannot be asked).
+    ///
+    /// # Errors
+    /// The protocol error rmcp would answer (an unknown tool).
+    pub async fn call_without_stream(
+        &self,
+        name: &str,
+        arguments: Option<rmcp::model::JsonObject>,
+        meta: &RequestMetaObject,
+    ) -> Result<CallToolResult, ErrorData> {
+        let started = Instant::now();
+        let result = self.detached_call(name, arguments, meta).await;
+        if let Some(metrics) = self.inner.tool_metrics.get() {
+            let outcome = match &result {
+                Ok(r) if r.is_error == Some(true) => CallOutcome::ToolError,
+                Ok(_) => CallOutcome::Ok,
+                Err(_) => CallOutcome::ProtocolError,
+            };
+            metrics.record(name, outcome, started.elapsed());
+        }
+        result.map(|mut r| {
+            r.result_type = Some(ResultType::COMPLETE);
+            r
+        })
+    }
+
+    async fn detached_call(
+        &self,
+        name: &str,
+        arguments: Option<rmcp::model::JsonObject>,
+        meta: &RequestMetaObject,
+    ) -> Result<CallToolResult, ErrorData> {
+        let client = CallClient {
+            peer: None,
+            request: RequestId::Number(0),
+            progress_token: None,
+            min_level: None,
+            modern: true,
+            runtime: tokio::runtime::Handle::current(),
+        };
+        let args = arguments.map(Value::Object).unwrap_or(Value::Null);
+        if self.inner.mode.has_discovery() {
+            match name {
+                catalogue::LOAD_MODULES => return Ok(no_session_to_load()),
+                catalogue::FIND_TOOLS => {
+                    let loaded = self.loaded().clone();
+                    let found = discovery::find_tools(&self.inner.registry, &loaded, args, true);
+                    return Ok(match found {
+                        Ok(value) => tool_success(value),
+                        Err(error) => tool_error(&error),
+                    });
+                }
+                catalogue::CALL_TOOL => {
+                    let inner: catalogue::CallToolArgs = match catalogue::parse_args(args) {
+                        Ok(inner) => inner,
+                        Err(error) => return Ok(tool_error(&error)),
+                    };
+                    let args = inner.arguments.map(Value::Object).unwrap_or(Value::Null);
+                    let call = Call::from_meta(&inner.name, args, meta);
+                    return self.run_tool(call, client).await;
+                }
+                _ => {}
+            }
+        }
+        self.run_tool(Call::from_meta(name, args, meta), client)
+            .await
     }
 
     /// Runs one tool call to completion on a blocking thread and shapes its result.
@@ -483,6 +551,16 @@ impl HooksServer {
     }
 }
 
+/// `load_modules`'s answer to a request without a session.
+fn no_session_to_load() -> CallToolResult {
+    tool_error(&ToolError::Refused(
+        "load_modules needs a session, and a 2026-07-28 request over HTTP has none: call the \
+         tool through call_tool {\"name\": ..., \"arguments\": {...}} (find_tools shows its \
+         input schema)"
+            .into(),
+    ))
+}
+
 /// One tool call to run: the tool, its arguments, the session its request's `_meta` names, and
 /// whether the tool must be loaded in the session (not for `call_tool`, nor without a session).
 struct Call<'a> {
@@ -493,6 +571,15 @@ struct Call<'a> {
 }
 
 impl<'a> Call<'a> {
+    fn from_meta(name: &'a str, args: Value, meta: &RequestMetaObject) -> Call<'a> {
+        Call {
+            name,
+            args,
+            meta_session: modern::session_from_meta(meta),
+            require_loaded: false,
+        }
+    }
+
     fn new(
         name: &'a str,
         args: Value,
