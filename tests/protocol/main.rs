@@ -12,6 +12,7 @@
 mod support;
 
 mod boundary;
+mod clients;
 mod errors;
 mod handoff;
 mod handshake;
