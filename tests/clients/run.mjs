@@ -10,15 +10,21 @@
 //           another process
 //   auto    @modelcontextprotocol/client probing with server/discover ('auto', falling back
 //           to initialize): the era it settles on, and tools on it
-//   lazy    @modelcontextprotocol/client pinned to 2026-07-28 against a lazy server (stdio:
-//           pass --lazy; HTTP: a daemon with HOOKS_MCP_MODE=lazy): find_tools, load_modules,
-//           the list_changed notification on the subscription, the loaded tools listed
+//   lazy    @modelcontextprotocol/client pinned to 2026-07-28 against a lazy server. stdio
+//           (pass --lazy): find_tools, load_modules, the list_changed notification on the
+//           subscription, the loaded tools listed and called. HTTP (a daemon with
+//           HOOKS_MCP_MODE=lazy; no session to load modules into): find_tools, tools run
+//           through call_tool, load_modules refused
 //   legacy  @modelcontextprotocol/sdk 1.x: the initialize handshake, tools and resources
 //
 // Environment: every HOOKS_MCP_* and MCP_* variable is passed on to a stdio server (with the
 // client's default safe environment); HOOKS_MCP_TOKEN is sent as the bearer token over HTTP;
 // HOOKS_MCP_FULL_BIN and HOOKS_MCP_HOME name the operator command and the store that "another
 // process" publishes through (`hooks-mcp-full channel publish`).
+//
+// The report: each step's value or error, the notifications the client's handlers received,
+// the errors it reported through onerror, and what the transport carried (each response's
+// method and resultType, each notification as sent).
 //
 // Exit status: 0 when every step succeeded, 1 when a step failed (the JSON says which and
 // why), 2 on bad arguments or when the whole run overran its time limit.
@@ -54,6 +60,7 @@ const report = {
     steps: {},
     failed: [],
     notifications: [],
+    clientErrors: [],
     wire: { responses: [], notifications: [] }
 };
 
@@ -215,7 +222,7 @@ async function modernClient(mode) {
     ]) {
         client.setNotificationHandler(method, n => heard(n.method, n.params));
     }
-    client.onerror = error => report.notifications.push({ method: 'client error', params: describe(error) });
+    client.onerror = error => report.clientErrors.push(describe(error));
     const transport =
         transportKind === 'stdio'
             ? new StdioClientTransport({ command: target, args: serverArgs, env: serverEnv(getDefaultEnvironment()), stderr: 'inherit' })
@@ -298,7 +305,24 @@ async function auto() {
 async function lazy() {
     const { client, connected } = await modernClient({ pin: PROTOCOL });
     if (!connected) return client;
-    await step('tools/list', async () => (await client.listTools(undefined, { ...opts, cacheMode: 'refresh' })).tools.map(t => t.name));
+    const list = async () => (await client.listTools(undefined, { ...opts, cacheMode: 'refresh' })).tools.map(t => t.name);
+    await step('tools/list', list);
+    if (transportKind === 'http') {
+        // A 2026-07-28 request over HTTP carries no session for load_modules to extend: the
+        // lazy list offers call_tool, which runs any tool by name, instead.
+        await step('find_tools', async () => toolResult(await client.callTool({ name: 'find_tools', arguments: { query: 'publish broadcast' } }, opts)));
+        const through = (name, args) =>
+            step(`call_tool ${name}`, async () => toolResult(await client.callTool({ name: 'call_tool', arguments: { name, arguments: args } }, opts)));
+        await through('channel_publish', { channel: CHANNEL, message: 'published through call_tool' });
+        await through('channel_list', {});
+        await step('load_modules refused', async () => {
+            const result = await client.callTool({ name: 'load_modules', arguments: { modules: ['channels'] } }, opts);
+            if (!result.isError) throw new Error(`load_modules was not refused: ${JSON.stringify(result.content)}`);
+            return { content: result.content };
+        });
+        await step('tools/list after', list);
+        return client;
+    }
     const subscription = await step('subscriptions/listen', async () => {
         const s = await client.listen({ toolsListChanged: true }, opts);
         live.subscription = s;
@@ -311,7 +335,7 @@ async function lazy() {
             waitFor('notifications/tools/list_changed', m => m === 'notifications/tools/list_changed')
         );
     }
-    await step('tools/list after', async () => (await client.listTools(undefined, { ...opts, cacheMode: 'refresh' })).tools.map(t => t.name));
+    await step('tools/list after', list);
     await step('channel_publish', async () =>
         toolResult(await client.callTool({ name: 'channel_publish', arguments: { channel: CHANNEL, message: 'published after load_modules' } }, opts))
     );
@@ -333,6 +357,7 @@ async function legacy() {
     const { StreamableHTTPClientTransport } = await import('@modelcontextprotocol/sdk/client/streamableHttp.js');
     report.client = { package: '@modelcontextprotocol/sdk', version: packageVersion('@modelcontextprotocol/sdk') };
     const client = new Client({ name: 'hooks-mcp-client-tests', version: '1.0.0' });
+    client.onerror = error => report.clientErrors.push(describe(error));
     const transport =
         transportKind === 'stdio'
             ? new StdioClientTransport({ command: target, args: serverArgs, env: serverEnv(getDefaultEnvironment()), stderr: 'inherit' })
@@ -371,6 +396,6 @@ try {
 try {
     await Promise.race([client?.close(), new Promise(r => setTimeout(r, 5_000))]);
 } catch (error) {
-    report.notifications.push({ method: 'close error', params: describe(error) });
+    report.clientErrors.push(`close: ${describe(error)}`);
 }
 finish(report.failed.length > 0 ? 1 : 0);

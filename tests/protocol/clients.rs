@@ -106,11 +106,20 @@ impl Observed {
         &step["value"]
     }
 
-    /// Asserts that every step succeeded and the driver exited with success.
+    /// Asserts that every step succeeded, the client reported no error, and the driver exited
+    /// with success.
     fn all_passed(&self) {
         for name in self.report["steps"].as_object().unwrap().keys() {
             self.step(name);
         }
+        let errors = &self.report["clientErrors"];
+        assert!(
+            errors.as_array().is_some_and(Vec::is_empty),
+            "{} {}: the client reported errors: {errors}\nstderr:\n{}",
+            self.report["scenario"],
+            self.report["transport"],
+            self.stderr
+        );
         assert!(
             self.status.success(),
             "the driver exited with {}:\n{}",
@@ -426,7 +435,156 @@ fn modern_lazy_loads(observed: &Observed) {
     observed.results_carry_result_type(&["tools/list", "tools/call"]);
 }
 
+/// Resources on the modern era: list, templates, read back what the client published,
+/// completion of the template's argument, each result typed.
+fn modern_resources_work(observed: &Observed, transport: &str) {
+    connected_modern(observed);
+    let resources = observed.step("resources/list");
+    assert!(
+        resources
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r["uri"] == CHANNEL_URI),
+        "{resources}"
+    );
+    let templates = observed.step("resources/templates/list");
+    assert_eq!(templates[0]["uriTemplate"], TEMPLATE, "{templates}");
+    let read = observed.step("resources/read");
+    assert_eq!(
+        read["value"]["messages"][0]["message"],
+        format!("published by the 2.x client over {transport}"),
+        "{read}"
+    );
+    let completion = observed.step("completion/complete");
+    assert!(
+        strings(&completion["values"]).contains(&CHANNEL),
+        "{completion}"
+    );
+    observed.results_carry_result_type(&[
+        "resources/list",
+        "resources/templates/list",
+        "resources/read",
+        "completion/complete",
+    ]);
+}
+
 #[test]
-fn client_2x_lazy_over_stdio_loads_modules() {
-    modern_lazy_loads(&over_stdio("lazy", &["--lazy"]));
+fn client_2x_over_stdio_lists_reads_and_completes_resources() {
+    modern_resources_work(&over_stdio("modern", &[]), "stdio");
+}
+
+#[test]
+fn client_2x_over_http_lists_reads_and_completes_resources() {
+    modern_resources_work(&over_http("modern", &[]), "http");
+}
+
+/// Asserts that every notification of `prefix` on the wire came on the subscription (its
+/// `_meta` names the subscription's id), and that there was at least one.
+fn notifications_on_the_subscription(observed: &Observed, prefix: &str) {
+    let on_wire: Vec<&Value> = observed.report["wire"]["notifications"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|n| n["method"].as_str().unwrap_or_default().starts_with(prefix))
+        .collect();
+    assert!(!on_wire.is_empty(), "no {prefix}* notification on the wire");
+    for notification in on_wire {
+        assert!(
+            notification["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"].is_string(),
+            "a notification outside the subscription (no subscription id): {notification}"
+        );
+    }
+}
+
+/// `subscriptions/listen` on the modern era: the filter honoured, another process's
+/// publications heard on the stream (the channel's update, the new channel's list change), and
+/// the stream closed by the client.
+fn modern_subscriptions_work(observed: &Observed) {
+    connected_modern(observed);
+    let listen = observed.step("subscriptions/listen");
+    let honoured = &listen["honoredFilter"];
+    assert_eq!(honoured["toolsListChanged"], true, "{listen}");
+    assert_eq!(honoured["resourcesListChanged"], true, "{listen}");
+    assert_eq!(
+        strings(&honoured["resourceSubscriptions"]),
+        [CHANNEL_URI],
+        "{listen}"
+    );
+    observed.step("publish from another process");
+    let updated = observed.step("notifications/resources/updated");
+    assert_eq!(updated["params"]["uri"], CHANNEL_URI, "{updated}");
+    observed.step("notifications/resources/list_changed");
+    notifications_on_the_subscription(observed, "notifications/resources/");
+    let read = observed.step("resources/read after");
+    assert_eq!(
+        read["value"]["messages"][0]["message"], "published by another process",
+        "{read}"
+    );
+    assert_eq!(observed.step("subscription close"), "local");
+    observed.all_passed();
+}
+
+#[test]
+fn client_2x_over_stdio_hears_another_process_on_subscriptions_listen() {
+    modern_subscriptions_work(&over_stdio("modern", &[]));
+}
+
+/// Lazy mode with a subscription: `load_modules` is heard as `notifications/tools/list_changed`
+/// on the `subscriptions/listen` stream.
+fn modern_lazy_notifies(observed: &Observed) {
+    modern_lazy_loads(observed);
+    let listen = observed.step("subscriptions/listen");
+    assert_eq!(
+        listen["honoredFilter"]["toolsListChanged"], true,
+        "{listen}"
+    );
+    observed.step("notifications/tools/list_changed");
+    notifications_on_the_subscription(observed, "notifications/tools/");
+    assert_eq!(observed.step("subscription close"), "local");
+    observed.all_passed();
+}
+
+#[test]
+fn client_2x_lazy_over_stdio_loads_modules_and_hears_tools_list_changed() {
+    modern_lazy_notifies(&over_stdio("lazy", &["--lazy"]));
+}
+
+/// Lazy mode over HTTP on the modern era: no session to load modules into, so the list offers
+/// `find_tools` (with each tool's input schema) and `call_tool`, which runs any tool by name;
+/// `load_modules` is refused and says so.
+fn modern_lazy_calls_through_call_tool(observed: &Observed) {
+    observed.all_passed();
+    connected_modern(observed);
+    assert_eq!(
+        strings(observed.step("tools/list")),
+        ["find_tools", "call_tool"]
+    );
+    let found = &observed.step("find_tools")["structuredContent"]["tools"];
+    let publish = found
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "channel_publish")
+        .unwrap_or_else(|| panic!("find_tools names no channel_publish: {found}"));
+    assert!(
+        publish["inputSchema"]["properties"]["channel"].is_object(),
+        "{publish}"
+    );
+    let published = &observed.step("call_tool channel_publish")["structuredContent"];
+    assert_eq!(published["channel"], CHANNEL, "{published}");
+    let channels = &observed.step("call_tool channel_list")["structuredContent"]["channels"];
+    assert_eq!(channels[0]["channel"], CHANNEL, "{channels}");
+    let refused = observed.step("load_modules refused");
+    assert!(refused.to_string().contains("call_tool"), "{refused}");
+    assert_eq!(
+        strings(observed.step("tools/list after")),
+        ["find_tools", "call_tool"]
+    );
+    observed.results_carry_result_type(&["tools/list", "tools/call"]);
+}
+
+#[test]
+fn client_2x_lazy_over_http_calls_tools_through_call_tool() {
+    modern_lazy_calls_through_call_tool(&over_http("lazy", &[("HOOKS_MCP_MODE", "lazy")]));
 }
