@@ -22,7 +22,7 @@ use serde_json::Value;
 
 /// How long a result that only changes with the server's configuration stays fresh: an hour
 /// (the configuration lasts for the process; a client re-fetches after a restart anyway).
-pub(crate) const CONFIGURATION_TTL_MS: u64 = 3_600_000;
+pub(crate) const CONFIGURATION_TTL_MS: u64 = protocol_lite::handshake::STABLE_TTL_MS;
 
 /// The `_meta` key a 2026-07-28 client may set to name its session when a tool takes no
 /// `session_id` argument: deliveries, acknowledgements, the condition gate and the call's

@@ -12,14 +12,13 @@ use catalogue::{
 };
 use protocol_lite::handshake::{LATEST_WITH_INITIALIZE, ServerIdentity};
 use rmcp::model::{
-    CacheScope, CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestParams,
-    CompleteResult, ContentBlock, CustomRequest, CustomResult, DiscoverResult, ErrorCode,
-    ErrorData, GetPromptRequestParams, GetPromptResponse, GetPromptResult, InitializeResult,
+    CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestParams, CompleteResult,
+    ContentBlock, CustomRequest, CustomResult, DiscoverResult, ErrorCode, ErrorData,
+    GetPromptRequestParams, GetPromptResponse, GetPromptResult, InitializeResult,
     ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
-    PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse,
-    ReadResourceResult, Reference, RequestId, RequestMetaObject, ResultType, ServerConfig,
-    SetLevelRequestParams, SubscribeRequestParams, SubscriptionFilter, Tool,
-    UnsubscribeRequestParams,
+    PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult,
+    Reference, RequestId, RequestMetaObject, ResultType, ServerConfig, SetLevelRequestParams,
+    SubscribeRequestParams, SubscriptionFilter, Tool, UnsubscribeRequestParams,
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{RoleServer, ServerHandler};
@@ -924,20 +923,18 @@ impl ServerHandler for HooksServer {
         &self,
         _context: RequestContext<RoleServer>,
     ) -> Result<DiscoverResult, ErrorData> {
-        // The same for every client while the configuration lasts. Over HTTP a lazy server's
-        // tools are reached through call_tool (there is no session to load them into).
-        let mut info = self.get_info();
+        // The light path's bytes (a test compares both), the same for every client while the
+        // configuration lasts. Over HTTP a lazy server's tools are reached through call_tool
+        // (there is no session to load them into), and its instructions say so.
+        let mut instructions = self.inner.registry.instructions.clone();
         if self.transport == Some(store::Transport::StreamableHttp)
-            && let Some(text) = info.instructions.as_mut()
+            && let Some(text) = instructions.as_mut()
             && let Some((_, rest)) = text.split_once('\n')
         {
             *text = format!("{}\n{rest}", catalogue::SESSIONLESS_LEAD);
         }
-        Ok(
-            DiscoverResult::from_server_info(ProtocolVersion::KNOWN_VERSIONS.to_vec(), info)
-                .with_ttl_ms(modern::CONFIGURATION_TTL_MS)
-                .with_cache_scope(CacheScope::Public),
-        )
+        let identity = ServerIdentity { instructions };
+        typed(identity.discover_result_with(resources_and_prompts::features()))
     }
 
     fn accepted_subscription_filter(

@@ -138,6 +138,10 @@ async fn every_result_says_it_is_complete_and_how_long_it_may_be_cached() {
             .contains(&json!("2026-07-28")),
         "{discover}"
     );
+    // The light front end answers the same discover bytes.
+    let light = protocol_lite::handshake::ServerIdentity::default()
+        .discover_result_with(protocol_lite::handshake::Features::HOOKS_MCP);
+    assert_eq!(discover, light);
     let tools = s.ask("t", "tools/list", json!({})).await;
     assert_eq!(
         (&tools["resultType"], &tools["cacheScope"], &tools["ttlMs"]),
