@@ -1,0 +1,175 @@
+//! Short-lived children whose output the front end reads: on this one thread, with `poll`
+//! and a time limit (no reader thread: a thread would leave its stack and malloc arena behind
+//! in an idle session).
+
+use std::io::{self, Read};
+use std::path::Path;
+use std::process::{ChildStdout, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use rustix::event::{PollFd, PollFlags, Timespec, poll};
+
+use crate::error::FrontError;
+
+/// Room reserved for a child's output (the catalogue's is about 9 KiB today): more than
+/// glibc's threshold for mapping an allocation on its own, so the buffer is unmapped when
+/// dropped and a child's output leaves nothing behind in an idle session's heap. Only the
+/// pages the output fills are ever touched.
+const OUTPUT_ROOM: usize = 256 * 1024;
+
+/// How a child is named in messages, and how to fix not finding it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Named<'a> {
+    /// What it is ("catalogue child").
+    pub(crate) what: &'static str,
+    /// How to make it found, for a failed start.
+    pub(crate) hint: &'a str,
+    /// The setting that changes its time limit, if any.
+    pub(crate) limit_setting: Option<&'static str>,
+}
+
+/// Runs `command` (stdin closed, stderr shared) and returns its standard output, once it
+/// exited successfully within `limit`; a child past the limit is killed.
+///
+/// # Errors
+/// [`FrontError::Spawn`], [`FrontError::TimedOut`], [`FrontError::Read`] or
+/// [`FrontError::Failed`].
+pub(crate) fn output_of(
+    mut command: Command,
+    limit: Duration,
+    named: Named<'_>,
+) -> Result<Vec<u8>, FrontError> {
+    let what = named.what;
+    let mut child = command
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .map_err(|source| FrontError::Spawn {
+            what,
+            path: Path::new(command.get_program()).to_path_buf(),
+            hint: named.hint.to_owned(),
+            source,
+        })?;
+    let read = match child.stdout.take() {
+        Some(mut stdout) => read_within(&mut stdout, limit),
+        None => Err(Stop::Io(io::Error::other("no stdout pipe"))),
+    };
+    if read.is_err() {
+        let _ = child.kill();
+    }
+    let status = child
+        .wait()
+        .map_err(|source| FrontError::Read { what, source })?;
+    let output = match read {
+        Ok(output) => output,
+        Err(Stop::Io(source)) => return Err(FrontError::Read { what, source }),
+        Err(Stop::TimedOut) => {
+            return Err(FrontError::TimedOut {
+                what,
+                limit,
+                setting: named.limit_setting,
+            });
+        }
+    };
+    if !status.success() {
+        return Err(FrontError::Failed { what, status });
+    }
+    Ok(output)
+}
+
+/// Why [`read_within`] stopped.
+enum Stop {
+    Io(io::Error),
+    TimedOut,
+}
+
+/// Reads `pipe` to its end, failing once `limit` has passed.
+fn read_within(pipe: &mut ChildStdout, limit: Duration) -> Result<Vec<u8>, Stop> {
+    let deadline = Instant::now() + limit;
+    // Non-blocking, so each read takes what is there and the wait happens in `poll`.
+    rustix::io::ioctl_fionbio(&*pipe, true).map_err(|e| Stop::Io(e.into()))?;
+    let mut text = Vec::with_capacity(OUTPUT_ROOM);
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(Stop::TimedOut);
+        }
+        let timeout = timespec(left);
+        let mut fds = [PollFd::new(&*pipe, PollFlags::IN)];
+        match poll(&mut fds, Some(&timeout)) {
+            Ok(0) => return Err(Stop::TimedOut),
+            Ok(_) => {}
+            Err(rustix::io::Errno::INTR) => continue,
+            Err(e) => return Err(Stop::Io(e.into())),
+        }
+        // Appends what is there; "would block" means the child is not done yet.
+        match pipe.read_to_end(&mut text) {
+            Ok(_) => return Ok(text),
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted
+                ) => {}
+            Err(e) => return Err(Stop::Io(e)),
+        }
+    }
+}
+
+/// `duration` as a `poll` timeout.
+pub(crate) fn timespec(duration: Duration) -> Timespec {
+    Timespec {
+        tv_sec: i64::try_from(duration.as_secs()).unwrap_or(i64::MAX),
+        tv_nsec: i64::from(duration.subsec_nanos()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sh(script: &str) -> Command {
+        let mut command = Command::new("sh");
+        command.args(["-c", script]);
+        command
+    }
+
+    const NAMED: Named<'static> = Named {
+        what: "test child",
+        hint: "install it",
+        limit_setting: Some("TEST_LIMIT"),
+    };
+
+    #[test]
+    fn output_is_read_to_the_end() {
+        let out = output_of(
+            sh("printf one; sleep 0.1; printf two"),
+            Duration::from_secs(10),
+            NAMED,
+        )
+        .unwrap();
+        assert_eq!(out, b"onetwo");
+    }
+
+    #[test]
+    fn failures_say_what_failed() {
+        let failed = output_of(sh("exit 3"), Duration::from_secs(10), NAMED).unwrap_err();
+        assert!(matches!(failed, FrontError::Failed { .. }), "{failed}");
+        assert!(failed.to_string().starts_with("the test child failed ("));
+
+        let slow = output_of(sh("exec sleep 30"), Duration::from_millis(200), NAMED).unwrap_err();
+        assert_eq!(
+            slow.to_string(),
+            "the test child did not finish within 200 ms (TEST_LIMIT)"
+        );
+
+        let missing = Command::new("/nonexistent/child");
+        let err = output_of(missing, Duration::from_secs(1), NAMED).unwrap_err();
+        let text = err.to_string();
+        assert!(
+            text.starts_with("cannot run the test child `/nonexistent/child`: ")
+                && text.ends_with("; install it"),
+            "{text}"
+        );
+    }
+}

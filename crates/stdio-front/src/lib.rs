@@ -1,0 +1,135 @@
+//! The stdio front end agent sessions start (`hooks-mcp`), all but its `main`.
+//!
+//! Most sessions never call a tool, so this process answers the opening and discovery itself
+//! (`protocol_lite::light::LightSession`): the `initialize` handshake, or the 2026-07-28
+//! `server/discover` and list requests, and it holds `subscriptions/listen` requests. The
+//! first request it cannot answer `exec`s the full server (`hooks-mcp-stdio`) in this same
+//! process, same pid and pipes, with the bytes to replay in an inherited anonymous file.
+//!
+//! # What this crate owns
+//!
+//! - The start-up: the start mode and filters, and the catalogue child
+//!   (`hooks-mcp-catalogue`), whose listing becomes the one `tools/list` text the session keeps.
+//! - The loop: a single thread `poll`ing stdin and, while a held subscription asks for resource
+//!   list changes, an inotify descriptor on the SQLite store's directory (woken only by writes
+//!   to the database or its WAL). No other thread, no timer, no async runtime: an idle session
+//!   waits in one `poll`.
+//! - The store's resource list, fetched from a short-lived child
+//!   (`hooks-mcp-stdio --list-resources`) to answer `resources/list` and to tell a watched
+//!   list's changes, at a bounded rate.
+//! - The handoff: the replay file and the environment that tells the full server what was
+//!   already answered, and the `exec`.
+//!
+//! # What it must not depend on
+//!
+//! std, rustix, protocol-lite, the catalogue and serde_json only: no tokio, rmcp, store,
+//! SQLite or tools crate, nor the full server. The front end's dependency tree is checked in
+//! CI (`cargo tree -p hooks-mcp --no-default-features -e normal`); what needs the store runs in
+//! a child or after the handoff.
+
+mod child;
+mod error;
+mod launch;
+mod resources;
+mod serve;
+mod watch;
+
+use std::ffi::OsString;
+use std::process::{Command, ExitCode};
+use std::time::Duration;
+
+use catalogue::{
+    ALLOWED_TOOLS_ENV, CATEGORIES_ENV, Filter, Listing, MODE_ENV, MODULES_ENV, StartMode,
+};
+use protocol_lite::handshake::ServerIdentity;
+use protocol_lite::light::LightSession;
+use protocol_lite::modern::CacheHints;
+use protocol_lite::setting::{CATALOGUE_BIN_ENV, CATALOGUE_TIMEOUT_ENV};
+
+pub use watch::{DATABASE_URL_ENV, HOME_ENV, sqlite_store_file};
+
+use crate::child::Named;
+use crate::error::{FrontError, debug};
+
+/// Runs the front end with this process's arguments and environment: subcommands and network
+/// transports `exec` the full binary at once; otherwise the light session serves stdin until it
+/// ends (exit 0) or hands off.
+pub fn run() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let (mode, rest) = match StartMode::parse(
+        &args,
+        std::env::var(MODE_ENV).ok().as_deref(),
+        std::env::var(MODULES_ENV).ok().as_deref(),
+    ) {
+        Ok(parsed) => parsed,
+        Err(e) => {
+            protocol_lite::diag!("hooks-mcp: cannot start: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let transport = std::env::var("MCP_TRANSPORT").unwrap_or_default();
+    if !rest.is_empty() || !matches!(transport.trim(), "" | "stdio") {
+        // Subcommands and network transports are the full server's: no front end to keep light.
+        let args = rest.into_iter().map(OsString::from);
+        return launch::exec(&launch::full_binary(), args, None, &mode);
+    }
+    let (filter, warnings) = Filter::from_env();
+    for w in &warnings {
+        protocol_lite::diag!("hooks-mcp: warning: {w}");
+    }
+    let session = match light_session(&filter, &mode) {
+        Ok(session) => session,
+        Err(message) => {
+            protocol_lite::diag!("hooks-mcp: cannot start: {message}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let store = sqlite_store_file(|name| std::env::var_os(name)).filter(|_| watch::CAN_WATCH);
+    let session = session.with_resource_watch(store.is_some());
+    serve::serve(session, &mode, store)
+}
+
+/// The session for `mode` and `filter`: the listing (every tool as MCP JSON text) is filtered
+/// and serialized into the one `tools/list` answer, then freed, so the session keeps that text
+/// and no JSON tree.
+fn light_session(filter: &Filter, mode: &StartMode) -> Result<LightSession, String> {
+    let dump = generate_listing().map_err(|e| e.to_string())?;
+    let listing = Listing::from_json(&dump)
+        .map_err(|e| format!("the catalogue child's output is unusable: {e}"))?;
+    let (visible, warnings) = listing.filtered(filter);
+    for w in &warnings {
+        protocol_lite::diag!("hooks-mcp: warning: {w}");
+    }
+    let identity = ServerIdentity {
+        instructions: visible.instructions(mode),
+    };
+    let tools = visible.tools_list_json(mode);
+    debug(|| format!("light path ready ({mode}): {} tools visible", visible.len()));
+    Ok(LightSession::new(identity, tools)
+        .with_tools_hints(CacheHints::tools_list(mode.has_discovery())))
+}
+
+/// Runs `hooks-mcp-catalogue` with the filters cleared and returns its listing dump.
+fn generate_listing() -> Result<String, FrontError> {
+    let mut command = Command::new(launch::catalogue_binary());
+    command
+        .env_remove(CATEGORIES_ENV)
+        .env_remove(ALLOWED_TOOLS_ENV);
+    let limit = std::env::var(CATALOGUE_TIMEOUT_ENV)
+        .ok()
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .unwrap_or(30_000);
+    let hint = format!(
+        "it is built and installed beside hooks-mcp-full, or set {CATALOGUE_BIN_ENV} to its path"
+    );
+    let named = Named {
+        what: "catalogue child",
+        hint: &hint,
+        limit_setting: Some(CATALOGUE_TIMEOUT_ENV),
+    };
+    let text = child::output_of(command, Duration::from_millis(limit), named)?;
+    String::from_utf8(text).map_err(|e| FrontError::Unusable {
+        what: "catalogue child",
+        problem: format!("not UTF-8: {e}"),
+    })
+}

@@ -1,0 +1,120 @@
+//! The store's resource list, fetched from a short-lived child
+//! (`hooks-mcp-stdio --list-resources`): the front end links no store, so this is how it
+//! answers a 2026-07-28 `resources/list` and how it tells whether the list changed.
+
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+use protocol_lite::setting::{FULL_BIN_ENV, LIST_RESOURCES_ARG};
+use serde_json::Value;
+
+use crate::child::{self, Named};
+use crate::error::FrontError;
+
+/// How long the listing child may take: it opens the store and reads it.
+const LIMIT: Duration = Duration::from_secs(10);
+
+/// One listing: the complete `resources/list` result and the URIs it lists.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Listing {
+    /// The result object's JSON text, as the child printed it (white space trimmed).
+    pub(crate) result: Vec<u8>,
+    /// The listed resources' URIs, sorted: what a change of the list is judged by.
+    pub(crate) uris: Vec<String>,
+}
+
+impl Listing {
+    /// Checks what the child printed: one JSON object with a `resources` array of objects
+    /// that each have a string `uri`.
+    ///
+    /// # Errors
+    /// [`FrontError::Unusable`] saying what is wrong.
+    pub(crate) fn parse(output: &[u8]) -> Result<Listing, FrontError> {
+        let unusable = |problem: String| FrontError::Unusable {
+            what: "resource listing child",
+            problem,
+        };
+        let value: Value =
+            serde_json::from_slice(output).map_err(|e| unusable(format!("not JSON: {e}")))?;
+        let resources = value
+            .get("resources")
+            .and_then(Value::as_array)
+            .ok_or_else(|| unusable("no `resources` array in a JSON object".into()))?;
+        let mut uris = resources
+            .iter()
+            .map(|r| r.get("uri").and_then(Value::as_str).map(str::to_owned))
+            .collect::<Option<Vec<String>>>()
+            .ok_or_else(|| unusable("a resource without a string `uri`".into()))?;
+        uris.sort_unstable();
+        Ok(Listing {
+            result: output.trim_ascii().to_vec(),
+            uris,
+        })
+    }
+}
+
+/// Runs `stdio` (`hooks-mcp-stdio`) with [`LIST_RESOURCES_ARG`] in this process's environment
+/// (so it opens the same store) and reads its listing.
+///
+/// # Errors
+/// What running the child or reading its output failed with.
+pub(crate) fn list(stdio: &Path) -> Result<Listing, FrontError> {
+    let mut command = Command::new(stdio);
+    command.arg(LIST_RESOURCES_ARG);
+    let hint = format!(
+        "it is built and installed beside hooks-mcp-full, or set {FULL_BIN_ENV} to the path of \
+         hooks-mcp-full (hooks-mcp-stdio lies beside it)"
+    );
+    let named = Named {
+        what: "resource listing child",
+        hint: &hint,
+        limit_setting: None,
+    };
+    let output = child::output_of(command, LIMIT, named)?;
+    Listing::parse(&output)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_listing_is_checked_and_its_uris_sorted() {
+        let text = b"{\"resources\":[{\"uri\":\"hooks://channels/b\",\"name\":\"b\"},\
+                     {\"uri\":\"hooks://channels/a\"}],\"resultType\":\"complete\"}\n";
+        let listing = Listing::parse(text).unwrap();
+        assert_eq!(listing.uris, ["hooks://channels/a", "hooks://channels/b"]);
+        assert_eq!(listing.result, text.trim_ascii());
+        assert!(
+            Listing::parse(b"{\"resources\":[]}")
+                .unwrap()
+                .uris
+                .is_empty()
+        );
+        for bad in [
+            &b""[..],
+            b"not json",
+            b"[]",
+            b"{\"resources\":{}}",
+            b"{\"resources\":[{\"name\":\"x\"}]}",
+        ] {
+            let err = Listing::parse(bad).unwrap_err();
+            assert!(
+                err.to_string()
+                    .starts_with("the resource listing child's output is unusable: "),
+                "{err}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_missing_child_is_an_error_not_a_crash() {
+        let err = list(Path::new("/nonexistent/hooks-mcp-stdio")).unwrap_err();
+        assert!(
+            err.to_string()
+                .starts_with("cannot run the resource listing child `/nonexistent/"),
+            "{err}"
+        );
+    }
+}

@@ -1,0 +1,363 @@
+//! The light session's loop: one thread `poll`ing stdin and, while a subscription asks for
+//! resource list changes, the watch on the store. It answers what the light session answers,
+//! fetches the store's listing from a child when it must, and hands the session to the full
+//! server by `exec` on the first request it cannot serve.
+
+use std::io::{self, Stdin, StdoutLock, Write};
+use std::ops::Range;
+use std::os::fd::AsFd;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use catalogue::StartMode;
+use protocol_lite::light::{LightSession, Step};
+use protocol_lite::modern::{self, Listen};
+use rustix::event::{PollFd, PollFlags, poll};
+
+use crate::child::timespec;
+use crate::error::{FrontError, debug};
+use crate::launch;
+use crate::resources;
+use crate::watch::{Pacer, StoreWatch};
+
+/// How much stdin is read at a time.
+const CHUNK: usize = 4 * 1024;
+
+/// The session's input: stdin read into a buffer of our own (never through std's buffered
+/// `Stdin`), so the bytes read ahead of a handoff are ours to forward.
+struct Input {
+    buf: Vec<u8>,
+    /// Where the next unhandled line starts.
+    start: usize,
+    eof: bool,
+}
+
+impl Input {
+    fn new() -> Input {
+        // Small, like the handshake lines: an idle session's heap is what it touched.
+        Input {
+            buf: Vec::with_capacity(CHUNK),
+            start: 0,
+            eof: false,
+        }
+    }
+
+    /// The next line (its newline included), or at the end of input what is left.
+    fn next_line(&self) -> Option<Range<usize>> {
+        let rest = &self.buf[self.start..];
+        match rest.iter().position(|&b| b == b'\n') {
+            Some(at) => Some(self.start..self.start + at + 1),
+            None if self.eof && !rest.is_empty() => Some(self.start..self.buf.len()),
+            None => None,
+        }
+    }
+
+    /// Reads once from `stdin` (what is there, up to [`CHUNK`] bytes).
+    fn fill(&mut self, stdin: &Stdin) -> io::Result<()> {
+        if self.start > 0 {
+            self.buf.drain(..self.start);
+            self.start = 0;
+        }
+        let mut chunk = [0u8; CHUNK];
+        loop {
+            match rustix::io::read(stdin.as_fd(), &mut chunk[..]) {
+                Ok(0) => {
+                    self.eof = true;
+                    return Ok(());
+                }
+                Ok(n) => {
+                    self.buf.extend_from_slice(&chunk[..n]);
+                    return Ok(());
+                }
+                Err(rustix::io::Errno::INTR) => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+    }
+}
+
+/// A watch on the store for the held `resourcesListChanged` subscriptions, with the URIs the
+/// store listed last.
+struct Watching {
+    watch: StoreWatch,
+    pacer: Pacer,
+    uris: Vec<String>,
+}
+
+impl Watching {
+    /// Watches the store at `db`, then takes the baseline listing (so no change after it is
+    /// missed).
+    fn start(db: &Path, stdio: &Path) -> Result<Watching, FrontError> {
+        let watch = StoreWatch::open(db).map_err(|source| FrontError::Watch {
+            dir: db.parent().unwrap_or(Path::new(".")).to_path_buf(),
+            source,
+        })?;
+        let baseline = resources::list(stdio)?;
+        let mut pacer = Pacer::default();
+        pacer.ran(Instant::now(), false, false, drain(&watch));
+        Ok(Watching {
+            watch,
+            pacer,
+            uris: baseline.uris,
+        })
+    }
+
+    /// Lists the store's resources again: whether the URIs changed since the last listing.
+    fn check(&mut self, stdio: &Path) -> Result<bool, FrontError> {
+        let follow_up = self.pacer.start();
+        // Wakes queued before this run are what it answers.
+        drain(&self.watch);
+        let listed = resources::list(stdio);
+        let events = drain(&self.watch);
+        let changed = listed.as_ref().is_ok_and(|l| l.uris != self.uris);
+        self.pacer.ran(Instant::now(), follow_up, changed, events);
+        let listing = listed?;
+        if changed {
+            self.uris = listing.uris;
+        }
+        Ok(changed)
+    }
+}
+
+/// [`StoreWatch::drain`], a read error counting as no event (the watch cannot wake itself).
+fn drain(watch: &StoreWatch) -> bool {
+    watch.drain().unwrap_or_else(|e| {
+        debug(|| format!("cannot read the store watch: {e}"));
+        false
+    })
+}
+
+/// Whether to go on serving.
+enum Flow {
+    Continue,
+    Exit(ExitCode),
+}
+
+/// The loop's state.
+struct Front<'a> {
+    session: LightSession,
+    out: StdoutLock<'static>,
+    mode: &'a StartMode,
+    /// The SQLite store's database file, when a watch on it is possible.
+    store: Option<PathBuf>,
+    /// `hooks-mcp-stdio`: the listing child and the handoff's target.
+    stdio: PathBuf,
+    watching: Option<Watching>,
+}
+
+/// Serves `session` until stdin ends (exit 0) or a handoff (which does not return unless the
+/// full server cannot be started). `store`: the SQLite database to watch for held
+/// `resourcesListChanged` subscriptions (the session hands those off without one).
+pub(crate) fn serve(session: LightSession, mode: &StartMode, store: Option<PathBuf>) -> ExitCode {
+    let stdin = io::stdin();
+    let mut input = Input::new();
+    let mut front = Front {
+        session,
+        out: io::stdout().lock(),
+        mode,
+        store,
+        stdio: launch::stdio_binary(),
+        watching: None,
+    };
+    loop {
+        while let Some(line) = input.next_line() {
+            let flow = front.step(&input.buf[line.clone()], &input.buf[line.end..]);
+            input.start = line.end;
+            if let Flow::Exit(code) = flow {
+                return code;
+            }
+        }
+        if input.eof {
+            return ExitCode::SUCCESS;
+        }
+        let now = Instant::now();
+        let wait = front.watching.as_ref().and_then(|w| w.pacer.wait(now));
+        if wait == Some(Duration::ZERO) {
+            if let Flow::Exit(code) = front.check_resources() {
+                return code;
+            }
+            continue;
+        }
+        let (readable, woken) = {
+            let watch_fd = front.watching.as_ref().map(|w| w.watch.fd());
+            let mut fds = [
+                PollFd::new(&stdin, PollFlags::IN),
+                PollFd::from_borrowed_fd(watch_fd.unwrap_or(stdin.as_fd()), PollFlags::IN),
+            ];
+            let polled = if watch_fd.is_some() { 2 } else { 1 };
+            let timeout = wait.map(timespec);
+            match poll(&mut fds[..polled], timeout.as_ref()) {
+                Ok(_) => {}
+                Err(rustix::io::Errno::INTR) => continue,
+                Err(e) => {
+                    protocol_lite::diag!("hooks-mcp: cannot wait for stdin: {e}");
+                    return ExitCode::FAILURE;
+                }
+            }
+            let ready = PollFlags::IN | PollFlags::HUP | PollFlags::ERR | PollFlags::NVAL;
+            (
+                fds[0].revents().intersects(ready),
+                polled == 2 && fds[1].revents().intersects(ready),
+            )
+        };
+        if woken
+            && let Some(watching) = &mut front.watching
+            && drain(&watching.watch)
+        {
+            watching.pacer.woken();
+        }
+        if readable && let Err(e) = input.fill(&stdin) {
+            protocol_lite::diag!("hooks-mcp: cannot read stdin: {e}");
+            return ExitCode::FAILURE;
+        }
+    }
+}
+
+impl Front<'_> {
+    /// Handles the line `raw` (as read, newline included unless it ended the input);
+    /// `read_ahead` is what followed it.
+    fn step(&mut self, raw: &[u8], read_ahead: &[u8]) -> Flow {
+        let body = raw.strip_suffix(b"\n").unwrap_or(raw);
+        let body = body.strip_suffix(b"\r").unwrap_or(body);
+        let flow = match self.session.handle(body) {
+            Step::Nothing => Flow::Continue,
+            Step::Reply(bytes) => self.write(&bytes),
+            Step::ListTools(id) => {
+                let written = self.session.write_tools_list(&id, &mut self.out);
+                self.flushed(written)
+            }
+            Step::ListModernTools(id) => {
+                let written = self.session.write_modern_tools_list(&id, &mut self.out);
+                self.flushed(written)
+            }
+            Step::ListResources(id) => {
+                let line = match resources::list(&self.stdio) {
+                    Ok(listing) => modern::raw_result_line(&id, &listing.result),
+                    Err(e) => modern::internal_error(
+                        &id,
+                        format!("Internal error: the front end cannot list the resources: {e}"),
+                    )
+                    .to_line(),
+                };
+                self.write(&line)
+            }
+            Step::Listen(listen) => self.listen(raw, body, read_ahead, listen),
+            Step::Handoff(reason) => Flow::Exit(self.handoff(raw, read_ahead, &reason)),
+        };
+        // A cancelled subscription may have been the last that asked for resource changes.
+        if self.watching.is_some() && self.session.resource_listeners().next().is_none() {
+            debug(|| "no subscription asks for resource list changes: watch closed".into());
+            self.watching = None;
+        }
+        flow
+    }
+
+    /// Holds the subscription `listen` (the request `body`), watching the store first when it
+    /// asks for resource list changes; hands off when it cannot.
+    fn listen(&mut self, raw: &[u8], body: &[u8], read_ahead: &[u8], listen: Listen) -> Flow {
+        if listen.resources_list_changed && self.watching.is_none() {
+            let Some(store) = &self.store else {
+                return Flow::Exit(self.handoff(raw, read_ahead, "no store to watch"));
+            };
+            match Watching::start(store, &self.stdio) {
+                Ok(watching) => self.watching = Some(watching),
+                Err(e) => {
+                    let reason = format!("cannot watch the store's resources: {e}");
+                    return Flow::Exit(self.handoff(raw, read_ahead, &reason));
+                }
+            }
+        }
+        let ack = self.session.hold(body, listen);
+        self.write(&ack)
+    }
+
+    /// Runs the listing child for the watch and tells every subscription that asked when the
+    /// list changed.
+    fn check_resources(&mut self) -> Flow {
+        let Some(watching) = &mut self.watching else {
+            return Flow::Continue;
+        };
+        match watching.check(&self.stdio) {
+            Ok(false) => Flow::Continue,
+            Ok(true) => {
+                let lines: Vec<Vec<u8>> = self
+                    .session
+                    .resource_listeners()
+                    .map(modern::resources_list_changed_line)
+                    .collect();
+                debug(|| format!("resource list changed: {} subscriptions told", lines.len()));
+                let mut flow = Flow::Continue;
+                for line in lines {
+                    flow = self.write(&line);
+                    if matches!(flow, Flow::Exit(_)) {
+                        break;
+                    }
+                }
+                flow
+            }
+            Err(e) => {
+                protocol_lite::diag!("hooks-mcp: cannot list the store's resources: {e}");
+                Flow::Continue
+            }
+        }
+    }
+
+    fn write(&mut self, bytes: &[u8]) -> Flow {
+        let written = self.out.write_all(bytes);
+        self.flushed(written)
+    }
+
+    /// Flushes after a write; a failure means the client closed its end: nothing left to serve.
+    fn flushed(&mut self, written: io::Result<()>) -> Flow {
+        match written.and_then(|()| self.out.flush()) {
+            Ok(()) => Flow::Continue,
+            Err(_) => Flow::Exit(ExitCode::SUCCESS),
+        }
+    }
+
+    /// Hands the session to the full server: `raw` is the trigger, `read_ahead` what followed.
+    fn handoff(&mut self, raw: &[u8], read_ahead: &[u8], reason: &str) -> ExitCode {
+        debug(|| format!("handing the session to the full server: {reason}"));
+        let handoff = self.session.handoff(raw, read_ahead);
+        let _ = self.out.flush();
+        launch::exec(
+            &self.stdio,
+            [std::ffi::OsString::from("serve-stdio")].into_iter(),
+            Some(handoff),
+            self.mode,
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn input(bytes: &[u8], eof: bool) -> Input {
+        Input {
+            buf: bytes.to_vec(),
+            start: 0,
+            eof,
+        }
+    }
+
+    #[test]
+    fn lines_are_cut_at_newlines_and_the_last_at_the_end_of_input() {
+        let mut i = input(b"one\r\ntwo\nthr", false);
+        let first = i.next_line().unwrap();
+        assert_eq!(&i.buf[first.clone()], b"one\r\n");
+        i.start = first.end;
+        let second = i.next_line().unwrap();
+        assert_eq!(&i.buf[second.clone()], b"two\n");
+        assert_eq!(&i.buf[second.end..], b"thr", "what a handoff forwards");
+        i.start = second.end;
+        assert_eq!(i.next_line(), None, "a partial line waits for more");
+        i.eof = true;
+        let last = i.next_line().unwrap();
+        assert_eq!(&i.buf[last.clone()], b"thr");
+        i.start = last.end;
+        assert_eq!(i.next_line(), None);
+        assert_eq!(input(b"", true).next_line(), None);
+    }
+}

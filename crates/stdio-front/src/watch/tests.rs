@@ -1,0 +1,164 @@
+//! Tests of the store's location, the inotify watch and the pacing of the listing child.
+
+use std::collections::HashMap;
+use std::io::Write;
+
+use super::*;
+
+fn lookup(vars: &[(&str, &str)]) -> impl Fn(&str) -> Option<OsString> {
+    let vars: HashMap<String, OsString> = vars
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), OsString::from(v)))
+        .collect();
+    move |name| vars.get(name).cloned()
+}
+
+#[test]
+fn the_store_file_follows_the_store_crates_rule() {
+    type Vars<'a> = &'a [(&'a str, &'a str)];
+    let cases: [(Vars<'_>, Option<&str>); 8] = [
+        (&[("HOOKS_MCP_HOME", "/h")], Some("/h/state.db")),
+        (
+            &[
+                ("HOOKS_MCP_HOME", "/h"),
+                ("XDG_STATE_HOME", "/x"),
+                ("HOME", "/u"),
+            ],
+            Some("/h/state.db"),
+        ),
+        (
+            &[
+                ("HOOKS_MCP_HOME", ""),
+                ("XDG_STATE_HOME", "/x"),
+                ("HOME", "/u"),
+            ],
+            Some("/x/hooks-mcp/state.db"),
+        ),
+        (
+            &[("XDG_STATE_HOME", ""), ("HOME", "/u")],
+            Some("/u/.local/state/hooks-mcp/state.db"),
+        ),
+        (&[], None),
+        (
+            &[("HOOKS_MCP_DATABASE_URL", "postgres://x/y"), ("HOME", "/u")],
+            None,
+        ),
+        (
+            &[("HOOKS_MCP_DATABASE_URL", "  "), ("HOME", "/u")],
+            Some("/u/.local/state/hooks-mcp/state.db"),
+        ),
+        (
+            &[("HOOKS_MCP_HOME", " "), ("HOME", "/u")],
+            Some(" /state.db"),
+        ),
+    ];
+    for (vars, expected) in cases {
+        assert_eq!(
+            sqlite_store_file(lookup(vars)),
+            expected.map(PathBuf::from),
+            "{vars:?}"
+        );
+    }
+}
+
+#[cfg(any(target_os = "linux", target_os = "android"))]
+#[test]
+fn the_watch_wakes_for_the_database_and_its_wal_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("new/dir/state.db");
+    let watch = StoreWatch::open(&db).unwrap();
+    assert!(db.parent().unwrap().is_dir(), "the directory is created");
+    assert!(!watch.drain().unwrap(), "nothing yet");
+
+    let append = |name: &str| {
+        let mut f = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(db.with_file_name(name))
+            .unwrap();
+        f.write_all(b"x").unwrap();
+    };
+    append("state.db-shm");
+    append("other.db");
+    assert!(!watch.drain().unwrap(), "other files are ignored");
+    append("state.db-wal");
+    assert!(watch.drain().unwrap(), "a WAL write wakes");
+    assert!(!watch.drain().unwrap(), "drained");
+    append("state.db");
+    append("state.db");
+    assert!(watch.drain().unwrap(), "a database write wakes");
+    // A store put in place by rename (a restore) counts too.
+    append("state.db.new");
+    assert!(!watch.drain().unwrap());
+    std::fs::rename(db.with_file_name("state.db.new"), &db).unwrap();
+    assert!(watch.drain().unwrap(), "a rename onto the database wakes");
+}
+
+#[test]
+fn a_wake_runs_at_once_then_no_sooner_than_the_gap() {
+    let start = Instant::now();
+    let mut pacer = Pacer::default();
+    assert_eq!(pacer.wait(start), None, "nothing pending");
+    pacer.woken();
+    assert_eq!(pacer.wait(start), Some(Duration::ZERO));
+    assert!(!pacer.start());
+    pacer.ran(start, false, true, false);
+    assert_eq!(pacer.wait(start), None);
+    // Wakes soon after a run wait for the gap, and coalesce.
+    pacer.woken();
+    pacer.woken();
+    let soon = start + Duration::from_millis(100);
+    assert_eq!(pacer.wait(soon), Some(MIN_GAP - Duration::from_millis(100)));
+    assert_eq!(pacer.wait(start + MIN_GAP), Some(Duration::ZERO));
+}
+
+#[test]
+fn unchanged_runs_back_off_and_a_change_resets_the_gap() {
+    let mut now = Instant::now();
+    let mut pacer = Pacer::default();
+    let mut gaps = Vec::new();
+    for _ in 0..6 {
+        pacer.woken();
+        pacer.start();
+        pacer.ran(now, false, false, false);
+        pacer.woken();
+        let gap = pacer.wait(now).unwrap();
+        gaps.push(gap.as_millis());
+        now += gap;
+        pacer.start();
+        pacer.ran(now, false, false, false);
+    }
+    assert_eq!(gaps, [500, 2000, 4000, 4000, 4000, 4000]);
+    pacer.woken();
+    pacer.start();
+    pacer.ran(now, false, true, false);
+    pacer.woken();
+    assert_eq!(pacer.wait(now), Some(MIN_GAP));
+}
+
+#[test]
+fn events_during_a_run_start_one_follow_up_and_an_unchanged_follow_up_none() {
+    let now = Instant::now();
+    let mut pacer = Pacer::default();
+    pacer.woken();
+    let follow_up = pacer.start();
+    assert!(!follow_up);
+    // The store was written while the child ran: run again (it may have missed that write).
+    pacer.ran(now, follow_up, false, true);
+    assert!(pacer.wait(now).is_some());
+    let follow_up = pacer.start();
+    assert!(follow_up);
+    // The follow-up found nothing new, and what it saw during its run was its own echo.
+    pacer.ran(now, follow_up, false, true);
+    assert_eq!(pacer.wait(now), None, "no endless self-waking");
+    // A follow-up that found a change runs once more.
+    pacer.woken();
+    pacer.start();
+    pacer.ran(now, false, true, true);
+    let follow_up = pacer.start();
+    pacer.ran(now, follow_up, true, true);
+    assert!(pacer.wait(now).is_some());
+    // A wake from outside while a follow-up is pending makes it an ordinary run.
+    pacer.woken();
+    assert!(!pacer.start());
+}
