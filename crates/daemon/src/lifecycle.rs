@@ -5,8 +5,9 @@
 //! the instance lock and the listener, bound early so `/health` can answer 503 meanwhile);
 //! store opened; store verified; tool registry built; scheduler started; listener serving MCP.
 //! A failing phase stops start-up with a message saying what failed and how to fix it, and the
-//! daemon never serves. SIGTERM or SIGINT stops accepting connections, lets in-flight calls
-//! finish within a deadline, closes the sessions and the store, and returns success.
+//! daemon never serves. SIGTERM or SIGINT stops accepting connections, ends open
+//! `subscriptions/listen` streams with their final result, lets in-flight calls finish within
+//! a deadline, closes the sessions and the store, and returns success.
 
 use std::fs::File;
 use std::io::{Read, Seek, Write};
@@ -735,9 +736,9 @@ async fn run(config: DaemonConfig, started: Instant) -> Result<(), DaemonError> 
         &close_sessions,
         &stop_scheduler,
     );
-    let scheduler = tokio::select! {
+    let started_up = tokio::select! {
         outcome = startup => match outcome {
-            Ok(scheduler) => Some(scheduler),
+            Ok(started_up) => Some(started_up),
             Err(e) => {
                 stop(&shared, &stop_accepting, &close_sessions, &stop_scheduler, servers).await;
                 return Err(e);
@@ -748,7 +749,7 @@ async fn run(config: DaemonConfig, started: Instant) -> Result<(), DaemonError> 
             None
         }
     };
-    if let Some(scheduler) = scheduler {
+    if let Some(Started { scheduler, server }) = started_up {
         tracing::info!(
             ms = %millis(started.elapsed()),
             "ready: MCP at {}",
@@ -761,9 +762,14 @@ async fn run(config: DaemonConfig, started: Instant) -> Result<(), DaemonError> 
         let signal = shutdown.await;
         shared.status.set_phase(Phase::Stopping);
         stop_accepting.cancel();
+        // Open `subscriptions/listen` streams end now with their final result, while their
+        // connections are still served: a listen is a request in flight until its stream
+        // ends, and would otherwise hold the drain to its deadline and then be cut off.
+        server.end_subscriptions();
         tracing::info!(
             in_flight = shared.inflight.count(),
-            "{signal} received: stopping (no new connections; in-flight calls may finish)"
+            "{signal} received: stopping (no new connections; in-flight calls may finish, \
+             subscription streams end with their final result)"
         );
         if tokio::time::timeout(config.drain, shared.inflight.wait_idle())
             .await
@@ -813,14 +819,22 @@ async fn stop(
     }
 }
 
-/// The phases after configuration; returns the running scheduler.
+/// What start-up leaves running.
+struct Started {
+    /// The scheduler's task.
+    scheduler: tokio::task::JoinHandle<()>,
+    /// The MCP server every session forks from (shutdown ends its subscriptions).
+    server: HooksServer,
+}
+
+/// The phases after configuration; returns what runs.
 async fn start(
     config: &DaemonConfig,
     shared: &Arc<Shared>,
     phases: &mut Phases<'_>,
     close_sessions: &CancellationToken,
     stop_scheduler: &CancellationToken,
-) -> Result<tokio::task::JoinHandle<()>, DaemonError> {
+) -> Result<Started, DaemonError> {
     phases.begin(Phase::StoreOpen);
     // PostgreSQL when HOOKS_MCP_DATABASE_URL is set, else SQLite at the usual location (the
     // same choice every stdio server and hook makes).
@@ -877,7 +891,8 @@ async fn start(
         view: shared.clone(),
         stop: close_sessions.clone(),
     });
-    let router = http::mcp_router(server, shared, &options, close_sessions).merge(web.api_router());
+    let router =
+        http::mcp_router(server.clone(), shared, &options, close_sessions).merge(web.api_router());
     let _ = shared.mcp.set(router);
     let console = web
         .console_router()
@@ -901,7 +916,7 @@ async fn start(
     }
     phases.done();
     shared.status.set_phase(Phase::Serving);
-    Ok(scheduler)
+    Ok(Started { scheduler, server })
 }
 
 /// A duration in milliseconds with one decimal, for the log.
