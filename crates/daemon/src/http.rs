@@ -264,6 +264,10 @@ pub(crate) fn mcp_router(
             "/mcp",
             axum::routing::delete(end).fallback_service(streamable),
         )
+        .route_layer(axum::middleware::from_fn_with_state(
+            options.max_body_bytes,
+            crate::mcp_headers::fill_notification_method,
+        ))
         .route("/sse", get(crate::sse::connect))
         .route("/messages", post(crate::sse::message))
         .with_state(sse)

@@ -9,7 +9,9 @@
 //! - `http`: the listener and accept loop (HTTP/1.1 on hyper: header-read and body-read
 //!   timeouts, a cap on open connections), the gate every request passes (`auth`: bearer
 //!   token, `Host` and `Origin` checks), Streamable HTTP at `/mcp` over the daemon's lean
-//!   session layer (`http_sessions`), the legacy SSE transport (`sse`), `/health` (`health`),
+//!   session layer (`http_sessions`; both protocol eras, and `mcp_headers`: the standard
+//!   request headers of a 2026-07-28 notification), the legacy SSE transport (`sse`),
+//!   `/health` (`health`),
 //!   the hook routes (`hook_route`: `POST /hook/{event}` from hook processes,
 //!   `POST /hooks/{Event}` from Claude Code's HTTP hooks), Prometheus metrics at `/metrics`
 //!   (`metrics`), and the operator's pages mounted from `operator-web`.
@@ -31,6 +33,7 @@ mod hook_route;
 mod http;
 mod http_sessions;
 pub mod lifecycle;
+mod mcp_headers;
 mod metrics;
 mod sse;
 mod state;

@@ -1,0 +1,159 @@
+//! The standard request headers of the 2026-07-28 revision (`Mcp-Method`, `Mcp-Name`) on a
+//! Streamable HTTP POST, as the daemon adjusts them before rmcp validates them.
+//!
+//! The specification requires `Mcp-Method` on every request ("Required For: All requests")
+//! and leaves notifications open: "header requirements for notification POSTs are not defined
+//! by this revision" (basic/transports/streamable-http). rmcp checks notifications like
+//! requests and answers one without the header with `-32020` (HeaderMismatch), which a
+//! client that sends `notifications/cancelled` without it (the TypeScript client 2.x does)
+//! then reports as an error. So a notification POST that names a 2026-07-28 (or later)
+//! `MCP-Protocol-Version` and carries no `Mcp-Method` gets the header from its own body; a
+//! request without it is left alone, and rmcp refuses it as the specification asks. Only such
+//! POSTs have their body read here: every other request passes untouched.
+
+use axum::body::{Body, Bytes};
+use axum::extract::{Request, State};
+use axum::http::{HeaderValue, Method, StatusCode};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use futures_util::StreamExt;
+use serde_json::Value;
+
+/// The header a 2026-07-28 request names its method in.
+const MCP_METHOD: &str = "mcp-method";
+/// The header every Streamable HTTP POST names its protocol revision in.
+const MCP_PROTOCOL_VERSION: &str = "mcp-protocol-version";
+/// The first revision with standard request headers (rmcp checks them from this one on).
+const STANDARD_HEADERS_FROM: &str = "2026-07-28";
+
+/// Middleware on `/mcp`: fills `Mcp-Method` of a 2026-07-28 notification POST that lacks it
+/// (see the module docs). `max_body` is the transport's body limit, enforced here as rmcp
+/// would (413) for the bodies this reads.
+pub(crate) async fn fill_notification_method(
+    State(max_body): State<usize>,
+    request: Request,
+    next: Next,
+) -> Response {
+    if !needs_a_look(&request) {
+        return next.run(request).await;
+    }
+    let (mut parts, body) = request.into_parts();
+    let bytes = match collect(body, max_body).await {
+        Ok(bytes) => bytes,
+        Err(refusal) => return refusal,
+    };
+    if let Some(method) = notification_method(&bytes)
+        && let Ok(value) = HeaderValue::from_str(&method)
+    {
+        tracing::debug!(%method, "a notification without Mcp-Method: taken from its body");
+        parts.headers.insert(MCP_METHOD, value);
+    }
+    next.run(Request::from_parts(parts, Body::from(bytes)))
+        .await
+}
+
+/// Whether `request` is a POST naming a revision with standard headers but no `Mcp-Method`.
+fn needs_a_look(request: &Request) -> bool {
+    let headers = request.headers();
+    request.method() == Method::POST
+        && !headers.contains_key(MCP_METHOD)
+        && headers
+            .get(MCP_PROTOCOL_VERSION)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.trim() >= STANDARD_HEADERS_FROM)
+}
+
+/// The whole body, at most `max` bytes.
+async fn collect(body: Body, max: usize) -> Result<Bytes, Response> {
+    let mut stream = body.into_data_stream();
+    let mut collected = Vec::new();
+    while let Some(chunk) = stream.next().await {
+        let chunk = chunk.map_err(|e| {
+            (
+                StatusCode::BAD_REQUEST,
+                format!("Bad Request: cannot read the request body: {e}\n"),
+            )
+                .into_response()
+        })?;
+        if chunk.len() > max.saturating_sub(collected.len()) {
+            return Err((
+                StatusCode::PAYLOAD_TOO_LARGE,
+                format!("Payload Too Large: request body exceeds {max} bytes\n"),
+            )
+                .into_response());
+        }
+        collected.extend_from_slice(&chunk);
+    }
+    Ok(Bytes::from(collected))
+}
+
+/// The method of a JSON-RPC notification (an object with a string `method` and no `id`
+/// member); `None` for a request, a response, a batch or anything that is not JSON.
+pub(crate) fn notification_method(body: &[u8]) -> Option<String> {
+    let Ok(Value::Object(message)) = serde_json::from_slice::<Value>(body) else {
+        return None;
+    };
+    if message.contains_key("id") {
+        return None;
+    }
+    match message.get("method") {
+        Some(Value::String(method)) => Some(method.clone()),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_notification_names_its_method() {
+        let method = |body: &str| notification_method(body.as_bytes());
+        assert_eq!(
+            method(r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{}}"#)
+                .as_deref(),
+            Some("notifications/cancelled")
+        );
+        // A request keeps its refusal, even with a null id.
+        assert_eq!(
+            method(r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#),
+            None
+        );
+        assert_eq!(method(r#"{"jsonrpc":"2.0","id":null,"method":"x"}"#), None);
+        assert_eq!(method(r#"[{"jsonrpc":"2.0","method":"x"}]"#), None);
+        assert_eq!(method(r#"{"jsonrpc":"2.0","method":7}"#), None);
+        assert_eq!(method("not json"), None);
+    }
+
+    #[test]
+    fn only_modern_posts_without_the_header_are_read() {
+        let request = |method: Method, headers: &[(&str, &str)]| {
+            let mut builder = axum::http::Request::builder().method(method).uri("/mcp");
+            for (k, v) in headers {
+                builder = builder.header(*k, *v);
+            }
+            builder.body(Body::empty()).unwrap()
+        };
+        let modern = (MCP_PROTOCOL_VERSION, "2026-07-28");
+        assert!(needs_a_look(&request(Method::POST, &[modern])));
+        assert!(!needs_a_look(&request(
+            Method::POST,
+            &[modern, (MCP_METHOD, "notifications/cancelled")]
+        )));
+        assert!(!needs_a_look(&request(
+            Method::POST,
+            &[(MCP_PROTOCOL_VERSION, "2025-11-25")]
+        )));
+        assert!(!needs_a_look(&request(Method::POST, &[])));
+        assert!(!needs_a_look(&request(Method::DELETE, &[modern])));
+    }
+
+    #[tokio::test]
+    async fn a_body_over_the_limit_is_refused() {
+        let refused = collect(Body::from("0123456789"), 4).await.unwrap_err();
+        assert_eq!(refused.status(), StatusCode::PAYLOAD_TOO_LARGE);
+        let kept = collect(Body::from("0123"), 4).await.unwrap();
+        assert_eq!(&kept[..], b"0123");
+    }
+}
