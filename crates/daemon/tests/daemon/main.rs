@@ -15,5 +15,6 @@ mod limits;
 mod metrics;
 mod resources;
 mod security;
+mod stateless;
 mod support;
 mod transports;

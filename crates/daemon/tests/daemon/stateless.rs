@@ -1,0 +1,774 @@
+//! The 2026-07-28 revision over real HTTP: raw JSON-RPC POSTs to `/mcp` without a session,
+//! each carrying its revision in `_meta` and the standard request headers (`MCP-Protocol-Version`,
+//! `Mcp-Method`, `Mcp-Name`). Header checks (-32020) and the notification exemption, missing
+//! `_meta` fields (-32602), an unsupported revision (-32022), `server/discover`, `resultType`
+//! on every resource route, `subscriptions/listen` fed by another process's writes and ended
+//! with its final result on SIGTERM, sessionless lazy mode through `call_tool`, the session
+//! named in `_meta`, and legacy sessions beside it all on the same endpoint.
+
+use std::io::Read;
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use store::{ChannelStore, NewMessage, Severity, SqliteStore};
+
+use crate::support::{
+    Daemon, MCP_POST, Open, Response, http, mcp_request, mcp_session, open, sse_messages,
+};
+
+/// The revision these requests speak.
+const VERSION: &str = "2026-07-28";
+/// How long a notification is waited for after the store changed (the feed polls SQLite every
+/// 200 ms, the watcher re-reads at least once a second).
+const NOTIFY_WAIT: Duration = Duration::from_secs(5);
+
+/// A daemon per start mode, shared by the tests here, with its store's directory.
+fn shared(test: &str, lazy: bool) -> &'static (Daemon, tempfile::TempDir) {
+    static EAGER: OnceLock<(Daemon, tempfile::TempDir)> = OnceLock::new();
+    static LAZY: OnceLock<(Daemon, tempfile::TempDir)> = OnceLock::new();
+    let cell = if lazy { &LAZY } else { &EAGER };
+    cell.get_or_init(|| {
+        let home = tempfile::tempdir().unwrap();
+        let mode = if lazy { "lazy" } else { "eager" };
+        let daemon = Daemon::start(test, home.path(), &[("HOOKS_MCP_MODE", mode)]);
+        daemon.wait_ready();
+        (daemon, home)
+    })
+}
+
+/// The `_meta` every 2026-07-28 request carries.
+fn meta() -> Value {
+    json!({
+        "io.modelcontextprotocol/protocolVersion": VERSION,
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "daemon-tests", "version": "1"},
+    })
+}
+
+/// A request body: `params` with `meta` as its `_meta`.
+fn request_with(id: impl Into<Value>, method: &str, mut params: Value, meta: Value) -> String {
+    params["_meta"] = meta;
+    json!({"jsonrpc": "2.0", "id": id.into(), "method": method, "params": params}).to_string()
+}
+
+/// A 2026-07-28 request body.
+fn request(id: impl Into<Value>, method: &str, params: Value) -> String {
+    request_with(id, method, params, meta())
+}
+
+/// The headers of a 2026-07-28 POST for `method` (and `name`, when the method has one).
+fn headers<'a>(method: &'a str, name: Option<&'a str>) -> Vec<(&'a str, &'a str)> {
+    let mut headers = MCP_POST.to_vec();
+    headers.push(("MCP-Protocol-Version", VERSION));
+    headers.push(("Mcp-Method", method));
+    if let Some(name) = name {
+        headers.push(("Mcp-Name", name));
+    }
+    headers
+}
+
+/// The JSON-RPC message of a reply, whether sent as JSON or as an SSE stream.
+fn message(reply: &Response) -> Value {
+    if reply
+        .header("content-type")
+        .is_some_and(|t| t.starts_with("application/json"))
+    {
+        return reply.json();
+    }
+    reply
+        .messages()
+        .into_iter()
+        .find(|m| m.get("id").is_some())
+        .unwrap_or_else(|| panic!("no response in {}: {}", reply.status, reply.body))
+}
+
+/// POSTs a well-formed 2026-07-28 request; returns the HTTP status and the response message.
+fn ask(daemon: &Daemon, method: &str, name: Option<&str>, params: Value) -> (u16, Value) {
+    let reply = http(
+        daemon.addr,
+        "POST",
+        "/mcp",
+        &headers(method, name),
+        &request("q", method, params),
+    );
+    let answer = message(&reply);
+    (reply.status, answer)
+}
+
+/// The result of a well-formed request that must succeed.
+fn result(daemon: &Daemon, method: &str, name: Option<&str>, params: Value) -> Value {
+    let (status, answer) = ask(daemon, method, name, params);
+    assert_eq!(status, 200, "{method}: {answer}");
+    assert!(answer.get("error").is_none(), "{method}: {answer}");
+    answer["result"].clone()
+}
+
+/// A `tools/call` of `tool` (with `meta` as its `_meta`); returns its result.
+fn call_with(daemon: &Daemon, tool: &str, arguments: Value, meta: Value) -> Value {
+    let body = request_with(
+        "call",
+        "tools/call",
+        json!({"name": tool, "arguments": arguments}),
+        meta,
+    );
+    let reply = http(
+        daemon.addr,
+        "POST",
+        "/mcp",
+        &headers("tools/call", Some(tool)),
+        &body,
+    );
+    assert_eq!(reply.status, 200, "{tool}: {}", reply.body);
+    message(&reply)["result"].clone()
+}
+
+fn call(daemon: &Daemon, tool: &str, arguments: Value) -> Value {
+    call_with(daemon, tool, arguments, meta())
+}
+
+/// The error of a refused reply: its HTTP status, JSON-RPC code and message.
+fn refusal(reply: &Response) -> (u16, i64, String) {
+    let error = &message(reply)["error"];
+    (
+        reply.status,
+        error["code"]
+            .as_i64()
+            .unwrap_or_else(|| panic!("{}", reply.body)),
+        error["message"].as_str().unwrap_or_default().to_owned(),
+    )
+}
+
+/// Standard Base64 (with padding), for the `=?base64?...?=` header form.
+fn base64(bytes: &[u8]) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::new();
+    for chunk in bytes.chunks(3) {
+        let b = [
+            chunk[0],
+            chunk.get(1).copied().unwrap_or(0),
+            chunk.get(2).copied().unwrap_or(0),
+        ];
+        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(char::from(ALPHABET[(n >> (18 - 6 * i)) as usize & 63]));
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+/// Publishes on `channel` through a store connection of this test process (not the daemon).
+fn publish(home: &std::path::Path, channel: &str, severity: Severity) -> i64 {
+    let store = SqliteStore::create(home.join("state.db")).unwrap();
+    let now = server_full::now_ms();
+    store
+        .publish(
+            &NewMessage {
+                channel: channel.into(),
+                body: format!("news on {channel}"),
+                severity,
+                created_at: now,
+                expires_at: now + 3_600_000,
+            },
+            &store::Actor::Operator("stateless-tests".into()),
+        )
+        .unwrap()
+        .id
+}
+
+/// Opens a `subscriptions/listen` with `filter` and id `id`; returns the stream once its
+/// acknowledgement arrived.
+fn listen(daemon: &Daemon, id: &str, filter: Value) -> Open {
+    let body = request(id, "subscriptions/listen", json!({"notifications": filter}));
+    let mut stream = open(
+        daemon.addr,
+        "POST",
+        "/mcp",
+        &headers("subscriptions/listen", None),
+        &body,
+    );
+    assert_eq!(stream.status, 200, "{}", stream.seen);
+    assert!(
+        read_within(
+            &mut stream,
+            "notifications/subscriptions/acknowledged",
+            NOTIFY_WAIT
+        ),
+        "no acknowledgement: {}",
+        stream.seen
+    );
+    stream
+}
+
+/// Reads `stream` until its text contains `needle` `times` times, for at most `within`;
+/// `false` when the time passes or the stream ends first.
+fn read_count_within(stream: &mut Open, needle: &str, times: usize, within: Duration) -> bool {
+    stream
+        .stream
+        .set_read_timeout(Some(Duration::from_millis(100)))
+        .unwrap();
+    let deadline = Instant::now() + within;
+    let mut buf = [0u8; 4096];
+    while stream.seen.matches(needle).count() < times {
+        if Instant::now() >= deadline {
+            return false;
+        }
+        match stream.stream.read(&mut buf) {
+            Ok(0) => return false,
+            Ok(n) => stream.seen.push_str(&String::from_utf8_lossy(&buf[..n])),
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) => {}
+            Err(_) => return false,
+        }
+    }
+    true
+}
+
+fn read_within(stream: &mut Open, needle: &str, within: Duration) -> bool {
+    read_count_within(stream, needle, 1, within)
+}
+
+/// The notifications a listen stream carried so far (its acknowledgement included).
+fn notifications(stream: &Open) -> Vec<Value> {
+    sse_messages(&stream.seen)
+        .into_iter()
+        .filter(|m| m.get("method").is_some())
+        .collect()
+}
+
+/// Publishes from this process (on `channel`, or on a new channel each time when it is
+/// `None`) until `stream` carries `method` once more than before, a few attempts at most:
+/// the watcher's first look after a listen is its baseline, so a change made before it is
+/// not reported.
+fn publish_until(
+    stream: &mut Open,
+    home: &std::path::Path,
+    channel: Option<&str>,
+    method: &str,
+) -> usize {
+    let needle = format!("\"method\":\"{method}\"");
+    let before = stream.seen.matches(&needle).count();
+    for attempt in 0..5 {
+        let name = channel.map_or_else(|| format!("new-{attempt}-{method}"), str::to_owned);
+        publish(home, &name.replace('/', "-"), Severity::Info);
+        if read_count_within(stream, &needle, before + 1, NOTIFY_WAIT) {
+            return attempt;
+        }
+    }
+    panic!("no {method} after five publishes: {}", stream.seen);
+}
+
+#[test]
+fn standard_headers_are_checked_and_a_notification_needs_no_mcp_method() {
+    let (daemon, _) = shared(
+        "stateless::standard_headers_are_checked_and_a_notification_needs_no_mcp_method",
+        false,
+    );
+    let addr = daemon.addr;
+    // The header names another method than the body.
+    let body = request(1, "tools/list", json!({}));
+    let reply = http(addr, "POST", "/mcp", &headers("prompts/list", None), &body);
+    let (status, code, text) = refusal(&reply);
+    assert_eq!((status, code), (400, -32020), "{text}");
+    assert!(text.contains("Mcp-Method"), "{text}");
+    // A request without Mcp-Method stays refused.
+    let mut bare = MCP_POST.to_vec();
+    bare.push(("MCP-Protocol-Version", VERSION));
+    let reply = http(addr, "POST", "/mcp", &bare, &body);
+    let (status, code, text) = refusal(&reply);
+    assert_eq!((status, code), (400, -32020), "{text}");
+    assert!(text.contains("missing required Mcp-Method"), "{text}");
+    // MCP-Protocol-Version disagreeing with the body's `_meta`.
+    let mut other = headers("tools/list", None);
+    other[1] = ("MCP-Protocol-Version", "2025-11-25");
+    let reply = http(addr, "POST", "/mcp", &other, &body);
+    let (status, code, text) = refusal(&reply);
+    assert_eq!((status, code), (400, -32020), "{text}");
+    // Mcp-Name disagreeing with the tool named in the body.
+    let body = request(
+        2,
+        "tools/call",
+        json!({"name": "channel_list", "arguments": {}}),
+    );
+    let wrong = headers("tools/call", Some("channel_read"));
+    let (status, code, text) = refusal(&http(addr, "POST", "/mcp", &wrong, &body));
+    assert_eq!((status, code), (400, -32020), "{text}");
+    assert!(text.contains("Mcp-Name"), "{text}");
+    // A notification without Mcp-Method (what the TypeScript client 2.x sends to cancel) is
+    // accepted; the specification defines no header requirements for notification POSTs.
+    let cancelled = json!({
+        "jsonrpc": "2.0",
+        "method": "notifications/cancelled",
+        "params": {"requestId": 7, "reason": "the user pressed stop"},
+    })
+    .to_string();
+    let reply = http(addr, "POST", "/mcp", &bare, &cancelled);
+    assert_eq!(reply.status, 202, "{}", reply.body);
+    assert!(reply.body.is_empty(), "{}", reply.body);
+    // One that names a method its body does not is still refused.
+    let lying = headers("notifications/progress", None);
+    let (status, code, _) = refusal(&http(addr, "POST", "/mcp", &lying, &cancelled));
+    assert_eq!((status, code), (400, -32020));
+    // And with the right header it was accepted before as well.
+    let right = headers("notifications/cancelled", None);
+    assert_eq!(http(addr, "POST", "/mcp", &right, &cancelled).status, 202);
+}
+
+#[test]
+fn a_base64_mcp_name_is_compared_decoded() {
+    let (daemon, home) = shared("stateless::a_base64_mcp_name_is_compared_decoded", false);
+    let encoded = |value: &str| format!("=?base64?{}?=", base64(value.as_bytes()));
+    assert_eq!(base64(b"channel_list"), "Y2hhbm5lbF9saXN0");
+    let body = request(
+        3,
+        "tools/call",
+        json!({"name": "channel_list", "arguments": {}}),
+    );
+    let name = encoded("channel_list");
+    let reply = http(
+        daemon.addr,
+        "POST",
+        "/mcp",
+        &headers("tools/call", Some(&name)),
+        &body,
+    );
+    assert_eq!(reply.status, 200, "{}", reply.body);
+    let answer = message(&reply);
+    assert_eq!(answer["result"]["isError"], false, "{answer}");
+    // The encoding of another name is a mismatch, and text that is not Base64 is refused.
+    for bad in [encoded("channel_read"), "=?base64?not base64!?=".to_owned()] {
+        let reply = http(
+            daemon.addr,
+            "POST",
+            "/mcp",
+            &headers("tools/call", Some(&bad)),
+            &body,
+        );
+        let (status, code, text) = refusal(&reply);
+        assert_eq!((status, code), (400, -32020), "{bad}: {text}");
+    }
+    // A URI travels the same way for resources/read.
+    publish(home.path(), "stateless-b64", Severity::Info);
+    let uri = "hooks://channels/stateless-b64";
+    let name = encoded(uri);
+    let read = result(daemon, "resources/read", Some(&name), json!({"uri": uri}));
+    assert_eq!(read["contents"][0]["uri"], uri, "{read}");
+}
+
+#[test]
+fn missing_meta_fields_and_an_unknown_revision_are_refused() {
+    let (daemon, _) = shared(
+        "stateless::missing_meta_fields_and_an_unknown_revision_are_refused",
+        false,
+    );
+    let addr = daemon.addr;
+    // No protocolVersion in `_meta`, while the header names 2026-07-28.
+    let without_version = json!({"io.modelcontextprotocol/clientCapabilities": {}});
+    let body = request_with(4, "tools/list", json!({}), without_version);
+    let (status, code, text) = refusal(&http(
+        addr,
+        "POST",
+        "/mcp",
+        &headers("tools/list", None),
+        &body,
+    ));
+    assert_eq!((status, code), (400, -32602), "{text}");
+    assert!(
+        text.contains("io.modelcontextprotocol/protocolVersion"),
+        "the missing field is named: {text}"
+    );
+    // No clientCapabilities.
+    let without_capabilities = json!({"io.modelcontextprotocol/protocolVersion": VERSION});
+    let body = request_with(5, "tools/list", json!({}), without_capabilities);
+    let (status, code, text) = refusal(&http(
+        addr,
+        "POST",
+        "/mcp",
+        &headers("tools/list", None),
+        &body,
+    ));
+    assert_eq!((status, code), (400, -32602), "{text}");
+    assert!(
+        text.contains("io.modelcontextprotocol/clientCapabilities"),
+        "the missing field is named: {text}"
+    );
+    // A revision this server does not implement: 400, -32022, and the ones it does.
+    let future = "2099-01-01";
+    let mut meta = meta();
+    meta["io.modelcontextprotocol/protocolVersion"] = json!(future);
+    let body = request_with(6, "tools/list", json!({}), meta);
+    let mut future_headers = headers("tools/list", None);
+    future_headers[1] = ("MCP-Protocol-Version", future);
+    let reply = http(addr, "POST", "/mcp", &future_headers, &body);
+    let (status, code, text) = refusal(&reply);
+    assert_eq!((status, code), (400, -32022), "{text}");
+    let supported = &message(&reply)["error"]["data"]["supported"];
+    let supported: Vec<&str> = supported
+        .as_array()
+        .unwrap_or_else(|| panic!("no data.supported: {}", reply.body))
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert!(supported.contains(&VERSION), "{supported:?}");
+    assert!(!supported.contains(&future), "{supported:?}");
+}
+
+#[test]
+fn discover_and_every_resource_route_say_what_they_are() {
+    let (daemon, home) = shared(
+        "stateless::discover_and_every_resource_route_say_what_they_are",
+        false,
+    );
+    let discover = result(daemon, "server/discover", None, json!({}));
+    assert_eq!(discover["resultType"], "complete", "{discover}");
+    assert_eq!(discover["cacheScope"], "public", "{discover}");
+    assert_eq!(discover["ttlMs"], 3_600_000, "{discover}");
+    let versions = discover["supportedVersions"].as_array().unwrap();
+    assert!(versions.contains(&json!(VERSION)), "{discover}");
+    assert!(
+        discover["_meta"]["io.modelcontextprotocol/serverInfo"]["name"] == "hooks-mcp",
+        "the server names itself: {discover}"
+    );
+    let tools = result(daemon, "tools/list", None, json!({}));
+    assert_eq!(
+        (&tools["resultType"], &tools["cacheScope"], &tools["ttlMs"]),
+        (&json!("complete"), &json!("public"), &json!(3_600_000)),
+        "{tools}"
+    );
+
+    let channel = "stateless-routes";
+    publish(home.path(), channel, Severity::Info);
+    let uri = format!("hooks://channels/{channel}");
+    let listed = result(daemon, "resources/list", None, json!({}));
+    assert_eq!(
+        (
+            &listed["resultType"],
+            &listed["cacheScope"],
+            &listed["ttlMs"]
+        ),
+        (&json!("complete"), &json!("private"), &json!(0)),
+        "{listed}"
+    );
+    assert!(
+        listed["resources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r["uri"] == uri),
+        "{listed}"
+    );
+    let templates = result(daemon, "resources/templates/list", None, json!({}));
+    assert_eq!(templates["resultType"], "complete", "{templates}");
+    assert_eq!(templates["cacheScope"], "public", "{templates}");
+    let read = result(daemon, "resources/read", Some(&uri), json!({"uri": uri}));
+    assert_eq!(read["resultType"], "complete", "{read}");
+    assert_eq!(read["cacheScope"], "private", "{read}");
+    let text = read["contents"][0]["text"].as_str().unwrap();
+    assert!(text.contains("news on stateless-routes"), "{read}");
+    let completed = result(
+        daemon,
+        "completion/complete",
+        None,
+        json!({"ref": {"type": "ref/resource", "uri": "hooks://channels/{channel}"},
+               "argument": {"name": "channel", "value": "stateless-r"}}),
+    );
+    assert_eq!(completed["resultType"], "complete", "{completed}");
+    assert_eq!(completed["completion"]["values"], json!([channel]));
+    let prompts = result(daemon, "prompts/list", None, json!({}));
+    assert_eq!(prompts["resultType"], "complete", "{prompts}");
+    // An unknown method: 404 and -32601.
+    let (status, answer) = ask(daemon, "no/such-method", None, json!({}));
+    assert_eq!(status, 404, "{answer}");
+    assert_eq!(answer["error"]["code"], -32601, "{answer}");
+}
+
+#[test]
+fn a_listen_stream_hears_another_process_and_only_what_it_asked_for() {
+    let (daemon, home) = shared(
+        "stateless::a_listen_stream_hears_another_process_and_only_what_it_asked_for",
+        false,
+    );
+    let existing = "stateless-watched";
+    publish(home.path(), existing, Severity::Info);
+    let watched = format!("hooks://channels/{existing}");
+    let mut lists = listen(daemon, "lists", json!({"resourcesListChanged": true}));
+    let ack = &notifications(&lists)[0];
+    assert_eq!(
+        ack["params"]["notifications"],
+        json!({"resourcesListChanged": true}),
+        "only what was asked for is accepted: {ack}"
+    );
+    assert_eq!(
+        ack["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+        "lists"
+    );
+    let mut updates = listen(
+        daemon,
+        "updates",
+        json!({"resourceSubscriptions": [watched]}),
+    );
+
+    // A message on a channel that exists updates its resource: only `updates` hears of it.
+    publish_until(
+        &mut updates,
+        home.path(),
+        Some(existing),
+        "notifications/resources/updated",
+    );
+    // A new channel changes the list: only `lists` hears of it. Notifications travel in order
+    // on a stream, so an update `lists` was sent earlier would be on it by now.
+    publish_until(
+        &mut lists,
+        home.path(),
+        None,
+        "notifications/resources/list_changed",
+    );
+    for (stream, id, only) in [
+        (&lists, "lists", "notifications/resources/list_changed"),
+        (&updates, "updates", "notifications/resources/updated"),
+    ] {
+        let seen = notifications(stream);
+        assert_eq!(
+            seen[0]["method"], "notifications/subscriptions/acknowledged",
+            "{seen:?}"
+        );
+        for note in &seen[1..] {
+            assert_eq!(
+                note["method"], only,
+                "{id} heard what it did not ask for: {seen:?}"
+            );
+            assert_eq!(
+                note["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"], id,
+                "{note}"
+            );
+        }
+        assert!(seen.len() >= 2, "{seen:?}");
+    }
+    let updated = notifications(&updates)
+        .into_iter()
+        .find(|n| n["method"] == "notifications/resources/updated")
+        .unwrap();
+    assert_eq!(updated["params"]["uri"], watched, "{updated}");
+    // No response yet: the streams stay open.
+    for stream in [&lists, &updates] {
+        assert!(
+            sse_messages(&stream.seen)
+                .iter()
+                .all(|m| m.get("id").is_none()),
+            "{}",
+            stream.seen
+        );
+    }
+}
+
+#[test]
+fn sigterm_ends_a_listen_stream_with_its_final_result() {
+    let home = tempfile::tempdir().unwrap();
+    // A drain deadline well beyond the test's patience: a listen still counted in flight
+    // would hold the daemon for all of it.
+    let daemon = Daemon::start(
+        "stateless::sigterm_ends_a_listen_stream_with_its_final_result",
+        home.path(),
+        &[("HOOKS_MCP_DRAIN_SECS", "600")],
+    );
+    daemon.wait_ready();
+    let mut stream = listen(&daemon, "until-shutdown", json!({"toolsListChanged": true}));
+    daemon.signal("TERM");
+    assert!(
+        read_within(
+            &mut stream,
+            "\"id\":\"until-shutdown\"",
+            Duration::from_secs(30)
+        ),
+        "no final result: {}",
+        stream.seen
+    );
+    let end = sse_messages(&stream.seen)
+        .into_iter()
+        .find(|m| m["id"] == "until-shutdown")
+        .unwrap();
+    assert_eq!(end["result"]["resultType"], "complete", "{end}");
+    assert_eq!(
+        end["result"]["_meta"]["io.modelcontextprotocol/subscriptionId"], "until-shutdown",
+        "{end}"
+    );
+    // The stream ends after its result, and the daemon exits without waiting out the drain.
+    let mut rest = Vec::new();
+    stream
+        .stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    let ended = stream.stream.read_to_end(&mut rest);
+    assert!(ended.is_ok(), "the stream did not end: {ended:?}");
+    let status = daemon.wait_exit();
+    assert!(status.success(), "{status:?}\n{}", daemon.text());
+    let log = daemon.text();
+    assert!(log.contains("in-flight calls finished"), "{log}");
+    assert!(!log.contains("drain deadline"), "{log}");
+}
+
+#[test]
+fn lazy_mode_without_a_session_runs_tools_through_call_tool() {
+    let (daemon, _) = shared(
+        "stateless::lazy_mode_without_a_session_runs_tools_through_call_tool",
+        true,
+    );
+    let listed = result(daemon, "tools/list", None, json!({}));
+    let names: Vec<&str> = listed["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    assert_eq!(names, ["find_tools", "call_tool"], "{listed}");
+
+    let found = call(daemon, "find_tools", json!({"query": "publish broadcast"}));
+    assert_eq!(found["isError"], false, "{found}");
+    let tools = &found["structuredContent"]["tools"];
+    let publish = tools
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "channel_publish")
+        .unwrap_or_else(|| panic!("{found}"));
+    assert_eq!(publish["loaded"], false, "{publish}");
+    let schema = &publish["inputSchema"];
+    assert_eq!(schema["type"], "object", "{publish}");
+    assert!(schema["properties"]["channel"].is_object(), "{publish}");
+    assert!(
+        found["structuredContent"]["hint"]
+            .as_str()
+            .is_some_and(|h| h.contains("call_tool")),
+        "{found}"
+    );
+
+    let published = call(
+        daemon,
+        "call_tool",
+        json!({"name": "channel_publish",
+               "arguments": {"channel": "lazy-stateless", "message": "through call_tool"}}),
+    );
+    assert_eq!(published["isError"], false, "{published}");
+    assert_eq!(
+        published["structuredContent"]["channel"], "lazy-stateless",
+        "{published}"
+    );
+    // A second request, served on its own: what the first one wrote is in the store.
+    let listed = call(
+        daemon,
+        "call_tool",
+        json!({"name": "channel_list", "arguments": {}}),
+    );
+    assert_eq!(listed["isError"], false, "{listed}");
+    assert!(listed.to_string().contains("lazy-stateless"), "{listed}");
+
+    let refused = call(daemon, "load_modules", json!({"modules": ["channels"]}));
+    assert_eq!(refused["isError"], true, "{refused}");
+    assert!(refused.to_string().contains("call_tool"), "{refused}");
+    // The list is the same for the next request: nothing was loaded anywhere.
+    let again = result(daemon, "tools/list", None, json!({}));
+    assert_eq!(again["tools"].as_array().unwrap().len(), 2, "{again}");
+}
+
+#[test]
+fn the_session_named_in_meta_is_seen_and_acknowledges() {
+    let (daemon, home) = shared(
+        "stateless::the_session_named_in_meta_is_seen_and_acknowledges",
+        false,
+    );
+    let id = publish(home.path(), "stateless-alerts", Severity::Alert);
+    let mut named = meta();
+    named[server_full::SESSION_META_KEY] = json!("s-1");
+    let read = call_with(
+        daemon,
+        "channel_read",
+        json!({"channel": "stateless-alerts"}),
+        named.clone(),
+    );
+    assert_eq!(read["isError"], false, "{read}");
+    let acked = call_with(
+        daemon,
+        "channel_acknowledge",
+        json!({"message_id": id}),
+        named,
+    );
+    assert_eq!(acked["isError"], false, "{acked}");
+    assert_eq!(
+        acked["structuredContent"]["session_id"], "s-1",
+        "attributed to the session in _meta: {acked}"
+    );
+    // Without a session in `_meta` or the arguments, acknowledging is refused as before.
+    let anonymous = call(daemon, "channel_acknowledge", json!({"message_id": id}));
+    assert_eq!(anonymous["isError"], true, "{anonymous}");
+    assert!(anonymous.to_string().contains("session_id"), "{anonymous}");
+
+    // The read API shows the session, reached over Streamable HTTP, and its acknowledgement.
+    let deadline = Instant::now() + crate::support::PATIENCE;
+    let session = loop {
+        let page = http(daemon.addr, "GET", "/api/v1/sessions", &[], "").json();
+        let found = page["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["session_id"] == "s-1")
+            .cloned();
+        if let Some(session) = found {
+            break session;
+        }
+        assert!(Instant::now() < deadline, "s-1 never listed: {page}");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(session["transport"], "streamable-http", "{session}");
+    let report = http(
+        daemon.addr,
+        "GET",
+        &format!("/api/v1/messages/{id}/delivery"),
+        &[],
+        "",
+    )
+    .json();
+    assert!(report["acknowledged"].as_u64() >= Some(1), "{report}");
+    let s1 = report["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["session_id"] == "s-1")
+        .unwrap_or_else(|| panic!("{report}"));
+    assert!(s1["acknowledged_at"].is_string(), "{report}");
+}
+
+#[test]
+fn a_legacy_session_on_the_same_endpoint_is_unchanged() {
+    let (daemon, _) = shared(
+        "stateless::a_legacy_session_on_the_same_endpoint_is_unchanged",
+        false,
+    );
+    let session = mcp_session(daemon.addr, &[]);
+    let body = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}).to_string();
+    let listed = mcp_request(daemon.addr, &session, &[], &body);
+    let result = &listed["result"];
+    assert!(result["tools"].as_array().unwrap().len() > 2, "{listed}");
+    for legacy_free in ["resultType", "ttlMs", "cacheScope"] {
+        assert!(result.get(legacy_free).is_none(), "{legacy_free}: {listed}");
+    }
+    let called = mcp_request(
+        daemon.addr,
+        &session,
+        &[],
+        &crate::support::call(3, "channel_list", json!({})),
+    );
+    assert_eq!(called["result"]["isError"], false, "{called}");
+    assert!(called["result"].get("resultType").is_none(), "{called}");
+    let headers = [("Mcp-Session-Id", session.as_str())];
+    assert_eq!(
+        http(daemon.addr, "DELETE", "/mcp", &headers, "").status,
+        200
+    );
+}
