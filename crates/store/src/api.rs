@@ -234,20 +234,34 @@ pub trait ChannelStore {
     fn clear_messages(&self, scope: &MessageScope, actor: &Actor, now: Millis) -> StoreResult<u64>;
     /// Deletes messages expired at `now`; returns how many.
     fn prune_expired(&self, now: Millis) -> StoreResult<u64>;
-    /// The messages due for `session_id` at `point` on `channels` (`None`: every channel),
-    /// oldest first, by [`Severity::is_due`]. Records the deliveries in the same transaction, so
-    /// concurrent hooks of one session deliver an `info` message once.
+    /// Every message due for `session_id` at `point` on `channels` (`None`: every channel),
+    /// oldest first, by [`Severity::is_due`]: [`ChannelStore::deliver_within`] admitting
+    /// everything.
     fn deliver(
         &self,
         session_id: &str,
         channels: Option<&[String]>,
         point: DeliveryPoint,
         now: Millis,
-    ) -> StoreResult<Vec<Message>>;
-    /// [`ChannelStore::deliver`] bounded by `admission`: the due messages are offered to it in
-    /// delivery order ([`crate::delivery_order`]) and the run it admits is shown; the rest is
-    /// counted per channel ([`crate::Delivery`]). An `info` message left out is not due again
-    /// for the session, as if it had been shown.
+    ) -> StoreResult<Vec<Message>> {
+        let delivery =
+            self.deliver_within(session_id, channels, point, now, &mut crate::Unbounded)?;
+        let mut shown = delivery.shown;
+        shown.sort_by_key(|m| (m.created_at, m.id));
+        Ok(shown)
+    }
+    /// The messages due for `session_id` at `point` on `channels` (`None`: every channel), by
+    /// [`Severity::is_due`], bounded by `admission`: they are offered to it in delivery order
+    /// ([`crate::delivery_order`]) and the run it admits is shown; the rest is counted per
+    /// channel ([`crate::Delivery`]). An `info` message left out is not due again for the
+    /// session, as if it had been shown. Records the shown messages' deliveries (and which
+    /// `info` messages the session was shown or told of) in the same transaction, so concurrent
+    /// hooks of one session deliver an `info` message once.
+    ///
+    /// Its cost follows what is new for the session, not the store's size: a session that was
+    /// shown everything reads the per-channel counters, its marks and its unacknowledged
+    /// `alert` and `critical` messages, and writes nothing; a new session reads its channels'
+    /// newest messages as far as the admission takes them, and the counters for the rest.
     fn deliver_within(
         &self,
         session_id: &str,
@@ -255,10 +269,7 @@ pub trait ChannelStore {
         point: DeliveryPoint,
         now: Millis,
         admission: &mut dyn crate::Admission,
-    ) -> StoreResult<crate::Delivery> {
-        let due = self.deliver(session_id, channels, point, now)?;
-        Ok(crate::Delivery::select(due, admission))
-    }
+    ) -> StoreResult<crate::Delivery>;
 }
 
 /// A recurring reminder to create.

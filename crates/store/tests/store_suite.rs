@@ -44,6 +44,7 @@ backend_suite! {
         a_fresh_store_has_the_current_schema_and_reopening_keeps_it,
         a_newer_schema_is_refused_unchanged,
         a_version_1_store_is_migrated_to_the_current_schema,
+        a_version_2_store_gets_its_counters_and_marks,
         an_empty_store_is_missing_without_create,
         verify_reports_a_dropped_table,
         concurrent_first_opens_create_the_schema_once,
@@ -64,6 +65,7 @@ backend_suite! {
         expired_messages_are_never_delivered,
         delivery_respects_the_channel_list,
         session_state_holds_across_handles,
+        a_new_session_receives_its_budget_and_a_count_of_the_rest,
     ],
     enforcement_conditions: [
         reminders_round_trip_and_clear_by_id_and_tag,
@@ -95,6 +97,7 @@ backend_suite! {
     model: [
         operations_agree_with_the_model,
         model_boundaries_at_the_instant_of_expiry,
+        model_pages_and_counts_a_busy_channel,
     ],
 }
 

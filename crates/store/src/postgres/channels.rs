@@ -7,9 +7,10 @@
 use postgres::Row;
 
 use super::{Db, Fail, PostgresStore, audit, parse_column, to_u64};
+use crate::delivery::{self, Head, InfoSource, Plan, Urgent};
 use crate::{
-    Actor, ChannelStore, ChannelSummary, DeliveryPoint, Message, MessageQuery, MessageScope,
-    MessageView, Millis, NewMessage, Severity, StoreError, StoreResult,
+    Actor, Admission, ChannelStore, ChannelSummary, Delivery, DeliveryPoint, Message, MessageQuery,
+    MessageScope, MessageView, Millis, NewMessage, StoreError, StoreResult,
 };
 
 /// The message columns, in the order [`message_from_row`] reads them.
@@ -31,28 +32,23 @@ pub(super) fn message_from_row(row: &Row) -> Result<Message, Fail> {
     })
 }
 
-/// A message that may be due, with what decides whether it is.
-struct Candidate {
-    message: Message,
-    delivered_before: bool,
-}
-
-/// The unexpired, unacknowledged messages of the severities `point` can deliver at all, on
-/// `channels`, oldest first, with whether each was delivered to the session before.
-fn candidates(
+/// The unexpired messages of the severities due at `point` every time until acknowledged
+/// ([`delivery::repeating`]), on `channels`, that the session did not acknowledge: one read of
+/// the urgent-message index (`<> 'info'` selects its partial index).
+fn urgent(
     db: &mut Db,
     session_id: &str,
     channels: Option<&[String]>,
     point: DeliveryPoint,
     now: Millis,
-) -> Result<Vec<Candidate>, Fail> {
-    // Narrow in SQL by the severities that can be due at this point at all (derived from
-    // `is_due`, so the rule lives in one place); the exact rule is applied by the caller.
-    let severities: Vec<&str> = Severity::ALL
+) -> Result<Vec<Urgent>, Fail> {
+    let repeating: Vec<&str> = delivery::repeating(point)
         .iter()
-        .filter(|s| s.is_due(point, false, false) || s.is_due(point, true, false))
         .map(|s| s.as_str())
         .collect();
+    if repeating.is_empty() {
+        return Ok(Vec::new());
+    }
     let rows = db.query(
         concat!(
             "SELECT ",
@@ -60,23 +56,247 @@ fn candidates(
             ", EXISTS (SELECT 1 FROM message_deliveries d
                        WHERE d.message_id = m.id AND d.session_id = $1)
              FROM messages m
-             WHERE m.expires_at > $2
-               AND m.severity = ANY ($3::text[])
+             WHERE m.severity <> 'info' AND m.severity = ANY ($3::text[])
+               AND m.expires_at > $2
                AND ($4::text[] IS NULL OR m.channel = ANY ($4::text[]))
                AND NOT EXISTS (SELECT 1 FROM message_acks a
-                               WHERE a.message_id = m.id AND a.session_id = $1)
-             ORDER BY m.created_at, m.id"
+                               WHERE a.message_id = m.id AND a.session_id = $1)"
         ),
-        &[&session_id, &now, &severities, &channels],
+        &[&session_id, &now, &repeating, &channels],
     )?;
     rows.iter()
         .map(|row| {
-            Ok(Candidate {
+            Ok(Urgent {
                 message: message_from_row(row)?,
                 delivered_before: row.try_get(6)?,
             })
         })
         .collect()
+}
+
+/// The channels (of `channels`) whose newest info message is above the session's mark, by
+/// name (the order the marks are then locked in).
+fn heads(db: &mut Db, session_id: &str, channels: Option<&[String]>) -> Result<Vec<Head>, Fail> {
+    let rows = db.query(
+        "SELECT c.channel, c.last_info_id, c.info, coalesce(k.info_mark, 0)
+         FROM channel_stats c
+         LEFT JOIN delivery_marks k ON k.session_id = $1 AND k.channel = c.channel
+         WHERE c.last_info_id > coalesce(k.info_mark, 0)
+           AND ($2::text[] IS NULL OR c.channel = ANY ($2::text[]))
+         ORDER BY c.channel COLLATE \"C\"",
+        &[&session_id, &channels],
+    )?;
+    rows.iter()
+        .map(|r| {
+            Ok(Head {
+                channel: r.try_get(0)?,
+                last_info_id: r.try_get(1)?,
+                info: to_u64(r.try_get(2)?, "count")?,
+                mark: r.try_get(3)?,
+            })
+        })
+        .collect()
+}
+
+/// What the delivery plan reads of the heads' info messages, statement by statement: each
+/// read is bounded by the head's newest info message, so messages published meanwhile wait
+/// for the next event (the head's mark stops below them).
+struct Source<'a> {
+    db: &'a mut Db,
+    session_id: &'a str,
+    now: Millis,
+}
+
+impl InfoSource for Source<'_> {
+    type Error = Fail;
+
+    fn page(&mut self, head: &Head, below: i64, limit: usize) -> Result<Vec<Message>, Fail> {
+        let below = below.min(head.last_info_id.saturating_add(1));
+        let rows = self.db.query(
+            concat!(
+                "SELECT ",
+                message_columns!(),
+                " FROM messages m
+                 WHERE m.channel = $1 AND m.severity = 'info'
+                   AND m.id > $2 AND m.id < $3 AND m.expires_at > $4
+                   AND NOT EXISTS (SELECT 1 FROM message_acks a
+                                   WHERE a.message_id = m.id AND a.session_id = $5)
+                 ORDER BY m.id DESC LIMIT $6"
+            ),
+            &[
+                &head.channel,
+                &head.mark,
+                &below,
+                &self.now,
+                &self.session_id,
+                &i64::try_from(limit).unwrap_or(i64::MAX),
+            ],
+        )?;
+        rows.iter().map(message_from_row).collect()
+    }
+
+    /// One statement for every head's first page.
+    fn first_pages(&mut self, heads: &[Head], limit: usize) -> Result<Vec<Vec<Message>>, Fail> {
+        let channels: Vec<&str> = heads.iter().map(|h| h.channel.as_str()).collect();
+        let marks: Vec<i64> = heads.iter().map(|h| h.mark).collect();
+        let lasts: Vec<i64> = heads.iter().map(|h| h.last_info_id).collect();
+        let rows = self.db.query(
+            concat!(
+                "SELECT h.n, ",
+                message_columns!(),
+                " FROM unnest($1::text[], $2::bigint[], $3::bigint[]) WITH ORDINALITY
+                       AS h (channel, mark, last, n)
+                 CROSS JOIN LATERAL (
+                     SELECT * FROM messages m
+                     WHERE m.channel = h.channel AND m.severity = 'info'
+                       AND m.id > h.mark AND m.id <= h.last AND m.expires_at > $4
+                       AND NOT EXISTS (SELECT 1 FROM message_acks a
+                                       WHERE a.message_id = m.id AND a.session_id = $5)
+                     ORDER BY m.id DESC LIMIT $6) m
+                 ORDER BY h.n, m.id DESC"
+            ),
+            &[
+                &channels,
+                &marks,
+                &lasts,
+                &self.now,
+                &self.session_id,
+                &i64::try_from(limit).unwrap_or(i64::MAX),
+            ],
+        )?;
+        let mut pages: Vec<Vec<Message>> = heads.iter().map(|_| Vec::new()).collect();
+        for row in &rows {
+            let n: i64 = row.try_get(0)?;
+            let message = Message {
+                id: row.try_get(1)?,
+                channel: row.try_get(2)?,
+                body: row.try_get(3)?,
+                severity: parse_column(row.try_get::<_, &str>(4)?)?,
+                created_at: row.try_get(5)?,
+                expires_at: row.try_get(6)?,
+            };
+            let slot = usize::try_from(n - 1).ok().and_then(|i| pages.get_mut(i));
+            if let Some(page) = slot {
+                page.push(message);
+            }
+        }
+        Ok(pages)
+    }
+
+    /// As the SQLite backend: a channel with a mark counts its due messages above it; one
+    /// without (a new session) takes its counter, less the expired and acknowledged ones.
+    fn due_counts(&mut self, heads: &[&Head]) -> Result<Vec<u64>, Fail> {
+        let counted: Vec<&str> = heads
+            .iter()
+            .filter(|h| h.mark == 0)
+            .map(|h| h.channel.as_str())
+            .collect();
+        let mut gone = std::collections::HashMap::new();
+        if !counted.is_empty() {
+            let rows = self.db.query(
+                "SELECT channel, sum(n)::bigint FROM (
+                     SELECT channel, count(*) AS n FROM messages
+                     WHERE expires_at <= $1 AND severity = 'info' AND channel = ANY ($3::text[])
+                     GROUP BY channel
+                     UNION ALL
+                     SELECT m.channel, count(*) FROM message_acks a
+                     JOIN messages m ON m.id = a.message_id
+                     WHERE a.session_id = $2 AND m.severity = 'info' AND m.expires_at > $1
+                       AND m.channel = ANY ($3::text[])
+                     GROUP BY m.channel) g
+                 GROUP BY channel",
+                &[&self.now, &self.session_id, &counted],
+            )?;
+            for row in &rows {
+                let channel: String = row.try_get(0)?;
+                gone.insert(channel, to_u64(row.try_get(1)?, "count")?);
+            }
+        }
+        let mut out = Vec::with_capacity(heads.len());
+        for head in heads {
+            if head.mark == 0 {
+                let gone = gone.get(&head.channel).copied().unwrap_or(0);
+                out.push(head.info.saturating_sub(gone));
+                continue;
+            }
+            let row = self.db.query_one(
+                "SELECT count(*) FROM messages m
+                 WHERE m.channel = $1 AND m.severity = 'info'
+                   AND m.id > $2 AND m.id <= $3 AND m.expires_at > $4
+                   AND NOT EXISTS (SELECT 1 FROM message_acks a
+                                   WHERE a.message_id = m.id AND a.session_id = $5)",
+                &[
+                    &head.channel,
+                    &head.mark,
+                    &head.last_info_id,
+                    &self.now,
+                    &self.session_id,
+                ],
+            )?;
+            out.push(to_u64(row.try_get(0)?, "count")?);
+        }
+        Ok(out)
+    }
+}
+
+/// Records a delivery plan in one transaction on `db`: each head's mark moves only from the
+/// value read (a concurrent call of the same session that moved it first delivers that
+/// channel's info messages, so this one drops them), then the first deliveries.
+fn record(db: &mut Db, session_id: &str, now: Millis, plan: &mut Plan) -> Result<(), Fail> {
+    if !plan.marks.is_empty() {
+        let channels: Vec<&str> = plan.marks.iter().map(|(c, _, _)| c.as_str()).collect();
+        let to: Vec<i64> = plan.marks.iter().map(|(_, to, _)| *to).collect();
+        let from: Vec<i64> = plan.marks.iter().map(|(_, _, from)| *from).collect();
+        let moved: Vec<String> = db
+            .query(
+                "INSERT INTO delivery_marks AS k (session_id, channel, info_mark)
+                 SELECT $1, u.channel, u.mark
+                 FROM unnest($2::text[], $3::bigint[]) AS u (channel, mark)
+                 ON CONFLICT (session_id, channel) DO UPDATE SET info_mark = EXCLUDED.info_mark
+                 WHERE k.info_mark = (SELECT f.mark FROM unnest($2::text[], $4::bigint[])
+                                          AS f (channel, mark)
+                                      WHERE f.channel = EXCLUDED.channel)
+                 RETURNING k.channel",
+                &[&session_id, &channels, &to, &from],
+            )?
+            .iter()
+            .map(|r| r.try_get(0))
+            .collect::<Result<_, _>>()?;
+        let lost: Vec<String> = plan
+            .marks
+            .iter()
+            .map(|(c, _, _)| c.clone())
+            .filter(|c| !moved.contains(c))
+            .collect();
+        for channel in lost {
+            plan.drop_info_of(&channel);
+        }
+    }
+    if !plan.first.is_empty() {
+        db.execute(
+            "INSERT INTO message_deliveries (message_id, session_id, delivered_at)
+             SELECT m.id, $2, $3 FROM messages m WHERE m.id = ANY ($1::bigint[])
+             FOR KEY SHARE
+             ON CONFLICT DO NOTHING",
+            &[&plan.first, &session_id, &now],
+        )?;
+    }
+    Ok(())
+}
+
+/// Locks the counter rows of `channels` (creating them), in name order, before messages are
+/// added to them. A channel's messages then commit in the order of their ids: a session that
+/// reads a channel's newest info message has every older one of that channel visible too, so
+/// its mark never passes a message still being published. The counts themselves are kept by
+/// the triggers of schema version 3.
+pub(super) fn lock_channels(db: &mut Db, channels: &[String]) -> Result<(), Fail> {
+    db.execute(
+        "INSERT INTO channel_stats (channel)
+         SELECT DISTINCT c FROM unnest($1::text[]) AS u (c) ORDER BY c
+         ON CONFLICT (channel) DO UPDATE SET channel = EXCLUDED.channel",
+        &[&channels],
+    )?;
+    Ok(())
 }
 
 /// Deletes the messages a filter selects and, when there were any, notifies the store's
@@ -104,6 +324,7 @@ fn count_of(rows: &[Row]) -> Result<u64, Fail> {
 impl ChannelStore for PostgresStore {
     fn publish(&self, message: &NewMessage, actor: &Actor) -> StoreResult<Message> {
         self.transaction(|db| {
+            lock_channels(db, std::slice::from_ref(&message.channel))?;
             let row = db.query_one(
                 "WITH m AS (
                      INSERT INTO messages (channel, body, severity, created_at, expires_at)
@@ -277,50 +498,46 @@ impl ChannelStore for PostgresStore {
         })
     }
 
-    /// Reads first: when every due message was delivered to the session before (repeating
-    /// alerts) or nothing is due (the common case), there is nothing to record. Otherwise one
-    /// statement records the first deliveries; a message whose record another call of the same
-    /// session inserted first counts as delivered before, so two concurrent hooks of one session
-    /// never both deliver an `info` message.
-    fn deliver(
+    /// Reads first: the session's urgent messages and, at a prompt, the channels with info
+    /// messages above its marks. With no such channel and every urgent message delivered
+    /// before (the common case), there is nothing to record. Otherwise the plan reads what it
+    /// shows, and one transaction moves the marks (each only from the value read: of two
+    /// concurrent hooks of one session, one delivers a channel's new info messages) and
+    /// records the first deliveries.
+    fn deliver_within(
         &self,
         session_id: &str,
         channels: Option<&[String]>,
         point: DeliveryPoint,
         now: Millis,
-    ) -> StoreResult<Vec<Message>> {
+        admission: &mut dyn Admission,
+    ) -> StoreResult<Delivery> {
         self.run(|db| {
-            let seen = candidates(db, session_id, channels, point, now)?;
-            let first: Vec<i64> = seen
-                .iter()
-                .filter(|c| !c.delivered_before && c.message.severity.is_due(point, false, false))
-                .map(|c| c.message.id)
-                .collect();
-            let recorded: Vec<i64> = if first.is_empty() {
-                Vec::new()
+            let urgent = urgent(db, session_id, channels, point, now)?;
+            let heads = if delivery::info_once(point) {
+                heads(db, session_id, channels)?
             } else {
-                db.query(
-                    "INSERT INTO message_deliveries (message_id, session_id, delivered_at)
-                     SELECT m.id, $2, $3 FROM messages m WHERE m.id = ANY ($1::bigint[])
-                     FOR KEY SHARE
-                     ON CONFLICT DO NOTHING RETURNING message_id",
-                    &[&first, &session_id, &now],
-                )?
-                .iter()
-                .map(|r| r.try_get(0))
-                .collect::<Result<_, _>>()?
+                Vec::new()
             };
-            Ok(seen
-                .into_iter()
-                .filter(|c| {
-                    // Due as a first delivery but recorded by a concurrent call first.
-                    let lost_race =
-                        first.contains(&c.message.id) && !recorded.contains(&c.message.id);
-                    let delivered_before = c.delivered_before || lost_race;
-                    c.message.severity.is_due(point, delivered_before, false)
-                })
-                .map(|c| c.message)
-                .collect())
+            let mut plan = {
+                let mut source = Source {
+                    db: &mut *db,
+                    session_id,
+                    now,
+                };
+                delivery::plan(&mut source, urgent, heads, admission)?
+            };
+            if plan.writes() {
+                db.batch("BEGIN")?;
+                match record(db, session_id, now, &mut plan) {
+                    Ok(()) => db.batch("COMMIT")?,
+                    Err(e) => {
+                        let _ = db.batch("ROLLBACK");
+                        return Err(e);
+                    }
+                }
+            }
+            Ok(plan.delivery)
         })
     }
 }

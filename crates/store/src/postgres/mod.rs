@@ -35,6 +35,7 @@ use crate::{Opened, SCHEMA_VERSION, StoreError, StoreResult};
 const MIGRATIONS: &[&str] = &[
     include_str!("migrations/0001_initial.sql"),
     include_str!("migrations/0002_fleet.sql"),
+    include_str!("migrations/0003_delivery.sql"),
 ];
 
 /// The table holding the schema version (one row).

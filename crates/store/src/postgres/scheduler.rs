@@ -230,6 +230,10 @@ impl ScheduleStore for PostgresStore {
                 .iter()
                 .map(schedule_from_row)
                 .collect::<Result<Vec<_>, _>>()?;
+            if !due.is_empty() {
+                let channels: Vec<String> = due.iter().map(|s| s.channel.clone()).collect();
+                super::channels::lock_channels(db, &channels)?;
+            }
             let mut firings = Vec::with_capacity(due.len());
             for schedule in due {
                 let Some(scheduled_for) = schedule.next_fire_at else {

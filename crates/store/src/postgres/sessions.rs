@@ -119,7 +119,15 @@ impl SessionStore for PostgresStore {
     }
 
     fn prune_sessions(&self, before: Millis) -> StoreResult<u64> {
-        self.run(|db| Ok(db.execute("DELETE FROM sessions WHERE last_seen < $1", &[&before])?))
+        // A pruned session's delivery marks go with it.
+        self.transaction(|db| {
+            db.execute(
+                "DELETE FROM delivery_marks WHERE session_id IN
+                     (SELECT session_id FROM sessions WHERE last_seen < $1)",
+                &[&before],
+            )?;
+            Ok(db.execute("DELETE FROM sessions WHERE last_seen < $1", &[&before])?)
+        })
     }
 
     fn unacknowledged_alerts(

@@ -6,9 +6,10 @@
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
 use super::{Fail, SqliteStore, audit, parse_column};
+use crate::delivery::{self, Head, InfoSource, NoInfo, Plan, Urgent};
 use crate::{
-    Actor, ChannelStore, ChannelSummary, DeliveryPoint, Message, MessageQuery, MessageScope,
-    MessageView, Millis, NewMessage, Severity, StoreError, StoreResult,
+    Actor, Admission, ChannelStore, ChannelSummary, Delivery, DeliveryPoint, Message, MessageQuery,
+    MessageScope, MessageView, Millis, NewMessage, Severity, StoreError, StoreResult,
 };
 
 /// The message columns, in the order [`message_from_row`] reads them.
@@ -41,48 +42,50 @@ fn json_list<'a>(items: impl IntoIterator<Item = &'a str>) -> String {
     serde_json::Value::from(items.into_iter().collect::<Vec<_>>()).to_string()
 }
 
-/// A message that may be due, with what decides whether it is.
-struct Candidate {
-    message: Message,
-    delivered_before: bool,
+/// The SQL filter on `column` for a channel list bound as parameter `param` (a JSON array), or
+/// a no-op on that parameter without one. The filter goes into the statement only when there
+/// is a list: a hook prepares each statement once per process, and a `json_each` table costs
+/// its preparation more than the whole filter saves.
+fn channel_filter(column: &str, param: &str, listed: bool) -> String {
+    if listed {
+        format!("AND {column} IN (SELECT value FROM json_each({param}))")
+    } else {
+        format!("AND {param} IS NULL")
+    }
 }
 
-/// The unexpired, unacknowledged messages of the severities `point` can deliver, on `channels`,
-/// oldest first, each filtered by [`Severity::is_due`].
-fn due(
+/// The unexpired messages of the severities due at `point` every time until acknowledged
+/// ([`delivery::repeating`]), on `channels`, that the session did not acknowledge: one read of
+/// the urgent-message index.
+fn urgent(
     tx: &Connection,
     session_id: &str,
     channels: Option<&str>,
     point: DeliveryPoint,
     now: Millis,
-) -> Result<Vec<Candidate>, Fail> {
-    // Narrow in SQL by the severities that can be due at this point at all (derived from
-    // `is_due`, so the rule lives in one place); the exact rule is applied below. They go into
-    // the statement as literals (the severities' own lower-case names), and the channel filter
-    // only when there is one: a hook prepares this statement once per process, and a
-    // `json_each` table costs its preparation more than the whole filter saves.
-    let severities = Severity::ALL
+) -> Result<Vec<Urgent>, Fail> {
+    let repeating = delivery::repeating(point);
+    if repeating.is_empty() {
+        return Ok(Vec::new());
+    }
+    // The severities go in as literals (their own lower-case names); `<> 'info'` lets SQLite
+    // use the partial index of the urgent messages.
+    let severities = repeating
         .iter()
-        .filter(|s| s.is_due(point, false, false) || s.is_due(point, true, false))
         .map(|s| format!("'{}'", s.as_str()))
         .collect::<Vec<_>>()
         .join(", ");
-    let channel_filter = if channels.is_some() {
-        "AND m.channel IN (SELECT value FROM json_each(?3))"
-    } else {
-        "AND ?3 IS NULL"
-    };
+    let filter = channel_filter("m.channel", "?3", channels.is_some());
     let sql = format!(
         "SELECT {MESSAGE_COLUMNS},
                 EXISTS (SELECT 1 FROM message_deliveries d
                         WHERE d.message_id = m.id AND d.session_id = ?1)
          FROM messages m
-         WHERE m.expires_at > ?2
-           AND m.severity IN ({severities})
-           {channel_filter}
+         WHERE m.severity <> 'info' AND m.severity IN ({severities})
+           AND m.expires_at > ?2
+           {filter}
            AND NOT EXISTS (SELECT 1 FROM message_acks a
-                           WHERE a.message_id = m.id AND a.session_id = ?1)
-         ORDER BY m.created_at, m.id"
+                           WHERE a.message_id = m.id AND a.session_id = ?1)"
     );
     let mut stmt = tx.prepare_cached(&sql)?;
     let rows = stmt.query_map(params![session_id, now, channels], |row| {
@@ -91,15 +94,163 @@ fn due(
     let mut out = Vec::new();
     for row in rows {
         let (raw, delivered_before) = row?;
-        let message = finish(raw)?;
-        if message.severity.is_due(point, delivered_before, false) {
-            out.push(Candidate {
-                message,
-                delivered_before,
-            });
-        }
+        out.push(Urgent {
+            message: finish(raw)?,
+            delivered_before,
+        });
     }
     Ok(out)
+}
+
+/// The channels (of `channels`) whose newest info message is above the session's mark: one
+/// read of the per-channel counters and the session's marks.
+fn heads(tx: &Connection, session_id: &str, channels: Option<&str>) -> Result<Vec<Head>, Fail> {
+    let filter = channel_filter("c.channel", "?2", channels.is_some());
+    let sql = format!(
+        "SELECT c.channel, c.last_info_id, c.info, coalesce(k.info_mark, 0)
+         FROM channel_stats c
+         LEFT JOIN delivery_marks k ON k.session_id = ?1 AND k.channel = c.channel
+         WHERE c.last_info_id > coalesce(k.info_mark, 0)
+           {filter}
+         ORDER BY c.channel"
+    );
+    let mut stmt = tx.prepare_cached(&sql)?;
+    let rows = stmt.query_map(params![session_id, channels], |r| {
+        Ok(Head {
+            channel: r.get(0)?,
+            last_info_id: r.get(1)?,
+            info: r.get::<_, i64>(2)?.max(0) as u64,
+            mark: r.get(3)?,
+        })
+    })?;
+    Ok(rows.collect::<Result<Vec<_>, _>>()?)
+}
+
+/// What the delivery plan reads of the heads' info messages, in one transaction.
+struct Source<'a> {
+    tx: &'a Connection,
+    session_id: &'a str,
+    now: Millis,
+}
+
+impl InfoSource for Source<'_> {
+    type Error = Fail;
+
+    fn page(&mut self, head: &Head, below: i64, limit: usize) -> Result<Vec<Message>, Fail> {
+        let sql = format!(
+            "SELECT {MESSAGE_COLUMNS} FROM messages m
+             WHERE m.channel = ?1 AND m.severity = 'info'
+               AND m.id > ?2 AND m.id < ?3 AND m.expires_at > ?4
+               AND NOT EXISTS (SELECT 1 FROM message_acks a
+                               WHERE a.message_id = m.id AND a.session_id = ?5)
+             ORDER BY m.id DESC LIMIT ?6"
+        );
+        let below = below.min(head.last_info_id.saturating_add(1));
+        let mut stmt = self.tx.prepare_cached(&sql)?;
+        let rows = stmt.query_map(
+            params![
+                head.channel,
+                head.mark,
+                below,
+                self.now,
+                self.session_id,
+                i64::try_from(limit).unwrap_or(i64::MAX)
+            ],
+            message_from_row,
+        )?;
+        let mut out = Vec::with_capacity(limit);
+        for row in rows {
+            out.push(finish(row?)?);
+        }
+        Ok(out)
+    }
+
+    /// A channel the session has a mark on: its due info messages above the mark, counted (as
+    /// many as are new). A channel it has none on (a new session): its counter of info
+    /// messages, less the expired and the acknowledged ones, so a new session never counts a
+    /// whole channel.
+    fn due_counts(&mut self, heads: &[&Head]) -> Result<Vec<u64>, Fail> {
+        let mut expired = std::collections::HashMap::new();
+        let mut acked = std::collections::HashMap::new();
+        if heads.iter().any(|h| h.mark == 0) {
+            // The expired messages only (by expiry), not every info message (by channel, which
+            // the planner prefers for the grouping).
+            let mut stmt = self.tx.prepare_cached(
+                "SELECT channel, count(*) FROM messages INDEXED BY messages_by_expiry
+                 WHERE expires_at <= ?1 AND severity = 'info' GROUP BY channel",
+            )?;
+            for row in stmt.query_map([self.now], |r| Ok((r.get(0)?, r.get(1)?)))? {
+                let (channel, n): (String, i64) = row?;
+                expired.insert(channel, n.max(0) as u64);
+            }
+            let mut stmt = self.tx.prepare_cached(
+                "SELECT m.channel, count(*) FROM message_acks a
+                 JOIN messages m ON m.id = a.message_id
+                 WHERE a.session_id = ?1 AND m.severity = 'info' AND m.expires_at > ?2
+                 GROUP BY m.channel",
+            )?;
+            for row in stmt.query_map(params![self.session_id, self.now], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })? {
+                let (channel, n): (String, i64) = row?;
+                acked.insert(channel, n.max(0) as u64);
+            }
+        }
+        let mut out = Vec::with_capacity(heads.len());
+        for head in heads {
+            if head.mark == 0 {
+                let gone = expired.get(&head.channel).copied().unwrap_or(0)
+                    + acked.get(&head.channel).copied().unwrap_or(0);
+                out.push(head.info.saturating_sub(gone));
+                continue;
+            }
+            let n: i64 = self
+                .tx
+                .prepare_cached(
+                    "SELECT count(*) FROM messages m
+                     WHERE m.channel = ?1 AND m.severity = 'info'
+                       AND m.id > ?2 AND m.id <= ?3 AND m.expires_at > ?4
+                       AND NOT EXISTS (SELECT 1 FROM message_acks a
+                                       WHERE a.message_id = m.id AND a.session_id = ?5)",
+                )?
+                .query_row(
+                    params![
+                        head.channel,
+                        head.mark,
+                        head.last_info_id,
+                        self.now,
+                        self.session_id
+                    ],
+                    |r| r.get(0),
+                )?;
+            out.push(n.max(0) as u64);
+        }
+        Ok(out)
+    }
+}
+
+/// Records what a delivery plan says: the heads' marks and the first deliveries.
+fn record(tx: &Connection, session_id: &str, now: Millis, plan: &Plan) -> Result<(), Fail> {
+    if !plan.marks.is_empty() {
+        let mut mark = tx.prepare_cached(
+            "INSERT INTO delivery_marks (session_id, channel, info_mark) VALUES (?1, ?2, ?3)
+             ON CONFLICT (session_id, channel)
+             DO UPDATE SET info_mark = max(info_mark, excluded.info_mark)",
+        )?;
+        for (channel, to, _) in &plan.marks {
+            mark.execute(params![session_id, channel, to])?;
+        }
+    }
+    if !plan.first.is_empty() {
+        let mut record = tx.prepare_cached(
+            "INSERT OR IGNORE INTO message_deliveries (message_id, session_id, delivered_at)
+             VALUES (?1, ?2, ?3)",
+        )?;
+        for id in &plan.first {
+            record.execute(params![id, session_id, now])?;
+        }
+    }
+    Ok(())
 }
 
 impl ChannelStore for SqliteStore {
@@ -271,34 +422,47 @@ impl ChannelStore for SqliteStore {
         })
     }
 
-    /// Reads first, without the write lock: when every due message was delivered to the session
-    /// before (repeating alerts) or nothing is due (the common case), there is nothing to record
-    /// and the hook path never queues behind writers. Otherwise the due set is computed again
-    /// inside one immediate transaction that records the first deliveries, so two concurrent
-    /// hooks of one session cannot both deliver an `info` message.
-    fn deliver(
+    /// Reads first, without the write lock: the session's urgent messages and, at a prompt,
+    /// the channels with info messages above its marks. When there is no such channel and
+    /// every urgent message was delivered before (the common case), nothing is new and the
+    /// hook path never queues behind writers. Otherwise the delivery is planned again inside
+    /// one immediate transaction that records the marks and the first deliveries, so two
+    /// concurrent hooks of one session cannot both deliver an `info` message.
+    fn deliver_within(
         &self,
         session_id: &str,
         channels: Option<&[String]>,
         point: DeliveryPoint,
         now: Millis,
-    ) -> StoreResult<Vec<Message>> {
+        admission: &mut dyn Admission,
+    ) -> StoreResult<Delivery> {
         let channels = channels.map(|list| json_list(list.iter().map(String::as_str)));
         let channels = channels.as_deref();
-        let seen = self.read(|tx| due(tx, session_id, channels, point, now))?;
-        if seen.iter().all(|c| c.delivered_before) {
-            return Ok(seen.into_iter().map(|c| c.message).collect());
+        let reads = |tx: &Connection| -> Result<(Vec<Urgent>, Vec<Head>), Fail> {
+            let urgent = urgent(tx, session_id, channels, point, now)?;
+            let heads = if delivery::info_once(point) {
+                heads(tx, session_id, channels)?
+            } else {
+                Vec::new()
+            };
+            Ok((urgent, heads))
+        };
+        let (seen, new_heads) = self.read(reads)?;
+        if new_heads.is_empty() && seen.iter().all(|u| u.delivered_before) {
+            let mut none = NoInfo;
+            let Ok(plan) = delivery::plan(&mut none, seen, Vec::new(), admission);
+            return Ok(plan.delivery);
         }
         self.write(|tx| {
-            let due = due(tx, session_id, channels, point, now)?;
-            let mut record = tx.prepare_cached(
-                "INSERT OR IGNORE INTO message_deliveries (message_id, session_id, delivered_at)
-                 VALUES (?1, ?2, ?3)",
-            )?;
-            for candidate in due.iter().filter(|c| !c.delivered_before) {
-                record.execute(params![candidate.message.id, session_id, now])?;
-            }
-            Ok(due.into_iter().map(|c| c.message).collect())
+            let (urgent, heads) = reads(tx)?;
+            let mut source = Source {
+                tx,
+                session_id,
+                now,
+            };
+            let plan = delivery::plan(&mut source, urgent, heads, admission)?;
+            record(tx, session_id, now, &plan)?;
+            Ok(plan.delivery)
         })
     }
 }

@@ -21,12 +21,13 @@ use rusqlite::{Connection, ErrorCode, OpenFlags};
 use crate::{StoreError, StoreLocation, StoreResult, no_wait};
 
 /// The schema version this build writes and understands.
-pub const SCHEMA_VERSION: u32 = 2;
+pub const SCHEMA_VERSION: u32 = 3;
 
 /// Migrations, in order: `MIGRATIONS[i]` takes a database from version `i` to `i + 1`.
 const MIGRATIONS: &[&str] = &[
     include_str!("migrations/0001_initial.sql"),
     include_str!("migrations/0002_fleet.sql"),
+    include_str!("migrations/0003_delivery.sql"),
 ];
 
 /// Tables [`crate::StoreAdmin::verify`] requires.
@@ -42,6 +43,8 @@ pub(crate) const REQUIRED_TABLES: &[&str] = &[
     "schedule_firings",
     "audit_log",
     "sessions",
+    "channel_stats",
+    "delivery_marks",
 ];
 
 /// The WAL size past which closing a store checkpoints and truncates it: the first connection

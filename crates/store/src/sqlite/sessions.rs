@@ -151,7 +151,13 @@ impl SessionStore for SqliteStore {
     }
 
     fn prune_sessions(&self, before: Millis) -> StoreResult<u64> {
+        // A pruned session's delivery marks go with it.
         self.write(|tx| {
+            tx.execute(
+                "DELETE FROM delivery_marks WHERE session_id IN
+                     (SELECT session_id FROM sessions WHERE last_seen < ?1)",
+                [before],
+            )?;
             Ok(tx.execute("DELETE FROM sessions WHERE last_seen < ?1", [before])? as u64)
         })
     }

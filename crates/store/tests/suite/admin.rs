@@ -2,13 +2,13 @@
 
 use store::{MessageQuery, NewMessage, Opened, SCHEMA_VERSION, Severity, StoreError};
 
-use super::{Backend, fresh};
+use super::{Backend, Location, fresh};
 
 const T0: i64 = 1_800_000_000_000;
 const HOUR: i64 = 3_600_000;
 
 /// The tables every backend's schema has, in the order verification reports them.
-const TABLES: [&str; 11] = [
+const TABLES: [&str; 13] = [
     "messages",
     "message_acks",
     "message_deliveries",
@@ -20,7 +20,29 @@ const TABLES: [&str; 11] = [
     "schedule_firings",
     "audit_log",
     "sessions",
+    "channel_stats",
+    "delivery_marks",
 ];
+
+/// Takes a store back to schema version 2, behind its back: what version 3 added goes (the
+/// counters, the marks, their triggers and the new indexes), the data stays.
+fn undo_version_3(b: &dyn Backend, location: &dyn Location) {
+    let common = "DROP TABLE channel_stats; DROP TABLE delivery_marks;
+                  DROP INDEX messages_info; DROP INDEX messages_urgent;
+                  DROP INDEX messages_by_time; DROP INDEX messages_by_created;
+                  DROP INDEX message_acks_by_session;";
+    let triggers = match b.name() {
+        "sqlite" => "DROP TRIGGER messages_counted; DROP TRIGGER messages_uncounted;",
+        _ => {
+            "DROP TRIGGER messages_counted ON messages;
+              DROP TRIGGER messages_uncounted ON messages;
+              DROP FUNCTION hooks_mcp_message_added();
+              DROP FUNCTION hooks_mcp_messages_deleted();"
+        }
+    };
+    location.execute(&format!("{triggers} {common}"));
+    location.set_schema_version(2);
+}
 
 pub(crate) fn a_fresh_store_has_the_current_schema_and_reopening_keeps_it(b: &dyn Backend) {
     let location = b.location();
@@ -77,6 +99,7 @@ pub(crate) fn a_version_1_store_is_migrated_to_the_current_schema(b: &dyn Backen
             &store::Actor::Daemon,
         )
         .unwrap();
+    undo_version_3(b, &*store.location);
     store.location.drop_table("audit_log");
     store.location.drop_table("sessions");
     store.location.set_schema_version(1);
@@ -219,4 +242,58 @@ pub(crate) fn the_change_version_moves_when_another_handle_publishes_or_clears(b
         0,
         "a clear of nothing counts nothing"
     );
+}
+
+/// A store of schema version 2 is migrated to version 3 keeping its data: the counters start
+/// from the stored messages, and each session's marks from the info messages it was delivered,
+/// so nothing it was shown is shown again and nothing it was not is skipped.
+pub(crate) fn a_version_2_store_gets_its_counters_and_marks(b: &dyn Backend) {
+    let store = fresh(b);
+    let publish = |channel: &str, severity: Severity| {
+        store
+            .publish(
+                &NewMessage {
+                    channel: channel.into(),
+                    body: format!("{severity} on {channel}"),
+                    severity,
+                    created_at: T0,
+                    expires_at: T0 + HOUR,
+                },
+                &store::Actor::Daemon,
+            )
+            .unwrap()
+    };
+    publish("a", Severity::Info);
+    publish("a", Severity::Alert);
+    publish("b", Severity::Info);
+    store
+        .deliver("s1", None, store::DeliveryPoint::Prompt, T0 + 1)
+        .unwrap();
+    let late = publish("a", Severity::Info);
+    undo_version_3(b, &*store.location);
+    let (reopened, _) = store.location.open(false).unwrap();
+    assert_eq!(store.location.schema_version(), SCHEMA_VERSION);
+    assert_eq!(
+        store.location.scalar(&format!(
+            "SELECT messages * 100 + info * 10 + CASE WHEN last_info_id = {} THEN 1 ELSE 0 END \
+             FROM channel_stats WHERE channel = 'a'",
+            late.id
+        )),
+        321,
+        "3 messages on a, 2 of them info, the newest info the last one"
+    );
+    assert_eq!(store.count("delivery_marks"), 2, "s1 on a and on b");
+    // s1 gets only what it was not delivered; s2 gets everything.
+    let s1: Vec<i64> = reopened
+        .deliver("s1", None, store::DeliveryPoint::Prompt, T0 + 2)
+        .unwrap()
+        .iter()
+        .filter(|m| m.severity == Severity::Info)
+        .map(|m| m.id)
+        .collect();
+    assert_eq!(s1, [late.id]);
+    let s2 = reopened
+        .deliver("s2", None, store::DeliveryPoint::Prompt, T0 + 2)
+        .unwrap();
+    assert_eq!(s2.len(), 4);
 }

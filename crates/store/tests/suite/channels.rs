@@ -439,3 +439,271 @@ pub(crate) fn pages_follow_the_cursor_without_gaps_or_repeats(b: &dyn Backend) {
     assert_eq!(pages.iter().map(Vec::len).collect::<Vec<_>>(), [3, 3, 1]);
     assert_eq!(pages.concat(), ids(&published));
 }
+
+/// Admits messages while their bodies fit in `0` bytes (a stand-in for the hook's token
+/// budget, which counts rendered lines).
+struct Bytes(usize);
+
+impl store::Admission for Bytes {
+    fn admit(&mut self, m: &Message) -> bool {
+        match self.0.checked_sub(m.body.len()) {
+            Some(left) => {
+                self.0 = left;
+                true
+            }
+            None => false,
+        }
+    }
+}
+
+/// Publishes `n` messages on `channels` in one unit of work: every tenth an alert, one in a
+/// hundred critical, the rest info; the bodies grow with their index.
+fn fill(store: &Fixture, n: usize, channels: &[&str], at: i64) -> Vec<Message> {
+    let mut out = Vec::with_capacity(n);
+    let unit = store.in_one_transaction(true, &mut || {
+        for i in 0..n {
+            let severity = match i % 100 {
+                37 => Severity::Critical,
+                k if k % 10 == 3 => Severity::Alert,
+                _ => Severity::Info,
+            };
+            let m = store
+                .publish(
+                    &NewMessage {
+                        channel: channels[i % channels.len()].into(),
+                        body: format!("broadcast {i}: {}", "·".repeat(i % 7)),
+                        severity,
+                        created_at: at + i as i64,
+                        expires_at: at + HOUR,
+                    },
+                    &store::Actor::Daemon,
+                )
+                .unwrap();
+            out.push(m);
+        }
+    });
+    unit.unwrap();
+    out
+}
+
+/// The channels of `messages` with how many of each severity, as a delivery counts them.
+fn backlog_of<'a>(messages: impl IntoIterator<Item = &'a Message>) -> Vec<store::Backlog> {
+    let mut by_channel = std::collections::BTreeMap::<String, store::Backlog>::new();
+    for m in messages {
+        by_channel
+            .entry(m.channel.clone())
+            .or_insert_with(|| store::Backlog {
+                channel: m.channel.clone(),
+                ..store::Backlog::default()
+            })
+            .add(m.severity, 1);
+    }
+    by_channel.into_values().collect()
+}
+
+/// A new session in a store of 5,000 messages receives at most its budget, critical messages
+/// first and newest first within each severity, and a count per channel of everything else
+/// that was due; its next prompt repeats only the unacknowledged alert and critical messages,
+/// and later ones bring only what is new. Acknowledged and expired messages are never counted.
+pub(crate) fn a_new_session_receives_its_budget_and_a_count_of_the_rest(b: &dyn Backend) {
+    let store = fresh(b);
+    let channels = ["ci", "deploys", "global", "ops", "release"];
+    let all = fill(&store, 5_000, &channels, T0);
+    // Expired but not pruned, on a channel of its own and on a busy one.
+    publish(&store, "ops", Severity::Info, T0 - HOUR, 10);
+    publish(&store, "stale", Severity::Critical, T0 - HOUR, 10);
+    let now = T0 + 10_000;
+    // s1 acknowledged a few messages before its first prompt (one of each severity).
+    for m in [&all[4], &all[13], &all[37]] {
+        store
+            .acknowledge(m.id, "s1", now, &store::Actor::Daemon)
+            .unwrap();
+    }
+    let due: Vec<&Message> = all
+        .iter()
+        .filter(|m| ![all[4].id, all[13].id, all[37].id].contains(&m.id))
+        .collect();
+
+    let budget = 2_000;
+    let first = store
+        .deliver_within("s1", None, DeliveryPoint::Prompt, now, &mut Bytes(budget))
+        .unwrap();
+    let shown_bytes: usize = first.shown.iter().map(|m| m.body.len()).sum();
+    assert!(shown_bytes <= budget, "{shown_bytes} bytes shown");
+    assert!(!first.shown.is_empty());
+    // Critical first, newest first; the 49 unacknowledged criticals fit the budget.
+    let criticals: Vec<i64> = due
+        .iter()
+        .filter(|m| m.severity == Severity::Critical)
+        .map(|m| m.id)
+        .rev()
+        .collect();
+    assert_eq!(criticals.len(), 49);
+    assert_eq!(ids(&first.shown[..criticals.len()]), criticals);
+    assert!(
+        first
+            .shown
+            .windows(2)
+            .all(|w| store::delivery_order(&w[0], &w[1]).is_lt()),
+        "delivery order"
+    );
+    // Everything due is either shown or counted, by channel and severity.
+    let shown: Vec<i64> = ids(&first.shown);
+    let expected = backlog_of(due.iter().copied().filter(|m| !shown.contains(&m.id)));
+    assert_eq!(first.unshown, expected);
+    assert_eq!(
+        first.shown.len() as u64 + first.unshown_total(),
+        due.len() as u64
+    );
+
+    // The next prompt: no info (it was shown or counted), the urgent messages again.
+    let second = store
+        .deliver_within(
+            "s1",
+            None,
+            DeliveryPoint::Prompt,
+            now + 1,
+            &mut Bytes(budget),
+        )
+        .unwrap();
+    assert!(
+        second.shown.iter().all(|m| m.severity != Severity::Info),
+        "info is not due again"
+    );
+    assert!(
+        second.unshown.iter().all(|b| b.info == 0),
+        "{:?}",
+        second.unshown
+    );
+    let urgent = due.iter().filter(|m| m.severity != Severity::Info).count() as u64;
+    assert_eq!(second.shown.len() as u64 + second.unshown_total(), urgent);
+
+    // New messages: a known session gets exactly those (and the urgent ones still due).
+    let news = [
+        publish(&store, "ci", Severity::Info, now + 2, HOUR),
+        publish(&store, "new-channel", Severity::Info, now + 3, HOUR),
+    ];
+    let third = store
+        .deliver_within(
+            "s1",
+            None,
+            DeliveryPoint::Prompt,
+            now + 4,
+            &mut store::Unbounded,
+        )
+        .unwrap();
+    let info: Vec<i64> = third
+        .shown
+        .iter()
+        .filter(|m| m.severity == Severity::Info)
+        .map(|m| m.id)
+        .collect();
+    assert_eq!(info, [news[1].id, news[0].id]);
+    assert!(third.unshown.is_empty());
+
+    // A tool call: the criticals only, within the budget; nothing counted of the rest.
+    let tool = store
+        .deliver_within("s1", None, DeliveryPoint::ToolCall, now + 5, &mut Bytes(40))
+        .unwrap();
+    assert!(tool.shown.iter().all(|m| m.severity == Severity::Critical));
+    assert!(tool.unshown.iter().all(|b| b.alert == 0 && b.info == 0));
+    assert_eq!(tool.shown.len() as u64 + tool.unshown_total(), 49);
+
+    // Another new session, on two channels, with a budget that refuses at once: everything
+    // is counted, nothing shown, and its info is not due again.
+    let two = ["deploys".to_string(), "release".to_string()];
+    let counted = store
+        .deliver_within("s2", Some(&two), DeliveryPoint::Prompt, now, &mut Bytes(0))
+        .unwrap();
+    assert!(counted.shown.is_empty());
+    let on_two: Vec<&Message> = all.iter().filter(|m| two.contains(&m.channel)).collect();
+    assert_eq!(counted.unshown, backlog_of(on_two.iter().copied()));
+    let again = store
+        .deliver_within("s2", Some(&two), DeliveryPoint::Prompt, now, &mut Bytes(0))
+        .unwrap();
+    assert_eq!(
+        again.unshown_total(),
+        on_two
+            .iter()
+            .filter(|m| m.severity != Severity::Info)
+            .count() as u64
+    );
+    // Its other channels were never touched: a wider subscription still gets their info.
+    let wider = store
+        .deliver_within("s2", None, DeliveryPoint::Prompt, now, &mut Bytes(0))
+        .unwrap();
+    let info_elsewhere = all
+        .iter()
+        .filter(|m| !two.contains(&m.channel) && m.severity == Severity::Info)
+        .count() as u64
+        + 2;
+    assert_eq!(
+        wider.unshown.iter().map(|b| b.info).sum::<u64>(),
+        info_elsewhere
+    );
+
+    // A busy channel read page after page: the newest run is shown, the rest counted, from the
+    // counters for a new session and above its mark for a known one.
+    let bulk = ["bulk".to_string()];
+    let older = fill(&store, 100, &["bulk"], now);
+    let older_info: Vec<&Message> = older
+        .iter()
+        .filter(|m| m.severity == Severity::Info)
+        .collect();
+    let page = store
+        .deliver_within(
+            "s3",
+            Some(&bulk),
+            DeliveryPoint::Prompt,
+            now + 200,
+            &mut store::AtMost(60),
+        )
+        .unwrap();
+    assert_eq!(page.shown.len(), 60);
+    let urgent_bulk = older.len() - older_info.len();
+    let info_shown: Vec<i64> = page.shown[urgent_bulk..].iter().map(|m| m.id).collect();
+    let newest: Vec<i64> = older_info
+        .iter()
+        .rev()
+        .take(info_shown.len())
+        .map(|m| m.id)
+        .collect();
+    assert_eq!(info_shown, newest, "the newest info, across several pages");
+    assert_eq!(page.unshown_total(), (older.len() - 60) as u64);
+    let newer = fill(&store, 50, &["bulk"], now + 300);
+    let next = store
+        .deliver_within(
+            "s3",
+            Some(&bulk),
+            DeliveryPoint::Prompt,
+            now + 400,
+            &mut store::AtMost(urgent_bulk + 20),
+        )
+        .unwrap();
+    let newer_info: Vec<&Message> = newer
+        .iter()
+        .filter(|m| m.severity == Severity::Info)
+        .collect();
+    let info_shown: Vec<i64> = next
+        .shown
+        .iter()
+        .filter(|m| m.severity == Severity::Info)
+        .map(|m| m.id)
+        .collect();
+    let urgent_now = urgent_bulk + (newer.len() - newer_info.len());
+    let fit = (urgent_bulk + 20).saturating_sub(urgent_now);
+    assert_eq!(
+        info_shown,
+        newer_info
+            .iter()
+            .rev()
+            .take(fit)
+            .map(|m| m.id)
+            .collect::<Vec<_>>()
+    );
+    assert_eq!(
+        next.unshown.iter().map(|b| b.info).sum::<u64>(),
+        (newer_info.len() - fit) as u64,
+        "only the new info is counted"
+    );
+}

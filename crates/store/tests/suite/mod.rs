@@ -48,6 +48,8 @@ pub(crate) trait Location: Send + Sync {
     fn set_schema_version(&self, version: u32);
     /// Drops a table behind the store's back.
     fn drop_table(&self, table: &str);
+    /// Runs statements behind the store's back.
+    fn execute(&self, sql: &str);
     /// How a child process finds this store (see [`open_spec`]).
     fn spec(&self) -> String;
 }
@@ -167,6 +169,10 @@ impl Location for SqliteLocation {
         self.raw()
             .execute_batch(&format!("DROP TABLE {table}"))
             .unwrap();
+    }
+
+    fn execute(&self, sql: &str) {
+        self.raw().execute_batch(sql).unwrap();
     }
 
     fn spec(&self) -> String {
@@ -327,6 +333,10 @@ mod postgres {
             self.raw()
                 .batch_execute(&format!("DROP TABLE {table} CASCADE"))
                 .unwrap();
+        }
+
+        fn execute(&self, sql: &str) {
+            self.raw().batch_execute(sql).unwrap();
         }
 
         fn spec(&self) -> String {

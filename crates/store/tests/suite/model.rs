@@ -1,14 +1,19 @@
 //! The store model test: random sequences of operations run against a backend and against a
 //! plain in-memory model of the API's documented behaviour, which must agree after every step.
 //!
-//! Operations: publish, deliver at a prompt and at a tool call, read, acknowledge, clear (all,
+//! Operations: publish, deliver at a prompt and at a tool call (everything due, or within a
+//! budget of a few messages, the rest counted per channel), read, acknowledge, clear (all,
 //! a channel, one id), prune expired, count tool calls, create, cancel and fire schedules, add
 //! and clear reminders, put and delete conditions, arm and disarm gates, and advance the clock
 //! (times are Unix milliseconds passed in by the caller, so the clock is a variable of the
 //! test). After each operation its result (values and error kinds) is compared, then a snapshot
 //! of everything observable: every active message with each session's acknowledgements, the
-//! channel summaries, each session's tool-call count and gate, every schedule, reminder and
-//! condition, the counts and the next firing time. Ids are compared too: both backends hand
+//! channel summaries, each session's tool-call count and gate and its unacknowledged alerts
+//! (which record what was shown), every schedule, reminder and condition, the counts and the
+//! next firing time. A bounded delivery must equal the model's exactly (what is shown, in
+//! delivery order, and the per-channel counts of the rest), and the model checks what it
+//! promises whatever the backend: no more than the budget, in order, every due message shown
+//! or counted; an `info` message shown or counted is never due for that session again. Ids are compared too: both backends hand
 //! out 1, 2, 3, ... in a fresh store and never reuse one.
 //!
 //! Proptest generates the sequences and shrinks a failing one to a minimal sequence, reported
@@ -27,10 +32,10 @@ use proptest::prelude::*;
 use proptest::sample::{Index, select};
 use proptest::test_runner::{Config, TestCaseError, TestError, TestRunner};
 use store::{
-    ChannelSummary, Condition, Counts, DeliveryPoint, Firing, Message, MessageQuery, MessageScope,
-    MessageView, Millis, NewMessage, NewReminder, NewSchedule, NextFire, PutMode, PutOutcome,
-    Reminder, ReminderScope, Schedule, ScheduleStatus, ScriptLanguage, Severity, Step, Store,
-    StoreError, Trigger,
+    AtMost, ChannelSummary, Condition, Counts, Delivery, DeliveryPoint, Firing, Message,
+    MessageQuery, MessageScope, MessageView, Millis, NewMessage, NewReminder, NewSchedule,
+    NextFire, PutMode, PutOutcome, Reminder, ReminderScope, Schedule, ScheduleStatus,
+    ScriptLanguage, Severity, Step, Store, StoreError, Trigger, Unbounded, delivery_order,
 };
 
 use super::{Backend, fresh};
@@ -69,11 +74,13 @@ pub(crate) enum Op {
         severity: Severity,
         ttl_ms: Millis,
     },
-    /// Deliver to `SESSIONS[session]` on these channels (`None`: every channel).
+    /// Deliver to `SESSIONS[session]` on these channels (`None`: every channel): everything
+    /// due (`budget: None`), or at most `budget` messages, the rest counted.
     Deliver {
         session: usize,
         channels: Option<Vec<usize>>,
         point: DeliveryPoint,
+        budget: Option<usize>,
     },
     /// Read active messages.
     Read {
@@ -216,12 +223,14 @@ fn gen_op() -> impl Strategy<Value = GenOp> {
         session.clone(),
         proptest::option::of(proptest::collection::btree_set(channel.clone(), 0..=2)),
         point,
+        proptest::option::of(0_usize..=3),
     )
-        .prop_map(|(session, channels, point)| {
+        .prop_map(|(session, channels, point, budget)| {
             GenOp::Ready(Op::Deliver {
                 session,
                 channels: channels.map(|c| c.into_iter().collect()),
                 point,
+                budget,
             })
         });
     let read = (
@@ -370,6 +379,7 @@ impl From<StoreError> for Failure {
 enum Outcome {
     Message(Result<Message, Failure>),
     Messages(Result<Vec<Message>, Failure>),
+    Delivery(Result<Delivery, Failure>),
     Views(Result<Vec<MessageView>, Failure>),
     Count(Result<u64, Failure>),
     Schedule(Result<Schedule, Failure>),
@@ -397,6 +407,8 @@ struct Snapshot {
     condition_by_name: Vec<Option<Condition>>,
     /// When each session's gate closes, if open.
     gates: Vec<Option<Millis>>,
+    /// Each session's unexpired alert and critical messages shown to it and not acknowledged.
+    unacknowledged: Vec<(String, u64)>,
     counts: Counts,
     next_fire_after: Option<Millis>,
 }
@@ -419,7 +431,10 @@ struct Model {
     next_message_id: i64,
     messages: BTreeMap<i64, Message>,
     acks: BTreeSet<(i64, String)>,
+    /// Messages shown to a session (its delivery records).
     deliveries: BTreeSet<(i64, String)>,
+    /// Info messages a session was shown or told of in a summary: never due for it again.
+    handled: BTreeSet<(i64, String)>,
     tool_calls: BTreeMap<String, u64>,
     next_schedule_id: i64,
     schedules: BTreeMap<i64, Schedule>,
@@ -439,6 +454,7 @@ impl Model {
             messages: BTreeMap::new(),
             acks: BTreeSet::new(),
             deliveries: BTreeSet::new(),
+            handled: BTreeSet::new(),
             tool_calls: BTreeMap::new(),
             next_schedule_id: 1,
             schedules: BTreeMap::new(),
@@ -480,6 +496,7 @@ impl Model {
         }
         self.acks.retain(|(id, _)| !ids.contains(id));
         self.deliveries.retain(|(id, _)| !ids.contains(id));
+        self.handled.retain(|(id, _)| !ids.contains(id));
         ids.len() as u64
     }
 
@@ -511,24 +528,40 @@ impl Model {
                 session,
                 channels,
                 point,
+                budget,
             } => {
                 let session = SESSIONS[*session].to_owned();
                 let channels = channel_list(channels.as_deref());
-                let mut due: Vec<Message> = self
+                let due: Vec<Message> = self
                     .active()
                     .filter(|m| channels.as_ref().is_none_or(|c| c.contains(&m.channel)))
                     .filter(|m| !self.acks.contains(&(m.id, session.clone())))
                     .filter(|m| {
-                        let before = self.deliveries.contains(&(m.id, session.clone()));
+                        let before = self.handled.contains(&(m.id, session.clone()));
                         m.severity.is_due(*point, before, false)
                     })
                     .cloned()
                     .collect();
-                due.sort_by_key(|m| (m.created_at, m.id));
-                for m in &due {
+                // Every due info message is shown or counted: either way it is handled.
+                for m in due.iter().filter(|m| m.severity == Severity::Info) {
+                    self.handled.insert((m.id, session.clone()));
+                }
+                let delivery = match budget {
+                    None => Delivery::select(due, &mut Unbounded),
+                    Some(n) => Delivery::select(due, &mut AtMost(*n)),
+                };
+                for m in &delivery.shown {
                     self.deliveries.insert((m.id, session.clone()));
                 }
-                Outcome::Messages(Ok(due))
+                self.check_budget_invariants(&delivery, *budget);
+                match budget {
+                    None => {
+                        let mut shown = delivery.shown;
+                        shown.sort_by_key(|m| (m.created_at, m.id));
+                        Outcome::Messages(Ok(shown))
+                    }
+                    Some(_) => Outcome::Delivery(Ok(delivery)),
+                }
             }
             Op::Read { .. } => Outcome::Views(Ok(self.read(&read_query(op, now)))),
             Op::Acknowledge { id, session } => {
@@ -691,6 +724,25 @@ impl Model {
         }
     }
 
+    /// What a bounded delivery promises whatever the store: at most the budget is shown, in
+    /// delivery order, and what is counted is exactly what was due and not shown.
+    fn check_budget_invariants(&self, delivery: &Delivery, budget: Option<usize>) {
+        if let Some(n) = budget {
+            assert!(
+                delivery.shown.len() <= n,
+                "the model showed more than its budget"
+            );
+        }
+        assert!(
+            delivery
+                .shown
+                .windows(2)
+                .all(|w| delivery_order(&w[0], &w[1]).is_lt()),
+            "the model's delivery is out of order"
+        );
+        assert!(delivery.unshown.iter().all(|b| b.total() > 0));
+    }
+
     fn snapshot(&self) -> Snapshot {
         let mut channels: BTreeMap<&str, ChannelSummary> = BTreeMap::new();
         for m in self.active() {
@@ -735,6 +787,20 @@ impl Model {
                         .copied()
                         .filter(|&until| until > self.now)
                 })
+                .collect(),
+            unacknowledged: SESSIONS
+                .iter()
+                .filter_map(|s| {
+                    let n = self
+                        .active()
+                        .filter(|m| m.severity != Severity::Info)
+                        .filter(|m| self.deliveries.contains(&(m.id, (*s).to_owned())))
+                        .filter(|m| !self.acks.contains(&(m.id, (*s).to_owned())))
+                        .count() as u64;
+                    (n > 0).then(|| ((*s).to_owned(), n))
+                })
+                .collect::<BTreeMap<_, _>>()
+                .into_iter()
                 .collect(),
             counts: Counts {
                 active_messages: self.active().count() as u64,
@@ -873,13 +939,27 @@ fn apply_store(store: &dyn Store, op: &Op, now: Millis) -> Outcome {
             session,
             channels,
             point,
+            budget,
         } => {
             let channels = channel_list(channels.as_deref());
-            Outcome::Messages(
-                store
-                    .deliver(SESSIONS[*session], channels.as_deref(), *point, now)
-                    .map_err(fail),
-            )
+            match budget {
+                None => Outcome::Messages(
+                    store
+                        .deliver(SESSIONS[*session], channels.as_deref(), *point, now)
+                        .map_err(fail),
+                ),
+                Some(n) => Outcome::Delivery(
+                    store
+                        .deliver_within(
+                            SESSIONS[*session],
+                            channels.as_deref(),
+                            *point,
+                            now,
+                            &mut AtMost(*n),
+                        )
+                        .map_err(fail),
+                ),
+            }
         }
         Op::Read { .. } => Outcome::Views(store.read_messages(&read_query(op, now)).map_err(fail)),
         Op::Acknowledge { id, session } => Outcome::Message(
@@ -997,6 +1077,7 @@ fn store_snapshot(store: &dyn Store, now: Millis) -> Result<Snapshot, StoreError
             .iter()
             .map(|s| store.gate_open_until(s, now))
             .collect::<Result<_, _>>()?,
+        unacknowledged: store.unacknowledged_alerts(&SESSIONS.map(str::to_owned), now)?,
         counts: store.counts(now)?,
         next_fire_after: store.next_fire_after(now)?,
     })
@@ -1138,6 +1219,7 @@ pub(crate) fn model_boundaries_at_the_instant_of_expiry(b: &dyn Backend) {
                 session: 0,
                 channels: None,
                 point: ToolCall,
+                budget: None,
             },
             Op::Acknowledge { id: 1, session: 0 },
             Op::FireDue,
@@ -1146,4 +1228,66 @@ pub(crate) fn model_boundaries_at_the_instant_of_expiry(b: &dyn Backend) {
             Op::Prune,
         ],
     );
+}
+
+/// A busy channel: a bounded delivery reads a session's info messages a page at a time and
+/// counts the rest, from the counters for a session new to the channel and above its mark for
+/// one that was there before; a refusal during the urgent messages counts every channel.
+pub(crate) fn model_pages_and_counts_a_busy_channel(b: &dyn Backend) {
+    let info = |channel| Op::Publish {
+        channel,
+        body: 1,
+        severity: Info,
+        ttl_ms: 10_000,
+    };
+    let mut ops: Vec<Op> = (0..40).map(|i| info(i % 2)).collect();
+    ops.insert(
+        17,
+        Op::Publish {
+            channel: 0,
+            body: 0,
+            severity: Alert,
+            ttl_ms: 10_000,
+        },
+    );
+    ops.push(Op::Acknowledge { id: 3, session: 0 });
+    ops.push(Op::Deliver {
+        session: 0,
+        channels: None,
+        point: Prompt,
+        budget: Some(25),
+    });
+    ops.extend((0..30).map(|_| info(0)));
+    ops.push(Op::Publish {
+        channel: 1,
+        body: 2,
+        severity: Critical,
+        ttl_ms: 500,
+    });
+    ops.push(Op::Deliver {
+        session: 0,
+        channels: None,
+        point: Prompt,
+        budget: Some(19),
+    });
+    ops.push(Op::Deliver {
+        session: 1,
+        channels: Some(vec![0, 1]),
+        point: Prompt,
+        budget: Some(1),
+    });
+    ops.push(Op::Advance { ms: 1_000 });
+    ops.push(Op::Deliver {
+        session: 1,
+        channels: None,
+        point: Prompt,
+        budget: Some(0),
+    });
+    ops.push(Op::Deliver {
+        session: 2,
+        channels: None,
+        point: ToolCall,
+        budget: Some(3),
+    });
+    run_ops(b, &ops);
 }
