@@ -487,6 +487,13 @@ fn discover_and_every_resource_route_say_what_they_are() {
     let (status, answer) = ask(daemon, "no/such-method", None, json!({}));
     assert_eq!(status, 404, "{answer}");
     assert_eq!(answer["error"]["code"], -32601, "{answer}");
+    // The revision has no GET stream: change notifications come on listen streams.
+    let get = [
+        ("Accept", "text/event-stream"),
+        ("MCP-Protocol-Version", VERSION),
+    ];
+    let reply = http(daemon.addr, "GET", "/mcp", &get, "");
+    assert_eq!(reply.status, 405, "{}", reply.body);
 }
 
 #[test]
