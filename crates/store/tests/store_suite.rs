@@ -45,6 +45,7 @@ backend_suite! {
         a_newer_schema_is_refused_unchanged,
         a_version_1_store_is_migrated_to_the_current_schema,
         a_version_2_store_gets_its_counters_and_marks,
+        an_older_store_without_its_tables_is_left_for_verification,
         an_empty_store_is_missing_without_create,
         verify_reports_a_dropped_table,
         concurrent_first_opens_create_the_schema_once,

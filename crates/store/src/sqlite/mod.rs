@@ -288,6 +288,19 @@ impl SqliteStore {
                     supported: SCHEMA_VERSION,
                 }));
             }
+            // A store whose first version's tables are gone was changed outside hooks-mcp:
+            // it is left as found, for verification to say what is missing.
+            if version > 0 {
+                let found: i64 = tx.query_row(
+                    "SELECT count(*) FROM sqlite_schema WHERE type = 'table'
+                     AND name IN ('messages', 'message_acks', 'message_deliveries')",
+                    [],
+                    |r| r.get(0),
+                )?;
+                if found < 3 {
+                    return Ok(());
+                }
+            }
             for (i, sql) in MIGRATIONS.iter().enumerate().skip(version as usize) {
                 tx.execute_batch(sql)?;
                 tx.execute_batch(&format!("PRAGMA user_version = {}", i + 1))?;
