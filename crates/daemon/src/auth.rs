@@ -144,6 +144,15 @@ impl Access {
                  to HOOKS_MCP_ALLOWED_HOSTS\n"
             )));
         }
+        self.check_origin(headers)
+    }
+
+    /// Checks `Origin` alone (when present): what a request exempt from the `Host` check
+    /// still passes.
+    ///
+    /// # Errors
+    /// [`Refusal::Origin`] for an origin that is not allowed.
+    pub fn check_origin(&self, headers: &HeaderMap) -> Result<(), Refusal> {
         let Some(origin) = headers.get(header::ORIGIN) else {
             return Ok(());
         };
@@ -293,6 +302,10 @@ mod tests {
             a.check_host_and_origin(&HeaderMap::new()),
             Err(Refusal::Host(_))
         ));
+        // The origin alone, without a Host.
+        assert_eq!(a.check_origin(&HeaderMap::new()), Ok(()));
+        let foreign = headers(&[(header::ORIGIN, "http://evil.example.com")]);
+        assert!(matches!(a.check_origin(&foreign), Err(Refusal::Origin(_))));
     }
 
     #[test]

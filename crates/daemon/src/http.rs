@@ -51,10 +51,37 @@ async fn check_host_and_origin(
     request: Request,
     next: Next,
 ) -> Response {
-    match shared.access.check_host_and_origin(request.headers()) {
+    let checked = if is_balancer_probe(&request) {
+        shared.access.check_origin(request.headers())
+    } else {
+        shared.access.check_host_and_origin(request.headers())
+    };
+    match checked {
         Ok(()) => next.run(request).await,
         Err(refusal) => refusal.into_response(),
     }
+}
+
+/// Whether `request` is the plain readiness probe (`GET` or `HEAD /health`, no level or
+/// `level=alive`), which needs no `Host` check: load balancers send none (HAProxy's
+/// `GET /health HTTP/1.0`) or name the address they probe (a Kubernetes probe's
+/// `Host: 10.1.2.3:8080`), and the answer (ready or not, and for how long) is no secret. The
+/// `db` and `full` levels, and every other route, keep the DNS-rebinding checks; `Origin`,
+/// which only browsers send, is checked everywhere.
+fn is_balancer_probe(request: &Request) -> bool {
+    if !matches!(*request.method(), Method::GET | Method::HEAD) || request.uri().path() != "/health"
+    {
+        return false;
+    }
+    request
+        .uri()
+        .query()
+        .unwrap_or("")
+        .split('&')
+        .all(|pair| match pair.split_once('=') {
+            Some(("level", level)) => matches!(level.trim(), "" | "alive"),
+            _ => true,
+        })
 }
 
 /// Authenticates, waits for readiness, applies the session cap, and counts the request in

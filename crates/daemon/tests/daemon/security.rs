@@ -79,3 +79,91 @@ async fn tokens_hosts_and_origins_are_enforced() {
     assert!(log.contains("listening on"), "{log}");
     assert!(!log.contains(TOKEN), "the token leaked into the log");
 }
+
+/// One raw request on a fresh connection, read to its end: `(status, body)`.
+fn raw(addr: std::net::SocketAddr, request: &str) -> (u16, String) {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(addr).unwrap();
+    stream
+        .set_read_timeout(Some(crate::support::PATIENCE))
+        .unwrap();
+    stream.write_all(request.as_bytes()).unwrap();
+    let mut bytes = Vec::new();
+    stream.read_to_end(&mut bytes).unwrap();
+    let response = test_support::http::parse_response(&bytes)
+        .unwrap_or_else(|| panic!("no response to {request:?}"));
+    (response.status, response.body)
+}
+
+#[test]
+fn a_balancer_probe_needs_no_allowed_host_and_nothing_else_does() {
+    let home = tempfile::tempdir().unwrap();
+    let daemon = Daemon::start(
+        "security::a_balancer_probe_needs_no_allowed_host_and_nothing_else_does",
+        home.path(),
+        &[("HOOKS_MCP_TEST_PHASE_DELAY_MS", "2000")],
+    );
+    let addr = daemon.addr;
+    // HAProxy's check: HTTP/1.0 and no Host at all. It tells starting from ready.
+    let haproxy = "GET /health HTTP/1.0\r\n\r\n";
+    let mut seen = Vec::new();
+    let deadline = std::time::Instant::now() + crate::support::PATIENCE;
+    loop {
+        let (status, body) = raw(addr, haproxy);
+        seen.push(status);
+        if status == 200 {
+            assert!(body.contains("\"status\":\"ok\""), "{body}");
+            break;
+        }
+        assert_eq!(status, 503, "{body}");
+        assert!(body.contains("\"status\":\"starting\""), "{body}");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "never ready: {seen:?}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert_eq!(seen[0], 503, "the probe saw start-up: {seen:?}");
+    // A Kubernetes probe names the pod's address, which no setting lists.
+    let kubernetes = "GET /health HTTP/1.1\r\nHost: 10.1.2.3:8080\r\nUser-Agent: kube-probe/1.31\r\nConnection: close\r\n\r\n";
+    let (status, body) = raw(addr, kubernetes);
+    assert_eq!(status, 200, "{body}");
+    let (status, _) = raw(addr, "HEAD /health?level=alive HTTP/1.0\r\n\r\n");
+    assert_eq!(status, 200);
+
+    // Everything else keeps the DNS-rebinding checks: the detailed health levels, MCP, the
+    // metrics and the read API, with a foreign Host or none.
+    for (request, expected) in [
+        (
+            "GET /health?level=full HTTP/1.0\r\nHost: 10.1.2.3:8080\r\n\r\n",
+            403,
+        ),
+        ("GET /health?level=db HTTP/1.0\r\n\r\n", 400),
+        ("GET /metrics HTTP/1.0\r\nHost: 10.1.2.3:8080\r\n\r\n", 403),
+        (
+            "GET /api/v1/overview HTTP/1.0\r\nHost: 10.1.2.3\r\n\r\n",
+            403,
+        ),
+        ("GET /api/v1/overview HTTP/1.0\r\n\r\n", 400),
+        (
+            "POST /mcp HTTP/1.0\r\nHost: 10.1.2.3:8080\r\nContent-Type: application/json\r\n\
+             Accept: application/json, text/event-stream\r\nContent-Length: 2\r\n\r\n{}",
+            403,
+        ),
+        // A browser's foreign Origin is refused on the probe too.
+        (
+            "GET /health HTTP/1.0\r\nHost: 10.1.2.3\r\nOrigin: http://evil.example.com\r\n\r\n",
+            403,
+        ),
+    ] {
+        let (status, body) = raw(addr, request);
+        assert_eq!(status, expected, "{request:?}: {body}");
+    }
+    // With an allowed Host the detailed levels answer as before.
+    let (status, body) = raw(
+        addr,
+        &format!("GET /health?level=full HTTP/1.0\r\nHost: {addr}\r\n\r\n"),
+    );
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains("\"scheduler\""), "{body}");
+}
