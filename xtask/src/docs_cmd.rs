@@ -89,9 +89,20 @@ pub(crate) fn text() -> anyhow::Result<String> {
          `modules` for a client that loads schemas up front and honours the notification, \
          when several servers compete for context. `load_modules` always sends \
          `notifications/tools/list_changed` through the requesting session before it answers, \
-         so even a first call with no delay is seen (over streamable HTTP the notification \
-         travels on the session's GET stream: a client that never opens it must call \
-         `tools/list` again itself).\n",
+         so even a first call with no delay is seen: a legacy session hears it through its own \
+         peer (over streamable HTTP on the session's GET stream), a 2026-07-28 client only on \
+         a `subscriptions/listen` that asked for `toolsListChanged` (the revision forbids \
+         notifications nobody asked for).\n\n\
+         **Lazy mode without sessions.** A 2026-07-28 request over HTTP has no session to load \
+         tools into, and a `tools/list` may not differ from one connection to the next, so a \
+         lazy daemon answers such requests with a fixed list: `find_tools`, which then shows \
+         each tool's input schema, and `call_tool {{name, arguments}}`, which runs any tool the \
+         filters allow. A client that only calls tools it has seen listed (as Claude Code \
+         does) reaches every tool in two calls; `load_modules` is refused with a message \
+         pointing to `call_tool`. Server-minted handles passed back as tool arguments were the \
+         other design the revision suggests; they would cost a third call and state to keep \
+         across daemons behind a balancer, for nothing a call-through does not give. A stdio \
+         process serves one client in either era, so `load_modules` keeps working there.\n",
         tokens::mode_table(&costs)
     ));
     Ok(out)

@@ -124,9 +124,13 @@ pub(crate) struct ModeCost {
     pub(crate) tool_tokens: usize,
     /// Tokens of the server instructions (0 when there are none).
     pub(crate) instruction_tokens: usize,
+    /// Priced as a server without sessions lists it (a 2026-07-28 request over HTTP: the lazy
+    /// discovery tools are `find_tools` and `call_tool`).
+    pub(crate) sessionless: bool,
 }
 
-/// The o200k_base cost of each mode over `visible`.
+/// The o200k_base cost of each mode over `visible`; a lazy mode is followed by its cost on a
+/// server without sessions (`find_tools` and `call_tool`, and instructions that say so).
 pub(crate) fn mode_costs(
     visible: &Catalogue,
     modes: &[StartMode],
@@ -150,7 +154,28 @@ pub(crate) fn mode_costs(
             tools: advertised.len(),
             tool_tokens,
             instruction_tokens,
+            sessionless: false,
         });
+        if *mode == StartMode::Lazy {
+            let tools = catalogue::sessionless_discovery_tools();
+            let mut tool_tokens = 0;
+            for tool in &tools {
+                tool_tokens += tokens_of(tool)?;
+            }
+            let instructions = catalogue::instructions(visible, mode).map(|text| {
+                let rest = text.split_once('\n').map_or("", |(_, rest)| rest);
+                format!("{}\n{rest}", catalogue::SESSIONLESS_LEAD)
+            });
+            costs.push(ModeCost {
+                mode: mode.clone(),
+                tools: tools.len(),
+                tool_tokens,
+                instruction_tokens: instructions
+                    .map(|text| bpe.encode_ordinary(&text).len())
+                    .unwrap_or(0),
+                sessionless: true,
+            });
+        }
     }
     Ok(costs)
 }
@@ -161,7 +186,11 @@ pub(crate) fn mode_table(costs: &[ModeCost]) -> String {
         .iter()
         .map(|c| {
             vec![
-                format!("`{}`", c.mode),
+                if c.sessionless {
+                    format!("`{}`, 2026-07-28 over HTTP", c.mode)
+                } else {
+                    format!("`{}`", c.mode)
+                },
                 c.tools.to_string(),
                 c.tool_tokens.to_string(),
                 c.instruction_tokens.to_string(),

@@ -126,6 +126,7 @@
 //! assert_eq!(list["tools"][0]["annotations"]["readOnlyHint"], true);
 //! ```
 
+pub mod answers;
 mod content;
 mod context;
 mod filter;
