@@ -18,4 +18,5 @@ mod handoff;
 mod handshake;
 mod lazy;
 mod resources;
+mod stateless;
 mod stderr;

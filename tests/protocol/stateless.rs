@@ -1,0 +1,484 @@
+//! The 2026-07-28 (stateless) opening on the light path: Claude Code's three requests answered
+//! by the front end itself, `_meta` errors without a handoff, `resources/list` through the
+//! listing child, a held `resourcesListChanged` subscription told of another process's new
+//! channel (and of nothing else), and the handoff of a held subscription.
+
+use std::collections::HashMap;
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::support::*;
+
+const SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
+
+/// A 2026-07-28 request: `params` plus the `_meta` every such request carries.
+fn modern(id: impl Into<Value>, method: &str, mut params: Value) -> String {
+    params["_meta"] = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "claude-code", "version": "2.1.332"},
+    });
+    request(id, method, params)
+}
+
+/// Claude Code's `subscriptions/listen`: both list changes.
+fn listen(id: impl Into<Value>) -> String {
+    modern(
+        id,
+        "subscriptions/listen",
+        json!({"notifications": {"toolsListChanged": true, "resourcesListChanged": true}}),
+    )
+}
+
+fn exe(s: &Server) -> PathBuf {
+    std::fs::read_link(format!("/proc/{}/exe", s.pid())).unwrap()
+}
+
+/// Checks the process is still the front end: its binary, one thread, the store not open.
+fn assert_light(s: &Server) {
+    assert!(exe(s).ends_with("hooks-mcp"), "{:?}", exe(s));
+    assert_eq!(s.threads(), 1, "the light path runs on one thread");
+    assert!(
+        !s.open_files().iter().any(|p| is_store(p)),
+        "the light path opened the store: {:?}",
+        s.open_files()
+    );
+}
+
+/// Whether the process holds an inotify descriptor (the watch on the store).
+fn watches(s: &Server) -> bool {
+    s.open_files()
+        .iter()
+        .any(|p| p.to_string_lossy().contains("inotify"))
+}
+
+/// Publishes `message` on `channel` with the full binary's CLI, in `s`'s store.
+fn publish(s: &Server, channel: &str, message: &str) {
+    let out = Command::new(full_bin())
+        .args(["channel", "publish", channel, message])
+        .env("HOOKS_MCP_HOME", s.home.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+}
+
+/// Opens the session the way Claude Code 2.1.332 does, checking each answer; returns the
+/// `tools/list` result.
+fn claude_code_opening(s: &mut Server) -> Value {
+    let discover = s.ask(&modern(0, "server/discover", json!({})));
+    let result = &discover["result"];
+    assert_eq!(result["resultType"], "complete", "{discover}");
+    assert_eq!(
+        result["supportedVersions"],
+        json!([
+            "2024-11-05",
+            "2025-03-26",
+            "2025-06-18",
+            "2025-11-25",
+            "2026-07-28"
+        ])
+    );
+    assert_eq!(result["ttlMs"], 3_600_000);
+    assert_eq!(result["cacheScope"], "public");
+    assert_eq!(
+        result["_meta"]["io.modelcontextprotocol/serverInfo"]["name"],
+        "hooks-mcp"
+    );
+    assert_eq!(result["capabilities"]["tools"]["listChanged"], true);
+
+    s.send(&listen(1));
+    let ack = s.recv();
+    assert_eq!(
+        ack["method"], "notifications/subscriptions/acknowledged",
+        "{ack}"
+    );
+    assert_eq!(ack["params"]["_meta"][SUBSCRIPTION_ID], 1);
+    assert_eq!(
+        ack["params"]["notifications"],
+        json!({"toolsListChanged": true, "resourcesListChanged": true})
+    );
+    let list = s.ask(&modern(2, "tools/list", json!({})));
+    assert_eq!(list["result"]["resultType"], "complete", "{list}");
+    list
+}
+
+#[test]
+fn claude_codes_opening_is_answered_by_the_front_end_on_one_thread() {
+    let mut s = Server::start();
+    let list = claude_code_opening(&mut s);
+    assert_eq!(list["result"]["ttlMs"], 3_600_000);
+    assert_eq!(list["result"]["cacheScope"], "public");
+    let names = tool_names(&list);
+    assert!(
+        names.len() >= 15 && names.contains(&"channel_publish".to_owned()),
+        "{names:?}"
+    );
+    // The same tools as a legacy session lists.
+    let mut legacy = Server::start();
+    legacy.handshake();
+    assert_eq!(
+        tool_names(&legacy.ask(&request(2, "tools/list", json!({})))),
+        names
+    );
+    assert_light(&s);
+    assert!(
+        watches(&s),
+        "the held resourcesListChanged watches the store"
+    );
+    let (status, rest) = s.finish();
+    assert!(status.success());
+    assert!(
+        rest.is_empty(),
+        "the held listen gets no response: {rest:?}"
+    );
+}
+
+#[test]
+fn lazy_and_filtered_lists_carry_their_cache_hints() {
+    let mut lazy = Server::with(Options {
+        args: &["--lazy"],
+        ..Options::default()
+    });
+    let list = lazy.ask(&modern(1, "tools/list", json!({})));
+    assert_eq!(tool_names(&list), ["find_tools", "load_modules"]);
+    assert_eq!(list["result"]["ttlMs"], 0, "load_modules changes the list");
+    assert_eq!(list["result"]["cacheScope"], "private");
+    let mut filtered = Server::with_env(&[("MCP_CATEGORIES", "channels")]);
+    let list = filtered.ask(&modern(1, "tools/list", json!({})));
+    assert!(tool_names(&list).iter().all(|n| n.starts_with("channel_")));
+    assert_eq!(list["result"]["ttlMs"], 3_600_000);
+    assert_eq!(list["result"]["cacheScope"], "public");
+    for (id, method, key) in [
+        (2, "resources/templates/list", "resourceTemplates"),
+        (3, "prompts/list", "prompts"),
+    ] {
+        let r = filtered.ask(&modern(id, method, json!({})));
+        assert_eq!(r["result"]["resultType"], "complete", "{r}");
+        assert_eq!(r["result"]["ttlMs"], 3_600_000);
+        assert_eq!(r["result"]["cacheScope"], "public");
+        assert!(r["result"][key].is_array(), "{r}");
+    }
+    assert_light(&filtered);
+}
+
+#[test]
+fn a_probe_only_session_exits_zero() {
+    let input = format!("{}\n", modern("probe", "server/discover", json!({})));
+    let (status, stdout, stderr) = run_to_end(front_bin(), &[], input.as_bytes());
+    assert!(status.success(), "{stderr}");
+    let lines: Vec<Value> = stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 1, "{stdout}");
+    assert_eq!(lines[0]["id"], "probe");
+    assert_eq!(lines[0]["result"]["resultType"], "complete");
+}
+
+#[test]
+fn bad_meta_and_unsupported_versions_are_answered_without_handoff() {
+    let mut s = Server::start();
+    let r = s.ask(&request(1, "server/discover", json!({})));
+    assert_eq!(r["error"]["code"], -32602, "{r}");
+    let message = r["error"]["message"].as_str().unwrap();
+    assert!(
+        message.starts_with(
+            "request _meta is missing or has malformed required fields: \
+             io.modelcontextprotocol/protocolVersion, io.modelcontextprotocol/clientCapabilities"
+        ),
+        "{message}"
+    );
+    let r = s.ask(&request(
+        2,
+        "tools/list",
+        json!({"_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}}),
+    ));
+    assert_eq!(r["error"]["code"], -32602, "{r}");
+    assert!(
+        r["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("fields: io.modelcontextprotocol/clientCapabilities;"),
+        "{r}"
+    );
+    // A tool call without the metadata is refused here too: nothing to hand over.
+    let r = s.ask(&call(3, "channel_list", json!({})));
+    assert_eq!(r["error"]["code"], -32602, "{r}");
+
+    let old = modern(4, "tools/list", json!({})).replace("2026-07-28", "1900-01-01");
+    let r = s.ask(&old);
+    assert_eq!(
+        r["error"],
+        json!({
+            "code": -32022,
+            "message": "Unsupported protocol version",
+            "data": {
+                "requested": "1900-01-01",
+                "supported": ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25", "2026-07-28"],
+            },
+        })
+    );
+    let r = s.ask(&modern(5, "ping", json!({})));
+    assert_eq!(r["error"]["code"], -32601, "{r}");
+    assert_eq!(s.ask(&request(6, "ping", json!({})))["result"], json!({}));
+    assert_light(&s);
+    assert!(!s.store_path().exists(), "nothing here needed the store");
+    // The session can still open the legacy way.
+    assert_eq!(s.handshake()["result"]["protocolVersion"], "2025-11-25");
+}
+
+#[test]
+fn resources_list_is_answered_through_the_listing_child() {
+    let mut s = Server::start();
+    publish(&s, "deploys", "freeze at five");
+    let r = s.ask(&modern(1, "resources/list", json!({})));
+    let result = &r["result"];
+    assert_eq!(result["resultType"], "complete", "{r}");
+    let uris: Vec<&str> = result["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["uri"].as_str().unwrap())
+        .collect();
+    assert!(uris.contains(&"hooks://channels/deploys"), "{uris:?}");
+    assert_light(&s);
+}
+
+/// A directory with the companions linked in and `hooks-mcp-stdio` replaced by `script`.
+fn companions_with_stdio(script: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let real = PathBuf::from(full_bin());
+    for name in ["hooks-mcp-full", "hooks-mcp-catalogue"] {
+        std::os::unix::fs::symlink(real.with_file_name(name), dir.path().join(name)).unwrap();
+    }
+    let stdio = dir.path().join("hooks-mcp-stdio");
+    std::fs::write(&stdio, format!("#!/bin/sh\n{script}\n")).unwrap();
+    let mut perms = std::fs::metadata(&stdio).unwrap().permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o755);
+    std::fs::set_permissions(&stdio, perms).unwrap();
+    dir
+}
+
+#[test]
+fn a_failing_listing_child_is_an_internal_error_and_the_session_goes_on() {
+    for script in ["echo broken >&2; exit 3", "echo not-json"] {
+        let dir = companions_with_stdio(script);
+        let full = dir.path().join("hooks-mcp-full");
+        let mut s = Server::with(Options {
+            env: vec![("HOOKS_MCP_FULL_BIN", full.to_string_lossy().into_owned())],
+            ..Options::default()
+        });
+        let r = s.ask(&modern(1, "resources/list", json!({})));
+        assert_eq!(r["error"]["code"], -32603, "{r}");
+        assert!(
+            r["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("cannot list the resources"),
+            "{r}"
+        );
+        // Still serving, still light.
+        let r = s.ask(&modern(2, "prompts/list", json!({})));
+        assert_eq!(r["result"]["prompts"], json!([]));
+        assert_light(&s);
+    }
+}
+
+/// The next line, which must be the answer to a `prompts/list` sent now: proof that no
+/// notification came before it.
+fn nothing_pending(s: &mut Server, id: i64) {
+    s.send(&modern(id, "prompts/list", json!({})));
+    let next = s.recv();
+    assert_eq!(next["id"], id, "unexpected line: {next}");
+}
+
+#[test]
+fn a_held_subscription_hears_of_a_new_channel_and_of_nothing_else() {
+    let mut s = Server::start();
+    claude_code_opening(&mut s);
+    publish(&s, "first", "a new channel");
+    let published = Instant::now();
+    let changed = s.recv();
+    let waited = published.elapsed();
+    assert_eq!(
+        changed,
+        json!({"jsonrpc": "2.0", "method": "notifications/resources/list_changed",
+            "params": {"_meta": {SUBSCRIPTION_ID: 1}}})
+    );
+    assert!(waited < Duration::from_secs(5), "took {waited:?}");
+    assert_light(&s);
+
+    // Another message on the same channel leaves the list as it was: no notification.
+    publish(&s, "first", "same channel");
+    std::thread::sleep(Duration::from_millis(1500));
+    nothing_pending(&mut s, 10);
+    // And nothing while nothing happens.
+    std::thread::sleep(Duration::from_millis(600));
+    nothing_pending(&mut s, 11);
+
+    // A second new channel is told again.
+    publish(&s, "second", "another channel");
+    let again = s.recv();
+    assert_eq!(again["method"], "notifications/resources/list_changed");
+    assert_light(&s);
+}
+
+#[test]
+fn a_cancelled_subscription_is_told_nothing_and_the_watch_closes() {
+    let mut s = Server::start();
+    claude_code_opening(&mut s);
+    assert!(watches(&s));
+    s.send(r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}"#);
+    // The cancellation is read before the next request is answered.
+    nothing_pending(&mut s, 3);
+    assert!(
+        !watches(&s),
+        "no subscription asks for resource changes any more"
+    );
+    publish(&s, "after", "cancelled");
+    std::thread::sleep(Duration::from_millis(1000));
+    nothing_pending(&mut s, 4);
+    assert_light(&s);
+    let (status, rest) = s.finish();
+    assert!(status.success() && rest.is_empty(), "{rest:?}");
+}
+
+#[test]
+fn the_front_end_finds_the_store_where_the_store_does() {
+    let tables: [&[(&str, &str)]; 7] = [
+        &[
+            ("HOOKS_MCP_HOME", "/h"),
+            ("XDG_STATE_HOME", "/x"),
+            ("HOME", "/u"),
+        ],
+        &[
+            ("HOOKS_MCP_HOME", ""),
+            ("XDG_STATE_HOME", "/x"),
+            ("HOME", "/u"),
+        ],
+        &[("XDG_STATE_HOME", ""), ("HOME", "/u")],
+        &[("HOME", "/u")],
+        &[("HOOKS_MCP_HOME", " ")],
+        &[("HOOKS_MCP_DATABASE_URL", "  "), ("HOME", "/u")],
+        &[],
+    ];
+    assert_eq!(stdio_front::HOME_ENV, store::HOME_ENV);
+    assert_eq!(stdio_front::DATABASE_URL_ENV, store::DATABASE_URL_ENV);
+    for vars in tables {
+        let vars: HashMap<&str, OsString> = vars.iter().map(|(k, v)| (*k, (*v).into())).collect();
+        let front = stdio_front::sqlite_store_file(|k| vars.get(k).cloned());
+        // The store's own reading of the environment: blank variables count as unset.
+        let url_blank = vars
+            .get(store::DATABASE_URL_ENV)
+            .is_none_or(|u| u.to_string_lossy().trim().is_empty());
+        let store = store::StoreLocation::resolve(|k| {
+            vars.get(k).filter(|v| !v.is_empty()).map(PathBuf::from)
+        })
+        .filter(|_| url_blank)
+        .map(|l| l.path);
+        assert_eq!(front, store, "{vars:?}");
+    }
+    let pg: HashMap<&str, OsString> =
+        HashMap::from([("HOOKS_MCP_DATABASE_URL", "postgres://h/db".into())]);
+    assert_eq!(stdio_front::sqlite_store_file(|k| pg.get(k).cloned()), None);
+}
+
+#[test]
+fn on_postgres_a_resource_list_subscription_hands_off() {
+    // The full server follows PostgreSQL's change feed itself; the front end does not try.
+    let input = [
+        modern(0, "server/discover", json!({})),
+        modern(
+            1,
+            "subscriptions/listen",
+            json!({"notifications": {"toolsListChanged": true}}),
+        ),
+        listen(2),
+    ]
+    .join("\n");
+    let env = [
+        ("HOOKS_MCP_DATABASE_URL", "postgres://127.0.0.1:1/none"),
+        ("HOOKS_MCP_LOG", "debug"),
+    ];
+    let (_, stdout, stderr) = run_to_end(front_bin(), &env, format!("{input}\n").as_bytes());
+    let lines: Vec<Value> = stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines[0]["id"], 0, "{stdout}");
+    assert_eq!(
+        lines[1]["method"], "notifications/subscriptions/acknowledged",
+        "a tools-only listen is held: {stdout}"
+    );
+    assert!(
+        stderr.contains("handing the session to the full server: `resourcesListChanged`"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_handoff_keeps_the_held_subscription_and_load_modules_notifies_it_once() {
+    let mut s = Server::with(Options {
+        args: &["--lazy"],
+        ..Options::default()
+    });
+    let list = claude_code_opening(&mut s);
+    assert_eq!(tool_names(&list), ["find_tools", "load_modules"]);
+    assert_light(&s);
+    let pid = s.pid();
+    s.send(&modern(
+        3,
+        "tools/call",
+        json!({"name": "load_modules", "arguments": {"modules": ["channels"]}}),
+    ));
+    let mut changed = Vec::new();
+    let response = loop {
+        let line = s.recv();
+        if line.get("id").is_some() {
+            break line;
+        }
+        assert_ne!(
+            line["method"], "notifications/subscriptions/acknowledged",
+            "a second acknowledgement: {line}"
+        );
+        changed.push(line);
+    };
+    assert_eq!(response["id"], 3);
+    assert_eq!(response["result"]["isError"], false, "{response}");
+    assert_eq!(
+        changed,
+        [
+            json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed",
+            "params": {"_meta": {SUBSCRIPTION_ID: 1}}})
+        ],
+        "exactly one list change, on the held subscription"
+    );
+    assert_eq!(s.pid(), pid);
+    assert!(exe(&s).ends_with("hooks-mcp-stdio"), "{:?}", exe(&s));
+    let list = s.ask(&modern(4, "tools/list", json!({})));
+    assert!(
+        tool_names(&list).contains(&"channel_publish".to_owned()),
+        "{list}"
+    );
+    // The held subscription lives on in the full server: a new channel reaches it (once the
+    // server's watcher has taken its first look).
+    std::thread::sleep(Duration::from_millis(500));
+    publish(&s, "after-handoff", "hello");
+    let next = s.recv();
+    assert_eq!(
+        next["method"], "notifications/resources/list_changed",
+        "{next}"
+    );
+    assert_eq!(next["params"]["_meta"][SUBSCRIPTION_ID], 1);
+    let (status, rest) = s.finish();
+    assert!(status.success(), "{rest:?}");
+    assert!(
+        rest.iter()
+            .all(|l| l["method"] != "notifications/subscriptions/acknowledged"),
+        "{rest:?}"
+    );
+}
