@@ -530,6 +530,11 @@ fn client_2x_over_stdio_hears_another_process_on_subscriptions_listen() {
     modern_subscriptions_work(&over_stdio("modern", &[]));
 }
 
+#[test]
+fn client_2x_over_http_hears_another_process_on_subscriptions_listen() {
+    modern_subscriptions_work(&over_http("modern", &[]));
+}
+
 /// Lazy mode with a subscription: `load_modules` is heard as `notifications/tools/list_changed`
 /// on the `subscriptions/listen` stream.
 fn modern_lazy_notifies(observed: &Observed) {
