@@ -12,6 +12,7 @@
 
 mod support;
 
+mod client_hooks;
 mod conditions;
 mod console;
 mod events;

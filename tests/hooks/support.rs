@@ -23,6 +23,20 @@ pub fn fixture(name: &str) -> Value {
     serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap()
 }
 
+/// A recorded or derived payload of another client, from
+/// `tests/fixtures/hooks/clients/<name>.json` (`{"source": "where it comes from", "payload": …}`).
+pub fn client_fixture(name: &str) -> Value {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures/hooks/clients")
+        .join(format!("{name}.json"));
+    let file: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    assert!(
+        file["source"].as_str().is_some_and(|s| !s.is_empty()),
+        "{name}: every client fixture names its source"
+    );
+    file["payload"].clone()
+}
+
 /// A recorded payload for another session.
 pub fn fixture_for(name: &str, session: &str) -> Value {
     let mut v = fixture(name);
@@ -184,6 +198,33 @@ impl Env {
             )
         };
         HookRun { answer, stderr }
+    }
+
+    /// Runs the hook binary with `args` (e.g. `hook --client codex PreToolUse`) and raw stdin;
+    /// checks it exits 0.
+    pub fn hook_args(&self, args: &[&str], stdin: &str, env: &[(&str, &str)]) -> HookRun {
+        let out = self.run(args, stdin, env);
+        let stderr = String::from_utf8(out.stderr).unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{args:?} must exit 0; stderr: {stderr}"
+        );
+        let stdout = String::from_utf8(out.stdout).unwrap();
+        let answer = (!stdout.trim().is_empty()).then(|| {
+            serde_json::from_str(&stdout)
+                .unwrap_or_else(|e| panic!("{args:?} printed non-JSON ({e}): {stdout}"))
+        });
+        HookRun { answer, stderr }
+    }
+
+    /// Runs `hook --client <client> <event>` with `payload`.
+    pub fn client_hook(&self, client: &str, event: &str, payload: &Value) -> HookRun {
+        self.hook_args(
+            &["hook", "--client", client, event],
+            &payload.to_string(),
+            &[],
+        )
     }
 
     /// Installs a condition through the `condition_set` tool of a real stdio server, with the

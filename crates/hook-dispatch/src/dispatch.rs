@@ -26,7 +26,8 @@ pub fn run_from_args() -> Option<ExitCode> {
 pub fn run_from_args_with(open: open::Opener) -> Option<ExitCode> {
     let mut args = std::env::args_os().skip(1);
     let (Some(command), Some(event), None) = (args.next(), args.next(), args.next()) else {
-        return None;
+        // Another client's hook: `hook --client <name> <event>` (docs/clients.md).
+        return crate::clients::run_from_args(open);
     };
     let event = event.to_str()?;
     (command == "hook" && !event.starts_with('-')).then(|| run_with(event, open))
@@ -42,6 +43,7 @@ pub fn run(event: &str) -> ExitCode {
 pub fn run_with(event: &str, open: open::Opener) -> ExitCode {
     let Some(event) = Event::parse(event) else {
         protocol_lite::diag!("{}", unknown_event(event));
+        crate::clients::unplaced::record("claude", event, "unknown event", open::now_ms());
         return ExitCode::SUCCESS;
     };
     let mut text = String::new();
@@ -53,11 +55,13 @@ pub fn run_with(event: &str, open: open::Opener) -> ExitCode {
     }
     let payload = match Payload::parse(event, &text) {
         Ok(p) => p,
-        Err(why) => {
-            protocol_lite::diag!("hooks-mcp hook {event}: {why}. Nothing was done.");
-            return ExitCode::SUCCESS;
-        }
+        // Another client's payload sent to this Claude Code hook (VS Code, Cursor), or none.
+        Err(why) => return crate::clients::recover(event, &text, &why, open),
     };
+    // Adapted for another client by the hook that handed this event over.
+    if payload.raw.contains_key(crate::clients::MARKER) {
+        return crate::clients::run_marked(payload, open);
+    }
     let now = open::now_ms();
     // A hook that handed its event over to this process printed the settings' warnings and
     // asked the local daemon already.

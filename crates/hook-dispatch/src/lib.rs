@@ -20,6 +20,10 @@
 //!   and the daemon's side of that exchange.
 //! - HTTP hooks ([`http`]): the daemon's answer to Claude Code's `"type": "http"` hooks, the
 //!   same bytes the command hook prints.
+//! - Other agent clients ([`clients`]): Codex, Gemini CLI, Copilot CLI, Cursor and VS Code,
+//!   each event mapped onto the dispatcher's work, each payload adapted, each answer in the
+//!   client's format (`hook --client <name> <event>`); and the payloads no client could place,
+//!   counted ([`clients::unplaced`]).
 //!
 //! Inside, the command hook (`dispatch`) and the daemon's sides (`forward`, `http`) build on
 //! the store's part (`part`), and both the condition scripts and the hand-over to the full
@@ -32,6 +36,7 @@
 //! tools crates' hook-side functions and protocol-lite only. Never an async runtime, the MCP
 //! SDK, an HTTP server or the `daemon` (which depends on this crate, not the reverse).
 
+pub mod clients;
 pub mod conditions;
 mod dispatch;
 pub mod forward;

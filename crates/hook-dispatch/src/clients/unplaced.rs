@@ -1,0 +1,133 @@
+//! Payloads the hook could not place: counted, with the last one kept, beside the store
+//! (`unplaced-hooks.json` in its directory), for `hooks-mcp status` to show.
+//!
+//! A hook that cannot place a payload answers nothing (the client goes ahead as without the
+//! hook) and says why on stderr, which many clients do not show; the record makes it visible.
+//! It is written under an exclusive lock on the file, so concurrent hooks count every payload.
+//! It never creates the store: only the directory and this file.
+
+use std::fs::{File, OpenOptions};
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::path::PathBuf;
+
+use serde_json::{Value, json};
+
+/// The record's file name, in the store's directory.
+pub const FILE_NAME: &str = "unplaced-hooks.json";
+
+/// The payloads not placed so far, and the last of them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unplaced {
+    /// How many there were.
+    pub count: u64,
+    /// The last one's client (`claude`, `codex`, ... or `unknown`).
+    pub client: String,
+    /// The event it was sent for, as the hook was registered.
+    pub event: String,
+    /// Why it could not be placed.
+    pub reason: String,
+    /// When, in Unix milliseconds.
+    pub at: i64,
+}
+
+/// The record's path: [`FILE_NAME`] in the store's directory (`HOOKS_MCP_HOME`, else the
+/// XDG state directory); `None` when no directory can be told.
+pub fn path() -> Option<PathBuf> {
+    store::StoreLocation::from_env().map(|location| location.dir().join(FILE_NAME))
+}
+
+/// Counts one payload that could not be placed and keeps it as the last. Best effort: a
+/// record that cannot be written changes nothing else (the stderr line stays).
+pub fn record(client: &str, event: &str, reason: &str, at: i64) {
+    let Some(path) = path() else { return };
+    let _ = write_record(&path, client, event, reason, at);
+}
+
+fn write_record(
+    path: &std::path::Path,
+    client: &str,
+    event: &str,
+    reason: &str,
+    at: i64,
+) -> std::io::Result<()> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    let mut file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(path)?;
+    rustix::fs::flock(&file, rustix::fs::FlockOperation::LockExclusive)?;
+    let count = read_from(&mut file).map(|u| u.count).unwrap_or(0);
+    let record = json!({
+        "count": count.saturating_add(1),
+        "client": client,
+        "event": event,
+        "reason": reason,
+        "at": at,
+    });
+    file.set_len(0)?;
+    file.seek(SeekFrom::Start(0))?;
+    file.write_all(format!("{record}\n").as_bytes())?;
+    // The lock goes with the file.
+    Ok(())
+}
+
+fn read_from(file: &mut File) -> Option<Unplaced> {
+    let mut text = String::new();
+    file.read_to_string(&mut text).ok()?;
+    parse(&text)
+}
+
+fn parse(text: &str) -> Option<Unplaced> {
+    let value: Value = serde_json::from_str(text).ok()?;
+    let field = |k: &str| {
+        value
+            .get(k)
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_owned()
+    };
+    Some(Unplaced {
+        count: value.get("count").and_then(Value::as_u64)?,
+        client: field("client"),
+        event: field("event"),
+        reason: field("reason"),
+        at: value.get("at").and_then(Value::as_i64).unwrap_or(0),
+    })
+}
+
+/// The record, `None` when no payload went unplaced (or it cannot be read).
+pub fn read() -> Option<Unplaced> {
+    let mut file = File::open(path()?).ok()?;
+    read_from(&mut file)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    #[test]
+    fn each_payload_counts_and_the_last_is_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("nested").join(FILE_NAME);
+        write_record(&path, "gemini", "BeforeTool", "no session id", 5).unwrap();
+        write_record(&path, "unknown", "PreToolUse", "not JSON", 7).unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(
+            parse(&text),
+            Some(Unplaced {
+                count: 2,
+                client: "unknown".into(),
+                event: "PreToolUse".into(),
+                reason: "not JSON".into(),
+                at: 7,
+            })
+        );
+        assert_eq!(parse("garbage"), None);
+    }
+}

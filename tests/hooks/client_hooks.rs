@@ -1,0 +1,430 @@
+//! Other clients' hook events over the real hook binary (`hook --client <name> <event>`), fed
+//! with their recorded or derived payloads (`tests/fixtures/hooks/clients/`, each naming its
+//! source): what each event delivers and the exact shape of each answer; a Claude Code hook fed
+//! VS Code's payloads; and payloads no client can place, counted.
+
+use std::collections::BTreeSet;
+
+use serde_json::{Value, json};
+
+use crate::support::{Env, client_fixture};
+
+/// A store with one `info` and one `critical` broadcast on `ops`, and a reminder due on every
+/// tool call (reminder #1).
+fn seeded() -> Env {
+    let env = Env::new();
+    env.cli(&["channel", "publish", "ops", "deploy at noon"]);
+    env.cli(&[
+        "channel",
+        "publish",
+        "ops",
+        "freeze the main branch",
+        "--severity",
+        "critical",
+    ]);
+    env.cli(&[
+        "enforcement",
+        "set",
+        "run the tests before pushing",
+        "--cadence",
+        "1",
+    ]);
+    env
+}
+
+fn condition(name: &str, step: &str, matcher: &str, script: &str) -> Value {
+    json!({ "name": name, "step": step, "matcher": matcher, "script": script })
+}
+
+/// An object's keys.
+fn keys(value: &Value) -> BTreeSet<&str> {
+    value
+        .as_object()
+        .unwrap_or_else(|| panic!("not an object: {value}"))
+        .keys()
+        .map(String::as_str)
+        .collect()
+}
+
+fn set(names: &[&'static str]) -> BTreeSet<&'static str> {
+    names.iter().copied().collect()
+}
+
+fn text(value: &Value) -> &str {
+    value
+        .as_str()
+        .unwrap_or_else(|| panic!("not a string: {value}"))
+}
+
+#[test]
+fn codex_gets_every_answer_within_its_output_schemas() {
+    let env = seeded();
+    env.set_condition(condition(
+        "ask_before_push",
+        "pre",
+        "bash.git",
+        r#"echo '{"decision": "ask", "reason": "a push needs a look"}'"#,
+    ));
+    env.set_condition(condition(
+        "redact_tracker",
+        "post",
+        "mcp__tracker",
+        r#"echo '{"replaceOutput": "[redacted]"}'"#,
+    ));
+    // The fields each of Codex's output schemas allows (codex 0.171.0, the
+    // *.command.output.schema.json it embeds, all with additionalProperties: false).
+    let top = set(&[
+        "continue",
+        "decision",
+        "hookSpecificOutput",
+        "reason",
+        "stopReason",
+        "suppressOutput",
+        "systemMessage",
+    ]);
+
+    let start = env.client_hook(
+        "codex",
+        "SessionStart",
+        &client_fixture("codex_session_start"),
+    );
+    let answer = start.answer.unwrap();
+    assert_eq!(keys(&answer), set(&["hookSpecificOutput"]));
+    let specific = &answer["hookSpecificOutput"];
+    assert_eq!(keys(specific), set(&["hookEventName", "additionalContext"]));
+    assert_eq!(specific["hookEventName"], "SessionStart");
+    assert!(
+        text(&specific["additionalContext"]).contains("`019a5c2e-7d41-7b90-a3f6-5e2d8c1b4a07`"),
+        "the banner names Codex's session: {specific}"
+    );
+
+    let prompt = env.client_hook(
+        "codex",
+        "UserPromptSubmit",
+        &client_fixture("codex_user_prompt_submit"),
+    );
+    let answer = prompt.answer.unwrap();
+    let context = text(&answer["hookSpecificOutput"]["additionalContext"]);
+    assert!(
+        context.contains("deploy at noon") && context.contains("freeze the main branch"),
+        "{context}"
+    );
+    assert_eq!(
+        answer["hookSpecificOutput"]["hookEventName"],
+        "UserPromptSubmit"
+    );
+
+    let pre = env.client_hook("codex", "PreToolUse", &client_fixture("codex_pre_tool_use"));
+    let answer = pre.answer.unwrap();
+    assert!(keys(&answer).is_subset(&top), "{answer}");
+    let specific = &answer["hookSpecificOutput"];
+    assert_eq!(
+        keys(specific),
+        set(&[
+            "hookEventName",
+            "additionalContext",
+            "permissionDecision",
+            "permissionDecisionReason"
+        ])
+    );
+    // Codex refuses `ask`: the call is denied with a reason that says what was asked.
+    assert_eq!(specific["permissionDecision"], "deny");
+    let reason = text(&specific["permissionDecisionReason"]);
+    assert!(
+        reason.starts_with("a hooks-mcp condition asks for the operator's approval")
+            && reason.contains("a push needs a look"),
+        "{reason}"
+    );
+    let context = text(&specific["additionalContext"]);
+    assert!(
+        context.contains("freeze the main branch")
+            && context.contains("[REMINDER #1] run the tests before pushing")
+            && !context.contains("deploy at noon"),
+        "critical broadcasts and the due reminder before a tool call: {context}"
+    );
+    assert!(
+        pre.stderr.contains("Codex hooks cannot ask"),
+        "{}",
+        pre.stderr
+    );
+
+    let post = env.client_hook(
+        "codex",
+        "PostToolUse",
+        &client_fixture("codex_post_tool_use"),
+    );
+    let answer = post.answer.unwrap();
+    assert!(keys(&answer).is_subset(&top), "{answer}");
+    assert_eq!(
+        answer,
+        json!({"hookSpecificOutput": {
+            "hookEventName": "PostToolUse",
+            "additionalContext":
+                "[hooks-mcp] a condition replaced this tool's output with: [redacted]"
+        }}),
+        "Codex cannot replace an output: the replacement is context"
+    );
+}
+
+#[test]
+fn gemini_gets_tool_time_deliveries_after_the_call() {
+    let env = seeded();
+    env.set_condition(condition(
+        "no_force_push",
+        "pre",
+        "bash.git",
+        r#"if grep -q -- '--force'; then echo "force pushes are off limits" >&2; exit 2; fi"#,
+    ));
+    env.set_condition(condition(
+        "tracker_note",
+        "post",
+        "mcp__tracker__get_issue",
+        "echo 'issue read'",
+    ));
+
+    let prompt = env.client_hook(
+        "gemini",
+        "BeforeAgent",
+        &client_fixture("gemini_before_agent"),
+    );
+    let answer = prompt.answer.unwrap();
+    assert_eq!(keys(&answer), set(&["hookSpecificOutput"]));
+    assert_eq!(answer["hookSpecificOutput"]["hookEventName"], "BeforeAgent");
+    let context = text(&answer["hookSpecificOutput"]["additionalContext"]);
+    assert!(
+        context.contains("opened the conditions gate") && context.contains("deploy at noon"),
+        "{context}"
+    );
+
+    // BeforeTool shows the model nothing: it only runs the `pre` conditions, and counts no
+    // tool call.
+    let before = env.client_hook(
+        "gemini",
+        "BeforeTool",
+        &client_fixture("gemini_before_tool"),
+    );
+    assert_eq!(
+        before.answer,
+        Some(json!({
+            "decision": "deny",
+            "reason": "condition `no_force_push`: force pushes are off limits"
+        }))
+    );
+
+    let after = env.client_hook("gemini", "AfterTool", &client_fixture("gemini_after_tool"));
+    let answer = after.answer.unwrap();
+    assert_eq!(keys(&answer), set(&["hookSpecificOutput"]));
+    assert_eq!(answer["hookSpecificOutput"]["hookEventName"], "AfterTool");
+    let context = text(&answer["hookSpecificOutput"]["additionalContext"]);
+    assert!(
+        context.contains("freeze the main branch")
+            && context.contains("[REMINDER #1]")
+            && context.contains("[condition tracker_note] issue read"),
+        "AfterTool carries the tool call's deliveries and the post condition (matched as \
+         mcp__tracker__get_issue from mcp_context): {context}"
+    );
+    let sessions = env.cli_json(&["sessions"]);
+    let gemini = sessions["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["session_id"] == "7c0f3a9e-2b51-4d6c-9e83-a14b5f2d0c67")
+        .unwrap_or_else(|| panic!("the Gemini session is recorded: {sessions}"));
+    assert_eq!(
+        gemini["tool_calls"], 1,
+        "one call counted, at AfterTool: {gemini}"
+    );
+}
+
+#[test]
+fn copilot_gets_its_own_fields_and_claude_codes() {
+    let env = seeded();
+    env.set_condition(condition(
+        "no_force_push",
+        "pre",
+        "bash.git",
+        r#"if grep -q -- '--force'; then echo "force pushes are off limits" >&2; exit 2; fi"#,
+    ));
+    let prompt = env.client_hook(
+        "copilot",
+        "UserPromptSubmit",
+        &client_fixture("copilot_user_prompt_submit"),
+    );
+    let answer = prompt.answer.unwrap();
+    assert_eq!(
+        keys(&answer),
+        set(&["additionalContext", "hookSpecificOutput"])
+    );
+    assert_eq!(
+        answer["additionalContext"],
+        answer["hookSpecificOutput"]["additionalContext"]
+    );
+    assert!(text(&answer["additionalContext"]).contains("deploy at noon"));
+
+    for (fixture, event) in [
+        ("copilot_pre_tool_use", "PreToolUse"),
+        ("copilot_native_pre_tool_use", "preToolUse"),
+    ] {
+        let pre = env.client_hook("copilot", event, &client_fixture(fixture));
+        let answer = pre.answer.unwrap();
+        assert_eq!(
+            keys(&answer),
+            set(&[
+                "additionalContext",
+                "hookSpecificOutput",
+                "permissionDecision",
+                "permissionDecisionReason"
+            ]),
+            "{fixture}"
+        );
+        assert_eq!(answer["permissionDecision"], "deny", "{fixture}");
+        assert_eq!(
+            answer["permissionDecisionReason"],
+            "condition `no_force_push`: force pushes are off limits"
+        );
+        assert_eq!(answer["hookSpecificOutput"]["permissionDecision"], "deny");
+        assert!(text(&answer["additionalContext"]).contains("freeze the main branch"));
+    }
+}
+
+#[test]
+fn cursor_gets_broadcasts_at_session_start_and_after_tool_calls() {
+    let env = seeded();
+    env.set_condition(condition(
+        "no_force_push",
+        "pre",
+        "bash.git",
+        r#"if grep -q -- '--force'; then echo "force pushes are off limits" >&2; exit 2; fi"#,
+    ));
+    let start = env.client_hook(
+        "cursor",
+        "sessionStart",
+        &client_fixture("cursor_session_start"),
+    );
+    let answer = start.answer.unwrap();
+    assert_eq!(keys(&answer), set(&["additional_context", "continue"]));
+    assert_eq!(answer["continue"], true);
+    let context = text(&answer["additional_context"]);
+    assert!(
+        context.contains("`5a1e9c40-3f27-4b8d-a6e2-0d94c8b17f35`")
+            && context.contains("deploy at noon")
+            && context.contains("freeze the main branch"),
+        "Cursor shows no context at prompts: the broadcasts come with the session start: \
+         {context}"
+    );
+
+    // The prompt only arms the conditions gate, for the conversation.
+    let prompt = env.client_hook(
+        "cursor",
+        "beforeSubmitPrompt",
+        &client_fixture("cursor_before_submit_prompt"),
+    );
+    assert_eq!(prompt.answer, Some(json!({"continue": true})));
+    let allowed = env.mcp_call(
+        "condition_set",
+        condition("lint_after_edit", "post", "edit", "exit 0"),
+        &[(
+            "HOOKS_MCP_SESSION_ID",
+            "5a1e9c40-3f27-4b8d-a6e2-0d94c8b17f35",
+        )],
+    );
+    assert_eq!(allowed["isError"], false, "the gate is open: {allowed}");
+
+    let shell = env.client_hook(
+        "cursor",
+        "beforeShellExecution",
+        &client_fixture("cursor_before_shell_execution"),
+    );
+    let reason = "condition `no_force_push`: force pushes are off limits";
+    assert_eq!(
+        shell.answer,
+        Some(json!({"permission": "deny", "user_message": reason, "agent_message": reason}))
+    );
+
+    let post = env.client_hook(
+        "cursor",
+        "postToolUse",
+        &client_fixture("cursor_post_tool_use"),
+    );
+    let answer = post.answer.unwrap();
+    assert_eq!(keys(&answer), set(&["additional_context"]));
+    let context = text(&answer["additional_context"]);
+    assert!(
+        context.contains("freeze the main branch") && context.contains("[REMINDER #1]"),
+        "{context}"
+    );
+}
+
+#[test]
+fn a_claude_code_hook_fed_vs_code_payloads_still_delivers() {
+    let env = seeded();
+    env.set_condition(condition(
+        "no_force_push",
+        "pre",
+        "bash.git",
+        r#"if grep -q -- '--force'; then echo "force pushes are off limits" >&2; exit 2; fi"#,
+    ));
+    // VS Code runs the hooks of Claude Code's settings: `hook <Event>`, no client named.
+    let prompt = env.hook(
+        "UserPromptSubmit",
+        &client_fixture("vscode_user_prompt_submit"),
+    );
+    assert_eq!(prompt.stderr, "");
+    let answer = prompt.answer.clone().unwrap();
+    assert_eq!(keys(&answer), set(&["hookSpecificOutput"]));
+    assert_eq!(
+        answer["hookSpecificOutput"]["hookEventName"],
+        "UserPromptSubmit"
+    );
+    assert!(prompt.context().contains("deploy at noon"), "{answer}");
+
+    // Its terminal tool is matched as Bash.
+    let pre = env.hook("PreToolUse", &client_fixture("vscode_pre_tool_use"));
+    assert_eq!(pre.specific("permissionDecision"), Some(&json!("deny")));
+    assert!(pre.context().contains("freeze the main branch"));
+
+    // Newer builds send snake_case fields, which Claude Code's checks take as they are.
+    let start = env.hook("SessionStart", &client_fixture("vscode_session_start"));
+    assert!(start.context().contains("`vscode-chat-session-8c2f41d7`"));
+}
+
+#[test]
+fn payloads_no_client_can_place_are_answered_with_nothing_and_counted() {
+    let env = seeded();
+    let record = || -> Value {
+        let path = env.store_dir().join("unplaced-hooks.json");
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+    };
+    let mut no_session = client_fixture("gemini_before_tool");
+    no_session.as_object_mut().unwrap().remove("session_id");
+    let run = env.client_hook("gemini", "BeforeTool", &no_session);
+    assert!(run.answer.is_none(), "{:?}", run.answer);
+    assert!(run.stderr.contains("no session id"), "{}", run.stderr);
+    assert_eq!(record()["count"], 1);
+    assert_eq!(record()["client"], "gemini");
+
+    let run = env.client_hook("codex", "Stop", &client_fixture("codex_session_start"));
+    assert!(run.answer.is_none());
+    assert!(
+        record()["reason"]
+            .as_str()
+            .unwrap()
+            .contains("no event `Stop`")
+    );
+
+    let run = env.hook_args(&["hook", "--client", "zed", "PreToolUse"], "{}", &[]);
+    assert!(run.answer.is_none() && run.stderr.contains("unknown client `zed`"));
+
+    // A Claude Code hook fed a payload no client's fields explain.
+    let run = env.hook("PreToolUse", &json!({"tool_name": "Bash"}));
+    assert!(run.answer.is_none());
+    let last = record();
+    assert_eq!(
+        (&last["count"], &last["client"], &last["event"]),
+        (&json!(4), &json!("claude"), &json!("PreToolUse"))
+    );
+    assert!(
+        last["reason"].as_str().unwrap().contains("session_id"),
+        "{last}"
+    );
+}
