@@ -67,7 +67,9 @@ impl StoreAdmin for PostgresStore {
         self.run(|db| {
             // One statement: one snapshot.
             let row = db.query_one(
-                "SELECT (SELECT count(*) FROM messages WHERE expires_at > $1),
+                // The counters, less what expired and is not pruned yet (an index range).
+                "SELECT (SELECT coalesce(sum(messages), 0)::bigint FROM channel_stats)
+                            - (SELECT count(*) FROM messages WHERE expires_at <= $1),
                         (SELECT count(*) FROM reminders),
                         (SELECT count(*) FROM conditions),
                         (SELECT count(*) FROM schedules WHERE status = 'active')",

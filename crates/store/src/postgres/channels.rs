@@ -358,43 +358,80 @@ impl ChannelStore for PostgresStore {
         })
     }
 
+    /// From the per-channel counters, as the SQLite backend (one statement, one snapshot).
     fn channels(&self, now: Millis) -> StoreResult<Vec<ChannelSummary>> {
         self.run(|db| {
             // Byte order, as SQLite sorts, whatever the database's collation.
             let rows = db.query(
-                "SELECT channel, count(*), max(created_at) FROM messages
-                 WHERE expires_at > $1 GROUP BY channel ORDER BY channel COLLATE \"C\"",
+                "SELECT c.channel,
+                        c.messages - (SELECT count(*) FROM messages e
+                                      WHERE e.channel = c.channel AND e.expires_at <= $1),
+                        (SELECT m.created_at FROM messages m
+                         WHERE m.channel = c.channel AND m.expires_at > $1
+                         ORDER BY m.created_at DESC, m.id DESC LIMIT 1)
+                 FROM channel_stats c ORDER BY c.channel COLLATE \"C\"",
                 &[&now],
             )?;
-            rows.iter()
-                .map(|r| {
-                    Ok(ChannelSummary {
+            let mut out = Vec::new();
+            for r in &rows {
+                let active: i64 = r.try_get(1)?;
+                let latest_at: Option<Millis> = r.try_get(2)?;
+                if let (1.., Some(latest_at)) = (active, latest_at) {
+                    out.push(ChannelSummary {
                         channel: r.try_get(0)?,
-                        active: r.try_get::<_, i64>(1)?.max(0) as u64,
-                        latest_at: r.try_get(2)?,
-                    })
-                })
-                .collect()
+                        active: active as u64,
+                        latest_at,
+                    });
+                }
+            }
+            Ok(out)
         })
     }
 
+    /// One page by the time index of the channel (or of every channel), from the cursor.
     fn read_messages(&self, query: &MessageQuery) -> StoreResult<Vec<MessageView>> {
-        self.run(|db| {
-            // Without a session nothing is acknowledged, so nothing is hidden either.
-            let show_acked = query.include_acknowledged || query.session_id.is_none();
-            let rows = db.query(
+        /// The page statement for a channel or every channel, with or without a cursor: four
+        /// plain statements, so that each is planned on its index.
+        macro_rules! page {
+            ($channel:literal, $cursor:literal) => {
                 concat!(
-                    "SELECT * FROM (SELECT ",
+                    "SELECT ",
                     message_columns!(),
                     ", EXISTS (SELECT 1 FROM message_acks a
                                WHERE a.message_id = m.id AND a.session_id = $2) AS acked
                      FROM messages m
-                     WHERE m.expires_at > $1 AND ($3::text IS NULL OR m.channel = $3)) v
-                     WHERE ($4 OR NOT v.acked)
-                       AND ($6::bigint IS NULL OR (v.created_at, v.id) < ($6, $7::bigint))
-                     ORDER BY v.created_at DESC, v.id DESC
-                     LIMIT $5"
+                     WHERE m.expires_at > $1 ",
+                    $channel,
+                    " AND ($4 OR NOT EXISTS (SELECT 1 FROM message_acks a
+                                             WHERE a.message_id = m.id AND a.session_id = $2)) ",
+                    $cursor,
+                    " ORDER BY m.created_at DESC, m.id DESC LIMIT $5"
+                )
+            };
+        }
+        self.run(|db| {
+            // Without a session nothing is acknowledged, so nothing is hidden either.
+            let show_acked = query.include_acknowledged || query.session_id.is_none();
+            let sql = match (query.channel.is_some(), query.before.is_some()) {
+                (true, true) => page!(
+                    "AND m.channel = $3::text",
+                    "AND (m.created_at, m.id) < ($6::bigint, $7::bigint)"
                 ),
+                (true, false) => page!(
+                    "AND m.channel = $3::text",
+                    "AND $6::bigint IS NULL AND $7::bigint IS NULL"
+                ),
+                (false, true) => page!(
+                    "AND $3::text IS NULL",
+                    "AND (m.created_at, m.id) < ($6::bigint, $7::bigint)"
+                ),
+                (false, false) => page!(
+                    "AND $3::text IS NULL",
+                    "AND $6::bigint IS NULL AND $7::bigint IS NULL"
+                ),
+            };
+            let rows = db.query(
+                sql,
                 &[
                     &query.now,
                     &query.session_id,

@@ -71,8 +71,10 @@ impl StoreAdmin for SqliteStore {
                 Ok(n.max(0) as u64)
             };
             Ok(Counts {
+                // The counters, less what expired and is not pruned yet (an index range).
                 active_messages: count(
-                    "SELECT count(*) FROM messages WHERE expires_at > ?1",
+                    "SELECT (SELECT coalesce(sum(messages), 0) FROM channel_stats)
+                            - (SELECT count(*) FROM messages WHERE expires_at <= ?1)",
                     Some(now),
                 )?,
                 reminders: count("SELECT count(*) FROM reminders", None)?,

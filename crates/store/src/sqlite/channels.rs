@@ -286,34 +286,62 @@ impl ChannelStore for SqliteStore {
         })
     }
 
+    /// From the per-channel counters: each channel's count less its expired messages (an
+    /// index range of what expired and is not pruned yet), and its newest unexpired message
+    /// found from the newest end of its time index. No channel's messages are counted.
     fn channels(&self, now: Millis) -> StoreResult<Vec<ChannelSummary>> {
         self.read(|tx| {
             let mut stmt = tx.prepare_cached(
-                "SELECT channel, count(*), max(created_at) FROM messages
-                 WHERE expires_at > ?1 GROUP BY channel ORDER BY channel",
+                "SELECT c.channel,
+                        c.messages - (SELECT count(*) FROM messages e
+                                      WHERE e.channel = c.channel AND e.expires_at <= ?1),
+                        (SELECT m.created_at FROM messages m INDEXED BY messages_by_time
+                         WHERE m.channel = c.channel AND m.expires_at > ?1
+                         ORDER BY m.created_at DESC, m.id DESC LIMIT 1)
+                 FROM channel_stats c ORDER BY c.channel",
             )?;
             let rows = stmt.query_map([now], |r| {
-                Ok(ChannelSummary {
-                    channel: r.get(0)?,
-                    active: r.get::<_, i64>(1)?.max(0) as u64,
-                    latest_at: r.get(2)?,
-                })
+                Ok((
+                    r.get::<_, String>(0)?,
+                    r.get::<_, i64>(1)?,
+                    r.get::<_, Option<Millis>>(2)?,
+                ))
             })?;
-            Ok(rows.collect::<Result<Vec<_>, _>>()?)
+            let mut out = Vec::new();
+            for row in rows {
+                if let (channel, active @ 1.., Some(latest_at)) = row? {
+                    out.push(ChannelSummary {
+                        channel,
+                        active: active as u64,
+                        latest_at,
+                    });
+                }
+            }
+            Ok(out)
         })
     }
 
+    /// One page by the time index of the channel (or of every channel), from the cursor: the
+    /// page's rows and the acknowledged ones it skips, never the rest of the store.
     fn read_messages(&self, query: &MessageQuery) -> StoreResult<Vec<MessageView>> {
         self.read(|tx| {
+            let (index, channel) = match query.channel {
+                Some(_) => ("messages_by_time", "AND m.channel = ?3"),
+                None => ("messages_by_created", "AND ?3 IS NULL"),
+            };
+            let cursor = match query.before {
+                Some(_) => "AND (m.created_at, m.id) < (?6, ?7)",
+                None => "AND ?6 IS NULL AND ?7 IS NULL",
+            };
             let sql = format!(
                 "SELECT {MESSAGE_COLUMNS},
                         EXISTS (SELECT 1 FROM message_acks a
                                 WHERE a.message_id = m.id AND a.session_id = ?2) AS acked
-                 FROM messages m
+                 FROM messages m INDEXED BY {index}
                  WHERE m.expires_at > ?1
-                   AND (?3 IS NULL OR m.channel = ?3)
+                   {channel}
                    AND (?4 OR NOT acked)
-                   AND (?6 IS NULL OR m.created_at < ?6 OR (m.created_at = ?6 AND m.id < ?7))
+                   {cursor}
                  ORDER BY m.created_at DESC, m.id DESC
                  LIMIT ?5"
             );
