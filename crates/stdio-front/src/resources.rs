@@ -15,10 +15,14 @@ use crate::error::FrontError;
 /// How long the listing child may take: it opens the store and reads it.
 const LIMIT: Duration = Duration::from_secs(10);
 
+/// The members rmcp writes before a list result's items, in its order: a listing in this order
+/// has the bytes the full server would answer.
+const LEADING: [&str; 5] = ["resultType", "_meta", "nextCursor", "ttlMs", "cacheScope"];
+
 /// One listing: the complete `resources/list` result and the URIs it lists.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Listing {
-    /// The result object's JSON text, as the child printed it (white space trimmed).
+    /// The result object's JSON text, its members in rmcp's order ([`LEADING`] first).
     pub(crate) result: Vec<u8>,
     /// The listed resources' URIs, sorted: what a change of the list is judged by.
     pub(crate) uris: Vec<String>,
@@ -37,20 +41,29 @@ impl Listing {
         };
         let value: Value =
             serde_json::from_slice(output).map_err(|e| unusable(format!("not JSON: {e}")))?;
-        let resources = value
+        let Value::Object(mut members) = value else {
+            return Err(unusable("not a JSON object".into()));
+        };
+        let resources = members
             .get("resources")
             .and_then(Value::as_array)
-            .ok_or_else(|| unusable("no `resources` array in a JSON object".into()))?;
+            .ok_or_else(|| unusable("no `resources` array".into()))?;
         let mut uris = resources
             .iter()
             .map(|r| r.get("uri").and_then(Value::as_str).map(str::to_owned))
             .collect::<Option<Vec<String>>>()
             .ok_or_else(|| unusable("a resource without a string `uri`".into()))?;
         uris.sort_unstable();
-        Ok(Listing {
-            result: output.trim_ascii().to_vec(),
-            uris,
-        })
+        let mut ordered = serde_json::Map::with_capacity(members.len());
+        for key in LEADING {
+            if let Some(value) = members.shift_remove(key) {
+                ordered.insert(key.to_owned(), value);
+            }
+        }
+        ordered.append(&mut members);
+        let result = serde_json::to_vec(&ordered)
+            .map_err(|e| unusable(format!("cannot be written again: {e}")))?;
+        Ok(Listing { result, uris })
     }
 }
 
@@ -82,10 +95,16 @@ mod tests {
     #[test]
     fn a_listing_is_checked_and_its_uris_sorted() {
         let text = b"{\"resources\":[{\"uri\":\"hooks://channels/b\",\"name\":\"b\"},\
-                     {\"uri\":\"hooks://channels/a\"}],\"resultType\":\"complete\"}\n";
+                     {\"uri\":\"hooks://channels/a\"}],\"resultType\":\"complete\",\
+                     \"ttlMs\":0, \"cacheScope\":\"private\"}\n";
         let listing = Listing::parse(text).unwrap();
         assert_eq!(listing.uris, ["hooks://channels/a", "hooks://channels/b"]);
-        assert_eq!(listing.result, text.trim_ascii());
+        // rmcp's order: what the full server would write.
+        assert_eq!(
+            String::from_utf8(listing.result).unwrap(),
+            "{\"resultType\":\"complete\",\"ttlMs\":0,\"cacheScope\":\"private\",\"resources\":\
+             [{\"uri\":\"hooks://channels/b\",\"name\":\"b\"},{\"uri\":\"hooks://channels/a\"}]}"
+        );
         assert!(
             Listing::parse(b"{\"resources\":[]}")
                 .unwrap()
