@@ -1002,6 +1002,74 @@ pub trait SessionStore {
     ) -> StoreResult<Vec<(String, u64)>>;
 }
 
+/// A key that signs what any daemon of one store hands out and every other must accept (the
+/// operator console's session cookies). Its secret never shows in `Debug` output.
+#[derive(Clone, PartialEq, Eq)]
+pub struct SigningKey {
+    /// The key's id (increasing: a newer key has a larger id).
+    pub id: i64,
+    /// The secret bytes.
+    pub secret: Vec<u8>,
+    /// When it was made.
+    pub created_at: Millis,
+}
+
+impl fmt::Debug for SigningKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SigningKey")
+            .field("id", &self.id)
+            .field("created_at", &self.created_at)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What [`DaemonStateStore::signing_keys`] reads and, when due, rotates.
+#[derive(Clone, Copy)]
+pub struct KeyRequest<'a> {
+    /// What the keys sign (`console-session`).
+    pub purpose: &'a str,
+    /// The secret stored as the new key when one is due (drawn by the caller from the
+    /// system's random source).
+    pub candidate: &'a [u8],
+    /// Now.
+    pub now: Millis,
+    /// A new key is due when the newest was made before this (or there is none).
+    pub rotate_before: Millis,
+    /// Keys superseded (a newer one made) before this are deleted: nothing they signed is
+    /// still valid.
+    pub keep_since: Millis,
+}
+
+impl fmt::Debug for KeyRequest<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("KeyRequest")
+            .field("purpose", &self.purpose)
+            .field("now", &self.now)
+            .field("rotate_before", &self.rotate_before)
+            .field("keep_since", &self.keep_since)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What the network daemons of one store share besides the domain: signing keys, and the
+/// Streamable HTTP sessions of the 2025 revisions (so that any daemon can resume one another
+/// daemon opened). Not audited: nothing here is an operator's or a session's change.
+pub trait DaemonStateStore {
+    /// The keys of `request.purpose`, newest first. In one transaction, and the same for
+    /// concurrent callers: when the newest key was made before `rotate_before` (or there is
+    /// none), `candidate` becomes the newest key; keys superseded before `keep_since` are
+    /// deleted (so the newest is always kept).
+    fn signing_keys(&self, request: &KeyRequest<'_>) -> StoreResult<Vec<SigningKey>>;
+    /// Records (or replaces) what resuming session `session_id` takes (`state`, JSON).
+    fn save_http_session(&self, session_id: &str, state: &str, now: Millis) -> StoreResult<()>;
+    /// What resuming session `session_id` takes, if it is kept; marks it seen at `now`.
+    fn http_session(&self, session_id: &str, now: Millis) -> StoreResult<Option<String>>;
+    /// Forgets session `session_id` (it was ended); whether it was kept.
+    fn delete_http_session(&self, session_id: &str) -> StoreResult<bool>;
+    /// Forgets the sessions last seen (saved or resumed) before `before`; how many.
+    fn prune_http_sessions(&self, before: Millis) -> StoreResult<u64>;
+}
+
 /// Everything a backend provides.
 pub trait Store:
     ChannelStore
@@ -1010,6 +1078,7 @@ pub trait Store:
     + ScheduleStore
     + AuditStore
     + SessionStore
+    + DaemonStateStore
     + StoreAdmin
     + Send
     + Sync
@@ -1023,6 +1092,7 @@ impl<T> Store for T where
         + ScheduleStore
         + AuditStore
         + SessionStore
+        + DaemonStateStore
         + StoreAdmin
         + Send
         + Sync

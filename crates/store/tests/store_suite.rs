@@ -45,6 +45,7 @@ backend_suite! {
         a_newer_schema_is_refused_unchanged,
         a_version_1_store_is_migrated_to_the_current_schema,
         a_version_2_store_gets_its_counters_and_marks,
+        a_version_3_store_gets_the_daemons_state,
         an_older_store_without_its_tables_is_left_for_verification,
         an_empty_store_is_missing_without_create,
         verify_reports_a_dropped_table,
@@ -67,6 +68,11 @@ backend_suite! {
         delivery_respects_the_channel_list,
         session_state_holds_across_handles,
         a_new_session_receives_its_budget_and_a_count_of_the_rest,
+    ],
+    daemon_state: [
+        signing_keys_are_made_once_shared_rotated_and_retired,
+        concurrent_first_callers_agree_on_one_key,
+        http_sessions_are_resumed_from_any_handle_deleted_and_pruned,
     ],
     enforcement_conditions: [
         reminders_round_trip_and_clear_by_id_and_tag,

@@ -12,6 +12,7 @@ mod audit;
 mod channels;
 mod conditions;
 mod config;
+mod daemon_state;
 mod enforcement;
 mod scheduler;
 mod sessions;
@@ -36,6 +37,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("migrations/0001_initial.sql"),
     include_str!("migrations/0002_fleet.sql"),
     include_str!("migrations/0003_delivery.sql"),
+    include_str!("migrations/0004_daemon_state.sql"),
 ];
 
 /// The table holding the schema version (one row).

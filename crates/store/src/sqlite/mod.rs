@@ -4,6 +4,7 @@ mod admin;
 mod audit;
 mod channels;
 mod conditions;
+mod daemon_state;
 mod enforcement;
 mod scheduler;
 mod sessions;
@@ -21,13 +22,14 @@ use rusqlite::{Connection, ErrorCode, OpenFlags};
 use crate::{StoreError, StoreLocation, StoreResult, no_wait};
 
 /// The schema version this build writes and understands.
-pub const SCHEMA_VERSION: u32 = 3;
+pub const SCHEMA_VERSION: u32 = 4;
 
 /// Migrations, in order: `MIGRATIONS[i]` takes a database from version `i` to `i + 1`.
 const MIGRATIONS: &[&str] = &[
     include_str!("migrations/0001_initial.sql"),
     include_str!("migrations/0002_fleet.sql"),
     include_str!("migrations/0003_delivery.sql"),
+    include_str!("migrations/0004_daemon_state.sql"),
 ];
 
 /// Tables [`crate::StoreAdmin::verify`] requires.
@@ -45,6 +47,8 @@ pub(crate) const REQUIRED_TABLES: &[&str] = &[
     "sessions",
     "channel_stats",
     "delivery_marks",
+    "signing_keys",
+    "http_sessions",
 ];
 
 /// The WAL size past which closing a store checkpoints and truncates it: the first connection

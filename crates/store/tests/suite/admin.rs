@@ -8,7 +8,7 @@ const T0: i64 = 1_800_000_000_000;
 const HOUR: i64 = 3_600_000;
 
 /// The tables every backend's schema has, in the order verification reports them.
-const TABLES: [&str; 13] = [
+const TABLES: [&str; 15] = [
     "messages",
     "message_acks",
     "message_deliveries",
@@ -22,11 +22,21 @@ const TABLES: [&str; 13] = [
     "sessions",
     "channel_stats",
     "delivery_marks",
+    "signing_keys",
+    "http_sessions",
 ];
 
-/// Takes a store back to schema version 2, behind its back: what version 3 added goes (the
-/// counters, the marks, their triggers and the new indexes), the data stays.
+/// Takes a store back to schema version 3, behind its back: the daemons' shared state goes.
+fn undo_version_4(location: &dyn Location) {
+    location.execute("DROP TABLE signing_keys; DROP TABLE http_sessions;");
+    location.set_schema_version(3);
+}
+
+/// Takes a store back to schema version 2, behind its back: what versions 3 and 4 added goes
+/// (the counters, the marks, their triggers and the new indexes; the daemons' state), the data
+/// stays.
 fn undo_version_3(b: &dyn Backend, location: &dyn Location) {
+    undo_version_4(location);
     let common = "DROP TABLE channel_stats; DROP TABLE delivery_marks;
                   DROP INDEX messages_info; DROP INDEX messages_urgent;
                   DROP INDEX messages_by_time; DROP INDEX messages_by_created;
@@ -317,4 +327,33 @@ pub(crate) fn an_older_store_without_its_tables_is_left_for_verification(b: &dyn
         }) => {}
         other => panic!("expected MissingTable, got {other:?}"),
     }
+}
+
+/// A store of schema version 3 gets the daemons' shared state (signing keys, resumable HTTP
+/// sessions), keeping its data.
+pub(crate) fn a_version_3_store_gets_the_daemons_state(b: &dyn Backend) {
+    let store = fresh(b);
+    store
+        .publish(
+            &NewMessage {
+                channel: "a".into(),
+                body: "kept".into(),
+                severity: Severity::Info,
+                created_at: T0,
+                expires_at: T0 + HOUR,
+            },
+            &store::Actor::Daemon,
+        )
+        .unwrap();
+    undo_version_4(&*store.location);
+    let (reopened, opened) = store.location.open(false).unwrap();
+    assert_eq!(opened, Opened::Existing);
+    assert_eq!(store.location.schema_version(), SCHEMA_VERSION);
+    assert_eq!(reopened.verify().unwrap().tables, TABLES);
+    assert_eq!(store.count("messages"), 1);
+    reopened.save_http_session("s", "{}", T0).unwrap();
+    assert_eq!(
+        reopened.http_session("s", T0).unwrap().as_deref(),
+        Some("{}")
+    );
 }

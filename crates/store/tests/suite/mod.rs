@@ -13,6 +13,7 @@
 
 pub(crate) mod admin;
 pub(crate) mod channels;
+pub(crate) mod daemon_state;
 pub(crate) mod enforcement_conditions;
 pub(crate) mod fleet;
 pub(crate) mod model;

@@ -1,0 +1,88 @@
+//! What the daemons of one store share in the PostgreSQL backend: signing keys and resumable
+//! Streamable HTTP sessions.
+
+use super::PostgresStore;
+use crate::{DaemonStateStore, KeyRequest, Millis, SigningKey, StoreResult};
+
+impl DaemonStateStore for PostgresStore {
+    fn signing_keys(&self, request: &KeyRequest<'_>) -> StoreResult<Vec<SigningKey>> {
+        // Daemons starting together queue on a lock for this purpose: the first one adds the
+        // key, the others find it.
+        self.transaction(|db| {
+            db.execute(
+                "SELECT pg_advisory_xact_lock(hashtext('hooks_mcp_keys:' || current_schema() \
+                 || ':' || $1))",
+                &[&request.purpose],
+            )?;
+            let newest: Option<Millis> = db
+                .query_one(
+                    "SELECT max(created_at) FROM signing_keys WHERE purpose = $1",
+                    &[&request.purpose],
+                )?
+                .try_get(0)?;
+            if newest.is_none_or(|at| at < request.rotate_before) {
+                db.execute(
+                    "INSERT INTO signing_keys (purpose, secret, created_at) VALUES ($1, $2, $3)",
+                    &[&request.purpose, &request.candidate, &request.now],
+                )?;
+            }
+            db.execute(
+                "DELETE FROM signing_keys AS k WHERE purpose = $1 AND EXISTS
+                     (SELECT 1 FROM signing_keys AS n
+                      WHERE n.purpose = $1 AND n.id > k.id AND n.created_at < $2)",
+                &[&request.purpose, &request.keep_since],
+            )?;
+            let rows = db.query(
+                "SELECT id, secret, created_at FROM signing_keys WHERE purpose = $1
+                 ORDER BY id DESC",
+                &[&request.purpose],
+            )?;
+            rows.iter()
+                .map(|r| {
+                    Ok(SigningKey {
+                        id: r.try_get(0)?,
+                        secret: r.try_get(1)?,
+                        created_at: r.try_get(2)?,
+                    })
+                })
+                .collect()
+        })
+    }
+
+    fn save_http_session(&self, session_id: &str, state: &str, now: Millis) -> StoreResult<()> {
+        self.run(|db| {
+            db.execute(
+                "INSERT INTO http_sessions AS h (session_id, state, created_at, seen_at)
+                 VALUES ($1, $2, $3, $3)
+                 ON CONFLICT (session_id) DO UPDATE SET state = excluded.state,
+                     seen_at = GREATEST(h.seen_at, excluded.seen_at)",
+                &[&session_id, &state, &now],
+            )?;
+            Ok(())
+        })
+    }
+
+    fn http_session(&self, session_id: &str, now: Millis) -> StoreResult<Option<String>> {
+        self.run(|db| {
+            let row = db.query_opt(
+                "UPDATE http_sessions SET seen_at = GREATEST(seen_at, $2)
+                 WHERE session_id = $1 RETURNING state",
+                &[&session_id, &now],
+            )?;
+            Ok(row.map(|r| r.try_get(0)).transpose()?)
+        })
+    }
+
+    fn delete_http_session(&self, session_id: &str) -> StoreResult<bool> {
+        self.run(|db| {
+            Ok(db.execute(
+                "DELETE FROM http_sessions WHERE session_id = $1",
+                &[&session_id],
+            )? > 0)
+        })
+    }
+
+    fn prune_http_sessions(&self, before: Millis) -> StoreResult<u64> {
+        self.run(|db| Ok(db.execute("DELETE FROM http_sessions WHERE seen_at < $1", &[&before])?))
+    }
+}

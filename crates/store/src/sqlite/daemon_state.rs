@@ -1,0 +1,95 @@
+//! What the daemons of one store share in the SQLite backend: signing keys and resumable
+//! Streamable HTTP sessions.
+
+use rusqlite::{OptionalExtension, params};
+
+use super::SqliteStore;
+use crate::{DaemonStateStore, KeyRequest, Millis, SigningKey, StoreResult};
+
+impl DaemonStateStore for SqliteStore {
+    fn signing_keys(&self, request: &KeyRequest<'_>) -> StoreResult<Vec<SigningKey>> {
+        // One immediate transaction: concurrent callers queue, and the second finds the
+        // first one's new key.
+        self.write(|tx| {
+            let newest: Option<Millis> = tx
+                .prepare_cached("SELECT max(created_at) FROM signing_keys WHERE purpose = ?1")?
+                .query_row([request.purpose], |r| r.get(0))?;
+            if newest.is_none_or(|at| at < request.rotate_before) {
+                tx.prepare_cached(
+                    "INSERT INTO signing_keys (purpose, secret, created_at) VALUES (?1, ?2, ?3)",
+                )?
+                .execute(params![
+                    request.purpose,
+                    request.candidate,
+                    request.now
+                ])?;
+            }
+            tx.prepare_cached(
+                "DELETE FROM signing_keys WHERE purpose = ?1 AND EXISTS
+                     (SELECT 1 FROM signing_keys AS n
+                      WHERE n.purpose = ?1 AND n.id > signing_keys.id AND n.created_at < ?2)",
+            )?
+            .execute(params![request.purpose, request.keep_since])?;
+            let mut stmt = tx.prepare_cached(
+                "SELECT id, secret, created_at FROM signing_keys WHERE purpose = ?1
+                 ORDER BY id DESC",
+            )?;
+            let keys = stmt
+                .query_map([request.purpose], |r| {
+                    Ok(SigningKey {
+                        id: r.get(0)?,
+                        secret: r.get(1)?,
+                        created_at: r.get(2)?,
+                    })
+                })?
+                .collect::<rusqlite::Result<Vec<_>>>()?;
+            Ok(keys)
+        })
+    }
+
+    fn save_http_session(&self, session_id: &str, state: &str, now: Millis) -> StoreResult<()> {
+        self.write(|tx| {
+            tx.prepare_cached(
+                "INSERT INTO http_sessions (session_id, state, created_at, seen_at)
+                 VALUES (?1, ?2, ?3, ?3)
+                 ON CONFLICT (session_id) DO UPDATE SET state = excluded.state,
+                     seen_at = max(seen_at, excluded.seen_at)",
+            )?
+            .execute(params![session_id, state, now])?;
+            Ok(())
+        })
+    }
+
+    fn http_session(&self, session_id: &str, now: Millis) -> StoreResult<Option<String>> {
+        self.write(|tx| {
+            let state: Option<String> = tx
+                .prepare_cached("SELECT state FROM http_sessions WHERE session_id = ?1")?
+                .query_row([session_id], |r| r.get(0))
+                .optional()?;
+            if state.is_some() {
+                tx.prepare_cached(
+                    "UPDATE http_sessions SET seen_at = max(seen_at, ?2) WHERE session_id = ?1",
+                )?
+                .execute(params![session_id, now])?;
+            }
+            Ok(state)
+        })
+    }
+
+    fn delete_http_session(&self, session_id: &str) -> StoreResult<bool> {
+        self.write(|tx| {
+            Ok(tx
+                .prepare_cached("DELETE FROM http_sessions WHERE session_id = ?1")?
+                .execute([session_id])?
+                > 0)
+        })
+    }
+
+    fn prune_http_sessions(&self, before: Millis) -> StoreResult<u64> {
+        self.write(|tx| {
+            Ok(tx
+                .prepare_cached("DELETE FROM http_sessions WHERE seen_at < ?1")?
+                .execute([before])? as u64)
+        })
+    }
+}
