@@ -482,3 +482,51 @@ fn a_handoff_keeps_the_held_subscription_and_load_modules_notifies_it_once() {
         "{rest:?}"
     );
 }
+
+#[test]
+fn the_2026_answers_are_byte_identical_on_both_paths() {
+    let home = tempfile::tempdir().unwrap();
+    let home_path = home.path().to_string_lossy().into_owned();
+    let out = Command::new(full_bin())
+        .args(["channel", "publish", "deploys", "freeze"])
+        .env("HOOKS_MCP_HOME", home.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let lines = [
+        modern(0, "server/discover", json!({})),
+        modern(1, "tools/list", json!({})),
+        modern(2, "resources/templates/list", json!({})),
+        modern(3, "prompts/list", json!({})),
+        modern(4, "resources/list", json!({})),
+    ];
+    for mode in ["eager", "lazy"] {
+        let mut answers = Vec::new();
+        for bin in [front_bin(), full_bin()] {
+            let mut s = Server::with(Options {
+                bin,
+                env: vec![
+                    ("HOOKS_MCP_HOME", home_path.clone()),
+                    ("HOOKS_MCP_MODE", mode.to_owned()),
+                ],
+                ..Options::default()
+            });
+            let mut got = Vec::new();
+            for line in &lines {
+                s.send(line);
+                got.push(s.recv_line());
+            }
+            answers.push(got);
+        }
+        for (light, full) in answers[0].iter().zip(&answers[1]).take(4) {
+            assert_eq!(light, full, "{mode}: the light and full answers differ");
+        }
+        // The listing child prints each resource's members in the catalogue's order, rmcp in
+        // its own: the same JSON.
+        let listed: Vec<Value> = answers
+            .iter()
+            .map(|a| serde_json::from_str(&a[4]).unwrap())
+            .collect();
+        assert_eq!(listed[0], listed[1], "{mode}: resources/list differs");
+    }
+}
