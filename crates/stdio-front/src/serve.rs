@@ -95,7 +95,7 @@ impl Watching {
         })?;
         let baseline = resources::list(stdio)?;
         let mut pacer = Pacer::default();
-        pacer.ran(Instant::now(), false, false, drain(&watch));
+        pacer.baseline(Instant::now(), drain(&watch));
         Ok(Watching {
             watch,
             pacer,

@@ -169,15 +169,27 @@ impl Pacer {
         std::mem::take(&mut self.follow_up)
     }
 
+    /// The first listing (the subscription's baseline) ended at `now`; `events`: the store
+    /// was written while it ran.
+    pub(crate) fn baseline(&mut self, now: Instant, events: bool) {
+        self.last = Some(now);
+        self.gap = MIN_GAP;
+        if events {
+            self.pending = true;
+            self.follow_up = true;
+        }
+    }
+
     /// A run (a follow-up or not) ended at `now`; `changed`: it found the list changed;
-    /// `events`: the store was written while it ran.
+    /// `events`: the store was written while it ran. Only a run a wake started backs off: a
+    /// follow-up leaves the gap as it was.
     pub(crate) fn ran(&mut self, now: Instant, follow_up: bool, changed: bool, events: bool) {
         self.last = Some(now);
-        self.gap = if changed {
-            MIN_GAP
-        } else {
-            (self.gap * 2).min(MAX_GAP)
-        };
+        if changed {
+            self.gap = MIN_GAP;
+        } else if !follow_up {
+            self.gap = (self.gap * 2).min(MAX_GAP);
+        }
         // A follow-up that found nothing new saw only its own echo.
         if events && (changed || !follow_up) {
             self.pending = true;

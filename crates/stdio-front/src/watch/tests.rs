@@ -162,3 +162,25 @@ fn events_during_a_run_start_one_follow_up_and_an_unchanged_follow_up_none() {
     pacer.woken();
     assert!(!pacer.start());
 }
+
+#[test]
+fn follow_ups_and_the_baseline_do_not_back_off() {
+    let now = Instant::now();
+    let mut pacer = Pacer::default();
+    // A new store: the baseline's own child created it, so its run saw writes.
+    pacer.baseline(now, true);
+    assert_eq!(
+        pacer.wait(now),
+        Some(MIN_GAP),
+        "one follow-up, after the gap"
+    );
+    let follow_up = pacer.start();
+    assert!(follow_up);
+    pacer.ran(now + MIN_GAP, follow_up, false, false);
+    // A publication right after: no longer wait than the shortest gap.
+    pacer.woken();
+    assert_eq!(pacer.wait(now + MIN_GAP), Some(MIN_GAP));
+    let mut quiet = Pacer::default();
+    quiet.baseline(now, false);
+    assert_eq!(quiet.wait(now), None, "nothing to follow up");
+}
