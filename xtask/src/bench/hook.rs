@@ -25,6 +25,12 @@
 //! the same command forwarding each event to a local daemon it starts (`hooks-mcp-full serve`
 //! on 127.0.0.1), and checks through the daemon's hook counter that every forwarded run was
 //! answered by the daemon.
+//!
+//! `--store-sizes 100,1000,10000,100000` measures instead how the hook's cost grows with the
+//! store: a known and a new session's events on stores of each size, side by side (see
+//! [`growth`]).
+
+mod growth;
 
 use std::ffi::OsString;
 use std::io::Write;
@@ -65,6 +71,16 @@ pub(crate) struct Args {
     /// a local daemon (`hooks-mcp-full serve`) it forwards the event to.
     #[arg(long)]
     postgres: bool,
+    /// Measure how the cost grows with the store instead: stores of these many unexpired
+    /// broadcasts (comma separated; without a value 100,1000,10000,100000), a known and a new
+    /// session's events on each (with --postgres, on PostgreSQL through local daemons).
+    #[arg(
+        long,
+        value_delimiter = ',',
+        num_args = 0..,
+        default_missing_values = ["100", "1000", "10000", "100000"]
+    )]
+    store_sizes: Option<Vec<usize>>,
     /// Smoke run: two timed runs per command in one round, dev binaries; every path runs,
     /// the figures mean nothing and no target is judged.
     #[arg(long)]
@@ -100,6 +116,13 @@ impl Args {
 /// A realistic `PreToolUse` payload, as Claude Code sends it.
 const PRE_TOOL_USE: &str = r#"{"session_id":"9f3c2a71-5d0e-4b8a-a6f2-3c1d7e0b4a95","transcript_path":"/home/dev/.claude/projects/-home-dev-src-app/9f3c2a71-5d0e-4b8a-a6f2-3c1d7e0b4a95.jsonl","cwd":"/home/dev/src/app","permission_mode":"default","hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"cargo test -p store --lib","description":"Run the store's unit tests"},"tool_use_id":"toolu_01HkY3Jq8cV2mX5nT7pR9wZa"}"#;
 
+/// The session of the payloads.
+const KNOWN_SESSION: &str = "9f3c2a71-5d0e-4b8a-a6f2-3c1d7e0b4a95";
+
+/// Set (to anything) for a measuring worker: each run gets a session id of its own instead of
+/// the payload's [`KNOWN_SESSION`], so each is a new session's first event.
+const NEW_SESSION_ENV: &str = "HOOKS_MCP_BENCH_NEW_SESSION";
+
 /// A realistic `UserPromptSubmit` payload.
 const USER_PROMPT_SUBMIT: &str = r#"{"session_id":"9f3c2a71-5d0e-4b8a-a6f2-3c1d7e0b4a95","transcript_path":"/home/dev/.claude/projects/-home-dev-src-app/9f3c2a71-5d0e-4b8a-a6f2-3c1d7e0b4a95.jsonl","cwd":"/home/dev/src/app","permission_mode":"default","hook_event_name":"UserPromptSubmit","prompt":"The store tests fail after the last change to the migrations; find out why and fix it, then run the whole suite again."}"#;
 
@@ -113,6 +136,10 @@ struct Measured {
     peak_rss_mib: f64,
     /// The peak is not above the measuring worker's own: only an upper bound.
     masked: bool,
+    /// The largest answer printed, in bytes (NaN when not recorded).
+    output_max_bytes: f64,
+    /// The largest `additionalContext` printed, in estimated tokens (NaN when not recorded).
+    context_max_tokens: f64,
 }
 
 /// Runs the benchmark (or, with `--measure`, one worker).
@@ -153,6 +180,14 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
         );
     }
 
+    if let Some(sizes) = &args.store_sizes {
+        let sizes = if sizes.is_empty() {
+            growth::DEFAULT_SIZES.to_vec()
+        } else {
+            sizes.clone()
+        };
+        return growth::run(args, &sizes, &lean, &full, &floor);
+    }
     let home = tempfile::tempdir().context("creating a temporary store directory")?;
     if args.postgres {
         return run_postgres(args, &full, &lean, &floor, home.path());
@@ -324,6 +359,8 @@ fn measure_http_hooks(args: &Args, full: &Path, home: &Path) -> anyhow::Result<V
             p99_ms: p99,
             peak_rss_mib: f64::NAN,
             masked: false,
+            output_max_bytes: f64::NAN,
+            context_max_tokens: f64::NAN,
         });
     }
     daemon.stop()?;
@@ -356,6 +393,7 @@ fn measure_cases(
     let share = |total: usize, round: usize| total / rounds + usize::from(round < total % rounds);
     let mut samples: Vec<Vec<f64>> = vec![Vec::with_capacity(args.runs); cases.len()];
     let mut peaks: Vec<(f64, bool)> = vec![(f64::NAN, true); cases.len()];
+    let mut outputs: Vec<(f64, f64)> = vec![(f64::NAN, f64::NAN); cases.len()];
     for (label, ..) in &cases {
         eprintln!("bench hook: {label}");
     }
@@ -401,6 +439,9 @@ fn measure_cases(
                     .iter()
                     .filter_map(Value::as_f64),
             );
+            let (bytes, tokens) = (num("output_max_bytes"), num("context_max_tokens"));
+            let (b, t) = outputs[i];
+            outputs[i] = (b.max(bytes), t.max(tokens));
             let peak = num("peak_rss_kib");
             if peaks[i].0.is_nan() || peak > peaks[i].0 {
                 peaks[i] = (peak, peak <= num("own_peak_kib"));
@@ -409,18 +450,22 @@ fn measure_cases(
     }
     Ok(cases
         .into_iter()
-        .zip(samples.into_iter().zip(peaks))
-        .map(|((label, ..), (samples, (peak, masked)))| {
-            let (median, p90, p99) = percentiles(samples);
-            Measured {
-                label,
-                median_ms: median,
-                p90_ms: p90,
-                p99_ms: p99,
-                peak_rss_mib: peak / 1024.0,
-                masked,
-            }
-        })
+        .zip(samples.into_iter().zip(peaks).zip(outputs))
+        .map(
+            |((label, ..), ((samples, (peak, masked)), (output_max_bytes, context_max_tokens)))| {
+                let (median, p90, p99) = percentiles(samples);
+                Measured {
+                    label,
+                    median_ms: median,
+                    p90_ms: p90,
+                    p99_ms: p99,
+                    peak_rss_mib: peak / 1024.0,
+                    masked,
+                    output_max_bytes,
+                    context_max_tokens,
+                }
+            },
+        )
         .collect())
 }
 
@@ -648,19 +693,31 @@ fn measure_worker(
     warmup: usize,
 ) -> anyhow::Result<()> {
     let (program, args) = command.split_first().context("--measure needs a command")?;
-    let input = std::fs::read(payload).with_context(|| format!("reading {}", payload.display()))?;
+    let input = std::fs::read_to_string(payload)
+        .with_context(|| format!("reading {}", payload.display()))?;
+    let new_session = std::env::var_os(NEW_SESSION_ENV).is_some();
     let mut samples = Vec::with_capacity(runs);
+    let (mut output_max, mut context_max) = (0_usize, 0_usize);
     for i in 0..warmup + runs {
+        let input = if new_session {
+            input.replace(
+                KNOWN_SESSION,
+                &format!("new-{}-{i}-{}", std::process::id(), super::now_ms()),
+            )
+        } else {
+            input.clone()
+        };
         let started = Instant::now();
         let mut child = Command::new(program)
             .args(args)
+            .env_remove(NEW_SESSION_ENV)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
             .with_context(|| format!("starting {}", program.to_string_lossy()))?;
         if let Some(mut stdin) = child.stdin.take() {
-            stdin.write_all(&input)?;
+            stdin.write_all(input.as_bytes())?;
         }
         let output = child.wait_with_output()?;
         let elapsed = started.elapsed();
@@ -674,10 +731,22 @@ fn measure_worker(
         }
         if i >= warmup {
             samples.push(elapsed.as_secs_f64() * 1000.0);
+            output_max = output_max.max(output.stdout.len());
+            let context = serde_json::from_slice::<Value>(&output.stdout)
+                .ok()
+                .and_then(|v| {
+                    v["hookSpecificOutput"]["additionalContext"]
+                        .as_str()
+                        .map(tools_channels::estimate_tokens)
+                })
+                .unwrap_or(0);
+            context_max = context_max.max(context);
         }
     }
     let answer = json!({
         "samples_ms": samples,
+        "output_max_bytes": output_max,
+        "context_max_tokens": context_max,
         "peak_rss_kib": children_peak_rss_kib(),
         "own_peak_kib": procfs::own_peak_rss_kib(),
     });
