@@ -128,6 +128,7 @@ mod postgres_only {
         the_change_feed_reports_publications_and_schedule_changes,
         a_server_restart_fails_calls_clearly_and_loses_nothing,
         the_pool_is_bounded,
+        running_out_of_server_connections_is_clear_and_recovers,
     );
 }
 

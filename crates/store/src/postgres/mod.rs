@@ -64,6 +64,30 @@ pub struct PostgresStore {
     /// The change version's listening thread, started by the first
     /// [`crate::StoreAdmin::change_version`].
     version: std::sync::OnceLock<Arc<changes::VersionFeed>>,
+    /// The server's refusal of the pool's last failed connection attempt: when, SQLSTATE and
+    /// message.
+    last_connect_error: Arc<std::sync::Mutex<Option<Refusal>>>,
+}
+
+/// Keeps the server's refusal of a failed connection attempt (the pool itself keeps only its
+/// text, without the SQLSTATE), so that running out of server connections can be told apart.
+#[derive(Debug)]
+struct ConnectErrors(Arc<std::sync::Mutex<Option<Refusal>>>);
+
+/// A server's refusal of a connection: when, SQLSTATE, message.
+type Refusal = (std::time::Instant, String, String);
+
+impl r2d2::HandleError<postgres::Error> for ConnectErrors {
+    fn handle_error(&self, error: postgres::Error) {
+        let refusal = error.as_db_error().map(|db| {
+            (
+                std::time::Instant::now(),
+                db.code().code().to_owned(),
+                db.message().to_owned(),
+            )
+        });
+        *self.0.lock().unwrap_or_else(|p| p.into_inner()) = refusal;
+    }
 }
 
 impl Drop for PostgresStore {
@@ -118,6 +142,7 @@ impl PostgresStore {
             problem,
         })?;
         let manager = PostgresConnectionManager::new(target.config.clone(), tls.clone());
+        let last_connect_error = Arc::new(std::sync::Mutex::new(None));
         let pool = r2d2::Pool::builder()
             .max_size(options.pool_size.max(1))
             .min_idle(Some(0))
@@ -125,7 +150,7 @@ impl PostgresStore {
             .idle_timeout(Some(Duration::from_secs(600)))
             .max_lifetime(Some(Duration::from_secs(1800)))
             .test_on_check_out(true)
-            .error_handler(Box::new(r2d2::NopErrorHandler))
+            .error_handler(Box::new(ConnectErrors(last_connect_error.clone())))
             .build_unchecked(manager);
         let store = PostgresStore {
             pool,
@@ -134,6 +159,7 @@ impl PostgresStore {
             describe: target.describe,
             options: options.clone(),
             version: std::sync::OnceLock::new(),
+            last_connect_error,
         };
         let opened = store.migrate(options.create)?;
         Ok((store, opened))
@@ -228,10 +254,48 @@ impl PostgresStore {
         self.pool
             .get_timeout(wait)
             .map(|conn| Db { conn })
-            .map_err(|e| StoreError::Unavailable {
-                store: self.describe.clone(),
-                detail: format!("no connection within {wait:?}: {e}"),
-            })
+            .map_err(|e| self.no_connection(wait, &e))
+    }
+
+    /// Why no connection came within `wait`, and what to do: the server refused one for want
+    /// of slots (`max_connections`, or a role's or database's connection limit), or every
+    /// connection of this process's pool stayed busy. Either way the next call tries again:
+    /// the store recovers as soon as a slot or a connection is free.
+    fn no_connection(&self, wait: Duration, e: &r2d2::Error) -> StoreError {
+        let refusal = self
+            .last_connect_error
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
+        let state = self.pool.state();
+        // Only a refusal met while this call waited counts.
+        let recent = |at: &std::time::Instant| at.elapsed() <= wait + Duration::from_secs(1);
+        let detail = if let Some((_, _, message)) =
+            refusal.filter(|(at, code, _)| code == "53300" && recent(at))
+        {
+            format!(
+                "the server has no connection slot left ({message}): the processes on this \
+                 database together want more connections than its max_connections (or the \
+                 role's or the database's connection limit) allows; lower {POOL_SIZE_ENV} \
+                 (each process keeps up to that many, {} here) or raise the server's \
+                 max_connections (see docs/deployment.md on sizing); calls work again as soon \
+                 as a slot is free",
+                self.options.pool_size
+            )
+        } else if state.connections >= self.options.pool_size && state.idle_connections == 0 {
+            format!(
+                "all {} connections of this process ({POOL_SIZE_ENV}) stayed busy for \
+                 {wait:?}; raise {POOL_SIZE_ENV} within the server's max_connections, or lower \
+                 the load",
+                self.options.pool_size
+            )
+        } else {
+            format!("no connection within {wait:?}: {e}")
+        };
+        StoreError::Unavailable {
+            store: self.describe.clone(),
+            detail,
+        }
     }
 
     /// Runs `f` on one pooled connection, each statement committing on its own.

@@ -244,3 +244,94 @@ pub(crate) fn the_pool_is_bounded(b: &Postgres) {
     assert!((1..=2).contains(&held), "the pool holds {held}");
     drop(bounded);
 }
+
+/// A server with no connection slot left for the store's role: calls fail with an
+/// [`StoreError::Unavailable`] that names the pool size and `max_connections`, and work again,
+/// on the same store, as soon as a slot is free.
+pub(crate) fn running_out_of_server_connections_is_clear_and_recovers(_: &Postgres) {
+    let Some(bindir) = server_bindir() else {
+        use std::io::Write;
+        let _ = std::io::stderr().write_all(
+            b"note: no PostgreSQL server programs found (set PG_CI_BINDIR): connection limit \
+              test not run\n",
+        );
+        return;
+    };
+    let server = PrivateServer::start(bindir);
+    let admin_url = server.url();
+    let mut admin = postgres::Client::connect(&admin_url, postgres::NoTls).unwrap();
+    // A role limited to two connections (superusers ignore such limits), with a schema of its
+    // own.
+    admin
+        .batch_execute(
+            "CREATE ROLE limited LOGIN CONNECTION LIMIT 2; \
+             CREATE SCHEMA limited AUTHORIZATION limited;",
+        )
+        .unwrap();
+    let url = format!("postgres://limited@127.0.0.1:{}/postgres", server.port);
+    let options = PgOptions {
+        create: true,
+        pool_size: 4,
+        connect_timeout: Duration::from_millis(500),
+        ..PgOptions::default()
+    };
+    let (store, _) = PostgresStore::open(&url, &options).unwrap();
+    store
+        .publish(&message("before"), &store::Actor::Daemon)
+        .unwrap();
+    // Both slots taken by others; the store's own connection goes.
+    let others: Vec<postgres::Client> = (0..2)
+        .map(|_| {
+            let mut c = postgres::Client::connect(
+                &format!("{url}?application_name=other"),
+                postgres::NoTls,
+            );
+            if c.is_err() {
+                // The store's connection still holds a slot: end it first.
+                admin
+                    .batch_execute(
+                        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
+                         WHERE usename = 'limited' AND application_name = 'hooks-mcp'",
+                    )
+                    .unwrap();
+                c = postgres::Client::connect(
+                    &format!("{url}?application_name=other"),
+                    postgres::NoTls,
+                );
+            }
+            c.unwrap()
+        })
+        .collect();
+    admin
+        .batch_execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
+             WHERE usename = 'limited' AND application_name = 'hooks-mcp'",
+        )
+        .unwrap();
+    match store.publish(&message("refused"), &store::Actor::Daemon) {
+        Err(e @ StoreError::Unavailable { .. }) => {
+            let text = e.to_string();
+            for needle in [
+                "no connection slot left",
+                "HOOKS_MCP_DB_POOL_SIZE",
+                "max_connections",
+                "4 here",
+            ] {
+                assert!(text.contains(needle), "{needle}: {text}");
+            }
+        }
+        other => panic!("expected Unavailable, got {:?}", other.map(|m| m.id)),
+    }
+    drop(others);
+    // Slots are free again: the same store serves, nothing acknowledged was lost.
+    let after = store
+        .publish(&message("after"), &store::Actor::Daemon)
+        .unwrap();
+    let bodies: Vec<String> = store
+        .read_messages(&everything())
+        .unwrap()
+        .into_iter()
+        .map(|v| v.message.body)
+        .collect();
+    assert_eq!(bodies, [after.body, "before".to_owned()]);
+}
