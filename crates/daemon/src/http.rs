@@ -18,7 +18,6 @@ use axum::http::{Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use futures_util::StreamExt;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use serde_json::json;
 use tokio::net::TcpListener;
@@ -26,11 +25,12 @@ use tokio::sync::Semaphore;
 
 use tokio_util::sync::CancellationToken;
 
+use crate::fast_call;
 use crate::health;
 use crate::http_sessions::HttpSessions;
 use crate::metrics::{self, Snapshot, StoreOperation, StoreSnapshot};
 use crate::sse::SseSessions;
-use crate::state::Shared;
+use crate::state::{InFlightGuard, Shared};
 use server_full::HooksServer;
 
 /// The top-level router: `/health` always, everything else through access checks and the
@@ -138,20 +138,60 @@ async fn gate(State(shared): State<Arc<Shared>>, mut request: Request) -> Respon
     }
     let guard = (request.method() == Method::POST && request.uri().path() == "/mcp")
         .then(|| shared.inflight.enter());
+    // A stateless tools/call is answered here, past the same checks and counted the same way;
+    // anything else, and anything unusual, goes on to rmcp as it came.
+    let request = match (&guard, shared.fast_calls.get()) {
+        (Some(_), Some(fast)) => match fast.answer(request).await {
+            fast_call::Outcome::Answered(response) => return counted(response, guard),
+            fast_call::Outcome::Declined(request) => request,
+        },
+        _ => request,
+    };
     let response = match tower::ServiceExt::oneshot(router.clone(), request).await {
         Ok(response) => response,
         Err(never) => match never {},
     };
+    counted(response, guard)
+}
+
+/// `response`, counted in flight (when `guard` is some) until its body has been sent or the
+/// client dropped it: the reply to a request streams (SSE) until its response was sent.
+fn counted(response: Response, guard: Option<InFlightGuard>) -> Response {
     match guard {
-        // The reply to a request streams (SSE) until its response was sent: keep counting
-        // the call until the body ends or the client drops it.
         Some(guard) => response.map(|body| {
-            Body::from_stream(body.into_data_stream().map(move |chunk| {
-                let _in_flight = &guard;
-                chunk
-            }))
+            Body::new(Counted {
+                body,
+                _in_flight: guard,
+            })
         }),
         None => response,
+    }
+}
+
+/// A response body that holds its request's place in flight until it is dropped. Frames,
+/// the end and the size pass through unchanged (a whole body keeps its `Content-Length`).
+struct Counted {
+    body: Body,
+    _in_flight: InFlightGuard,
+}
+
+impl hyper::body::Body for Counted {
+    type Data = axum::body::Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<hyper::body::Frame<Self::Data>, Self::Error>>> {
+        std::pin::Pin::new(&mut self.get_mut().body).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> hyper::body::SizeHint {
+        self.body.size_hint()
     }
 }
 

@@ -10,7 +10,8 @@
 //!   timeouts, a cap on open connections), the gate every request passes (`auth`: bearer
 //!   token, `Host` and `Origin` checks), Streamable HTTP at `/mcp` over the daemon's lean
 //!   session layer (`http_sessions`; both protocol eras, and `mcp_headers`: the standard
-//!   request headers of a 2026-07-28 notification), the legacy SSE transport (`sse`),
+//!   request headers of a 2026-07-28 notification; `fast_call`: a stateless `tools/call`
+//!   answered without rmcp's per-request service), the legacy SSE transport (`sse`),
 //!   `/health` (`health`),
 //!   the hook routes (`hook_route`: `POST /hook/{event}` from hook processes,
 //!   `POST /hooks/{Event}` from Claude Code's HTTP hooks), Prometheus metrics at `/metrics`
@@ -25,6 +26,7 @@
 //! into the light front end or the hook binary.
 
 mod auth;
+mod fast_call;
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub mod fuzzing;

@@ -24,6 +24,7 @@ use store::{Opened, StoreError, StoreHandle, StoreLocation};
 use tokio_util::sync::CancellationToken;
 
 use crate::auth::{Access, LOOPBACK_HOSTS, Token, authority_host};
+use crate::fast_call::FastCalls;
 use crate::hook_route::HookRoute;
 use crate::http::{self, BindError, McpOptions};
 use crate::metrics::{Metrics, StoreOperation};
@@ -69,6 +70,7 @@ pub const MAX_LAG_ENV: &str = "HOOKS_MCP_SCHEDULER_MAX_LAG_MS";
 pub const TEST_PHASE_DELAY_ENV: &str = "HOOKS_MCP_TEST_PHASE_DELAY_MS";
 /// Environment variable: how many threads run store calls at once.
 pub const STORE_THREADS_ENV: &str = "HOOKS_MCP_STORE_THREADS";
+pub use crate::fast_call::FAST_CALLS_ENV;
 pub use crate::metrics::METRICS_ENV;
 /// The lock file beside `state.db` that keeps a second daemon off the same store.
 pub const LOCK_FILE: &str = "daemon.lock";
@@ -204,6 +206,14 @@ pub const NETWORK_SETTINGS: &[Setting] = &[
                  metrics at `/metrics`, behind the token and `Host` checks (see \
                  docs/operations.md).",
     },
+    Setting {
+        env: FAST_CALLS_ENV,
+        flag: "",
+        default: "on",
+        effect: "`on` answers a stateless 2026-07-28 `tools/call` that needs no reply stream \
+                 directly (the same reply, without rmcp's per-request session machinery); \
+                 `off` leaves every request to rmcp (for comparison; see docs/benchmarks.md).",
+    },
 ];
 
 /// Whether `MCP_TRANSPORT`'s value selects the daemon.
@@ -301,6 +311,9 @@ pub struct DaemonConfig {
     pub store_threads: usize,
     /// Whether the daemon keeps and serves metrics (`HOOKS_MCP_METRICS`).
     pub metrics: bool,
+    /// Whether stateless `tools/call` requests are answered on the fast path
+    /// (`HOOKS_MCP_FAST_CALLS`).
+    pub fast_calls: bool,
 }
 
 impl DaemonConfig {
@@ -408,6 +421,8 @@ impl DaemonConfig {
         let store_threads: usize = number(&get, STORE_THREADS_ENV, store_threads_default, 1, 1000)?;
         let metrics = crate::metrics::parse_switch(get(METRICS_ENV).as_deref())
             .map_err(DaemonError::Config)?;
+        let fast_calls = crate::fast_call::parse_switch(get(FAST_CALLS_ENV).as_deref())
+            .map_err(DaemonError::Config)?;
         Ok(DaemonConfig {
             host,
             addrs,
@@ -429,6 +444,7 @@ impl DaemonConfig {
             phase_delay: (delay_ms > 0).then(|| Duration::from_millis(delay_ms)),
             store_threads,
             metrics,
+            fast_calls,
         })
     }
 }
@@ -687,6 +703,7 @@ async fn run(config: DaemonConfig, started: Instant) -> Result<(), DaemonError> 
         status: Status::new(config.tick, config.max_lag),
         access: config.access.clone(),
         mcp: OnceLock::new(),
+        fast_calls: OnceLock::new(),
         console: OnceLock::new(),
         sessions: Arc::new(Sessions::new(config.max_sessions)),
         inflight: Arc::new(InFlight::default()),
@@ -891,6 +908,14 @@ async fn start(
         view: shared.clone(),
         stop: close_sessions.clone(),
     });
+    if config.fast_calls {
+        let fast = server
+            .clone()
+            .on_transport(store::Transport::StreamableHttp);
+        let _ = shared
+            .fast_calls
+            .set(FastCalls::new(fast, config.max_body_bytes));
+    }
     let router =
         http::mcp_router(server.clone(), shared, &options, close_sessions).merge(web.api_router());
     let _ = shared.mcp.set(router);

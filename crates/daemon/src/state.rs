@@ -12,6 +12,7 @@ use serde_json::json;
 use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
 
 use crate::auth::Access;
+use crate::fast_call::FastCalls;
 use crate::hook_route::HookRoute;
 use crate::metrics::Metrics;
 use crate::status::Status;
@@ -25,6 +26,9 @@ pub(crate) struct Shared {
     pub(crate) access: Access,
     /// The MCP routes, set once the tool registry is built.
     pub(crate) mcp: OnceLock<Router>,
+    /// The fast path for stateless `tools/call` requests, set with the MCP routes unless
+    /// `HOOKS_MCP_FAST_CALLS=off`.
+    pub(crate) fast_calls: OnceLock<FastCalls>,
     /// The operator console's routes, set with the MCP routes.
     pub(crate) console: OnceLock<Router>,
     /// The session cap, shared by both transports.
