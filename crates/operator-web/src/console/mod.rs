@@ -13,11 +13,16 @@
 //! cookie (`HttpOnly`, `SameSite=Strict`, path `/console`); a request carrying the daemon's
 //! bearer token is let in too and gets the cookie. Without a token the daemon serves loopback
 //! only, and the console hands every browser a session cookie on its first page. Sessions are
-//! stateless: the cookie holds its expiry and a random nonce, signed (HMAC-SHA-256) with a
-//! secret drawn at start-up, so a restart signs everyone out and no client can make the daemon
-//! keep state. Every state-changing request carries the session's CSRF token (an HMAC of its
-//! nonce) and passes the same `Host` and `Origin` checks as `/mcp`; responses carry a
-//! Content-Security-Policy that allows scripts and styles from the console's own assets only.
+//! stateless: the cookie holds its expiry and a random nonce, signed (HMAC-SHA-256) with a key
+//! kept in the store ([`store::DaemonStateStore::signing_keys`]), which every daemon of the
+//! store shares: behind a load balancer any daemon accepts a session another one issued, and a
+//! restart signs no one out; no client can make a daemon keep state. The key is rotated every
+//! week (a new one signs, the old one still verifies for a day, longer than a session lasts);
+//! each daemon reads the keys again every minute, and at once (at most once a second) for a
+//! cookie signed with a key it does not know yet. Every state-changing request carries the
+//! session's CSRF token (an HMAC of its nonce, with the key that signed the session) and passes
+//! the same `Host` and `Origin` checks as `/mcp`; responses carry a Content-Security-Policy that
+//! allows scripts and styles from the console's own assets only.
 //!
 //! # Actions
 //!
@@ -70,11 +75,28 @@ pub const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; 
 
 type HmacSha256 = hmac::Hmac<sha2::Sha256>;
 
-/// The console's state: what it reads and the secret that signs its sessions.
+/// What the console's keys sign, in the store's table of keys.
+const KEY_PURPOSE: &str = "console-session";
+/// A new signing key every week.
+const KEY_ROTATION_MS: i64 = 7 * 24 * 3600 * 1000;
+/// A superseded key still verifies for a day (a session lasts 12 hours).
+const KEY_GRACE_MS: i64 = 24 * 3600 * 1000;
+/// How long a daemon uses the keys it read before it reads them again.
+const KEY_REFRESH: Duration = Duration::from_secs(60);
+/// At most one read of the keys this often for cookies signed with a key not seen yet.
+const UNKNOWN_KEY_REFRESH: Duration = Duration::from_secs(1);
+
+/// The console's state: what it reads and the keys that sign its sessions.
 #[derive(Clone)]
 pub(crate) struct Console {
     web: Arc<OperatorWeb>,
-    secret: Arc<[u8; 32]>,
+    keys: Arc<KeyRing>,
+}
+
+/// The signing keys as last read from the store, newest first.
+#[derive(Default)]
+struct KeyRing {
+    read: std::sync::Mutex<Option<(Instant, Arc<[store::SigningKey]>)>>,
 }
 
 impl std::fmt::Debug for Console {
@@ -98,15 +120,16 @@ pub enum ConsoleError {
     /// The system's random source failed.
     #[error("cannot draw the console's session secret from the system's random source: {0}")]
     Random(String),
+    /// The signing keys could not be read from the store.
+    #[error("cannot read the console's signing keys from the store: {0}")]
+    Keys(String),
 }
 
 /// The console's routes, or an error when its session secret cannot be drawn.
 pub(crate) fn router(web: Arc<OperatorWeb>) -> Result<Router, ConsoleError> {
-    let mut secret = [0u8; 32];
-    getrandom::fill(&mut secret).map_err(|e| ConsoleError::Random(e.to_string()))?;
     let console = Console {
         web,
-        secret: Arc::new(secret),
+        keys: Arc::default(),
     };
     let signed_in = Router::new()
         .route("/console/", get(overview))
@@ -139,73 +162,150 @@ pub(crate) fn router(web: Arc<OperatorWeb>) -> Result<Router, ConsoleError> {
 
 // --- Sessions, cookies and CSRF -------------------------------------------------------------
 
+fn mac(key: &store::SigningKey, parts: &[&[u8]]) -> HmacSha256 {
+    // HMAC takes keys of any length: this cannot fail.
+    let mut mac = <HmacSha256 as KeyInit>::new_from_slice(&key.secret)
+        .unwrap_or_else(|_| unreachable!("HMAC accepts keys of any length"));
+    for part in parts {
+        mac.update(part);
+        mac.update(b"\0");
+    }
+    mac
+}
+
 impl Console {
-    fn mac(&self, parts: &[&[u8]]) -> HmacSha256 {
-        // HMAC takes keys of any length: this cannot fail for a 32-byte key.
-        let mut mac = <HmacSha256 as KeyInit>::new_from_slice(self.secret.as_slice())
-            .unwrap_or_else(|_| unreachable!("HMAC accepts 32-byte keys"));
-        for part in parts {
-            mac.update(part);
-            mac.update(b"\0");
+    /// The signing keys, newest first: as last read, or read again from the store when that
+    /// was over [`KEY_REFRESH`] ago, or when `wanted` is a key id not among them (at most once
+    /// per [`UNKNOWN_KEY_REFRESH`]). Reading makes and rotates the key when it is due.
+    async fn keys(&self, wanted: Option<i64>) -> Result<Arc<[store::SigningKey]>, ConsoleError> {
+        {
+            let read = self.keys.read.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some((at, keys)) = read.as_ref() {
+                let age = at.elapsed();
+                let known = wanted.is_none_or(|id| keys.iter().any(|k| k.id == id));
+                if age < KEY_REFRESH && (known || age < UNKNOWN_KEY_REFRESH) {
+                    return Ok(keys.clone());
+                }
+            }
         }
-        mac
+        let mut candidate = [0u8; 32];
+        getrandom::fill(&mut candidate).map_err(|e| ConsoleError::Random(e.to_string()))?;
+        let now = now_ms();
+        let keys = self
+            .web
+            .read(move |store| {
+                store.signing_keys(&store::KeyRequest {
+                    purpose: KEY_PURPOSE,
+                    candidate: &candidate,
+                    now,
+                    rotate_before: now - KEY_ROTATION_MS,
+                    keep_since: now - KEY_GRACE_MS,
+                })
+            })
+            .await
+            .map_err(|e| {
+                ConsoleError::Keys(match e {
+                    ReadError::Store(e) => e.to_string(),
+                    ReadError::Task(e) => e,
+                })
+            })?;
+        if keys.is_empty() {
+            return Err(ConsoleError::Keys("the store returned no key".into()));
+        }
+        let keys: Arc<[store::SigningKey]> = keys.into();
+        *self.keys.read.lock().unwrap_or_else(|p| p.into_inner()) =
+            Some((Instant::now(), keys.clone()));
+        Ok(keys)
     }
 
     fn token_mode(&self) -> bool {
         self.web.view.token_set()
     }
 
-    /// A new session: its cookie value and CSRF token.
-    fn issue(&self, now_s: i64) -> Result<(String, String), ConsoleError> {
+    /// A new session: its cookie value (`KEY.EXPIRES.NONCE.TAG`) and CSRF token.
+    async fn issue(&self, now_s: i64) -> Result<(String, String), ConsoleError> {
+        let keys = self.keys(None).await?;
+        let key = keys
+            .first()
+            .ok_or_else(|| ConsoleError::Keys("no signing key".into()))?;
         let mut nonce = [0u8; 16];
         getrandom::fill(&mut nonce).map_err(|e| ConsoleError::Random(e.to_string()))?;
         let nonce = hex(&nonce);
         let expires = (now_s + SESSION_SECONDS).to_string();
-        let tag = hex(&self
-            .mac(&[b"session", expires.as_bytes(), nonce.as_bytes()])
-            .finalize()
-            .into_bytes());
-        let csrf = self.csrf(&nonce);
-        Ok((format!("{expires}.{nonce}.{tag}"), csrf))
+        let key_id = key.id.to_string();
+        let tag = hex(&mac(
+            key,
+            &[
+                b"session",
+                key_id.as_bytes(),
+                expires.as_bytes(),
+                nonce.as_bytes(),
+            ],
+        )
+        .finalize()
+        .into_bytes());
+        let csrf = csrf(key, &nonce);
+        Ok((format!("{key_id}.{expires}.{nonce}.{tag}"), csrf))
     }
 
-    fn csrf(&self, nonce: &str) -> String {
-        hex(&self
-            .mac(&[b"csrf", nonce.as_bytes()])
-            .finalize()
-            .into_bytes())
-    }
-
-    /// The session a cookie value proves, if it is signed by this daemon and unexpired.
-    fn verify(&self, value: &str, now_s: i64) -> Option<Session> {
-        let mut parts = value.splitn(3, '.');
-        let (expires, nonce, tag) = (parts.next()?, parts.next()?, parts.next()?);
+    /// The session a cookie value proves, if a key of the store signed it and it is unexpired.
+    async fn verify(&self, value: &str, now_s: i64) -> Option<Session> {
+        let mut parts = value.splitn(4, '.');
+        let (key_id, expires, nonce, tag) =
+            (parts.next()?, parts.next()?, parts.next()?, parts.next()?);
+        let id: i64 = key_id.parse().ok()?;
+        let expires_at: i64 = expires.parse().ok()?;
+        if expires_at <= now_s {
+            return None;
+        }
         let tag = unhex(tag)?;
-        self.mac(&[b"session", expires.as_bytes(), nonce.as_bytes()])
-            .verify_slice(&tag)
-            .ok()?;
-        let expires: i64 = expires.parse().ok()?;
-        (expires > now_s).then(|| Session {
-            csrf: self.csrf(nonce),
+        let keys = match self.keys(Some(id)).await {
+            Ok(keys) => keys,
+            Err(e) => {
+                tracing::warn!("{e}");
+                return None;
+            }
+        };
+        let key = keys.iter().find(|k| k.id == id)?;
+        mac(
+            key,
+            &[
+                b"session",
+                key_id.as_bytes(),
+                expires.as_bytes(),
+                nonce.as_bytes(),
+            ],
+        )
+        .verify_slice(&tag)
+        .ok()?;
+        Some(Session {
+            csrf: csrf(key, nonce),
             issued: None,
         })
     }
 
     /// The session of a request's cookie.
-    fn session_of(&self, headers: &HeaderMap, now_s: i64) -> Option<Session> {
-        headers
+    async fn session_of(&self, headers: &HeaderMap, now_s: i64) -> Option<Session> {
+        let values: Vec<String> = headers
             .get_all(header::COOKIE)
             .iter()
             .filter_map(|v| v.to_str().ok())
             .flat_map(|v| v.split(';'))
             .filter_map(|pair| pair.trim().split_once('='))
             .filter(|(name, _)| *name == COOKIE)
-            .find_map(|(_, value)| self.verify(value, now_s))
+            .map(|(_, value)| value.to_owned())
+            .collect();
+        for value in values {
+            if let Some(session) = self.verify(&value, now_s).await {
+                return Some(session);
+            }
+        }
+        None
     }
 
     /// A fresh session for this request, with its `Set-Cookie`.
-    fn new_session(&self, now_s: i64, headers: &HeaderMap) -> Result<Session, ConsoleError> {
-        let (value, csrf) = self.issue(now_s)?;
+    async fn new_session(&self, now_s: i64, headers: &HeaderMap) -> Result<Session, ConsoleError> {
+        let (value, csrf) = self.issue(now_s).await?;
         let secure = headers
             .get("x-forwarded-proto")
             .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"https"));
@@ -218,6 +318,13 @@ impl Console {
             )),
         })
     }
+}
+
+/// A session's CSRF token: an HMAC of its nonce with the key that signed it.
+fn csrf(key: &store::SigningKey, nonce: &str) -> String {
+    hex(&mac(key, &[b"csrf", nonce.as_bytes()])
+        .finalize()
+        .into_bytes())
 }
 
 fn hex(bytes: &[u8]) -> String {
@@ -253,10 +360,10 @@ async fn authenticate(
     next: Next,
 ) -> Response {
     let now_s = now_ms() / 1000;
-    let session = match console.session_of(request.headers(), now_s) {
+    let session = match console.session_of(request.headers(), now_s).await {
         Some(session) => Some(session),
         None if !console.token_mode() || console.web.view.authorized(request.headers()) => {
-            match console.new_session(now_s, request.headers()) {
+            match console.new_session(now_s, request.headers()).await {
                 Ok(session) => Some(session),
                 Err(e) => {
                     tracing::error!("{e}");
@@ -867,7 +974,7 @@ async fn login(
             .into_string(),
         );
     }
-    match console.new_session(now_ms() / 1000, &headers) {
+    match console.new_session(now_ms() / 1000, &headers).await {
         Ok(session) => {
             let mut response = see_other(&next);
             if let Some(cookie) = session.issued.and_then(|c| HeaderValue::from_str(&c).ok()) {
