@@ -5,20 +5,25 @@
 //! to one channel, 100 of them with first deliveries recorded), 20 reminders, 10 conditions,
 //! 20 interval schedules with 10 firings each, and 1,000 audit entries (the entries of the
 //! rest are pruned first; 1,000 acknowledgements make the ones kept).
-//! Nothing here asserts a timing.
+//! `--store-sizes 1000,10000,100000` measures stores of each size side by side (a tenth as
+//! many sessions as messages), with the target of every route's p99 within 20 ms judged at the
+//! largest; `--postgres` fills a fresh schema of the database `HOOKS_MCP_DATABASE_URL` names
+//! for each store instead, and the daemon serves it. Nothing here asserts a timing.
 
 use std::time::Instant;
 
 use anyhow::{Context, bail};
+use std::sync::Arc;
+
 use store::{
-    Actor, AuditStore, ChannelStore, Condition, ConditionStore, DeliveryPoint, EnforcementStore,
-    Millis, NewMessage, NewReminder, NewSchedule, NextFire, PutMode, Schedule, ScheduleStore,
-    ScriptLanguage, SessionStore, Severity, Sighting, SqliteStore, Step, Subscribed, Transport,
-    Trigger,
+    Actor, Condition, DeliveryPoint, Millis, NewMessage, NewReminder, NewSchedule, NextFire,
+    PutMode, Schedule, ScriptLanguage, Severity, Sighting, SqliteStore, Step, Store, Subscribed,
+    Transport, Trigger,
 };
 
 use super::now_ms;
 use super::stats::{Summary, millis, num};
+use super::store_bench::PgSchema;
 use crate::markdown::{Align, table};
 use crate::util::cargo::{self, Profile};
 use crate::util::daemon::Daemon;
@@ -34,6 +39,20 @@ pub(crate) struct Args {
     /// What the store holds.
     #[command(flatten)]
     size: StoreSize,
+    /// Measure stores of these many messages side by side (comma separated; without a value
+    /// 1000,10000,100000), each with a tenth as many sessions; replaces --messages and
+    /// --sessions.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        num_args = 0..,
+        default_missing_values = ["1000", "10000", "100000"]
+    )]
+    store_sizes: Option<Vec<usize>>,
+    /// Fill PostgreSQL instead (a fresh schema of the database HOOKS_MCP_DATABASE_URL names,
+    /// per store), served by the daemon.
+    #[arg(long)]
+    postgres: bool,
     /// Smoke run: the smallest store, two requests per route, a dev daemon; every route is
     /// asked, the figures mean nothing.
     #[arg(long)]
@@ -49,6 +68,10 @@ impl Args {
         Args {
             requests: 2,
             size: StoreSize::SMOKE,
+            store_sizes: self
+                .store_sizes
+                .as_ref()
+                .map(|_| vec![StoreSize::SMOKE.messages, StoreSize::SMOKE.messages * 10]),
             ..self.clone()
         }
     }
@@ -83,6 +106,8 @@ pub(super) struct Filled {
     pub(super) message_id: i64,
     /// Audit entries kept.
     pub(super) audit_rows: usize,
+    /// On PostgreSQL: the schema (dropped after the daemon stopped).
+    _schema: Option<PgSchema>,
     // Declared last: removed after the daemon stopped.
     _home: tempfile::TempDir,
 }
@@ -91,6 +116,17 @@ impl Filled {
     /// Builds the daemon in `profile`, fills a store as `size` says and starts the daemon on
     /// it (`bench` names the benchmark in progress messages).
     pub(super) fn start(bench: &str, size: &StoreSize, profile: Profile) -> anyhow::Result<Filled> {
+        Filled::start_on(bench, size, profile, false)
+    }
+
+    /// [`Filled::start`], on PostgreSQL with `postgres` (a fresh schema of the database
+    /// `HOOKS_MCP_DATABASE_URL` names).
+    pub(super) fn start_on(
+        bench: &str,
+        size: &StoreSize,
+        profile: Profile,
+        postgres: bool,
+    ) -> anyhow::Result<Filled> {
         anyhow::ensure!(
             size.messages >= CHANNELS && size.sessions >= 100,
             "--messages: at least {CHANNELS}; --sessions: at least 100"
@@ -98,26 +134,48 @@ impl Filled {
         let bin = cargo::build_daemon(profile)?;
         let home = tempfile::tempdir()?;
         eprintln!(
-            "bench {bench}: filling a store with {} messages, {} sessions...",
-            size.messages, size.sessions
+            "bench {bench}: filling a store with {} messages, {} sessions{}...",
+            size.messages,
+            size.sessions,
+            if postgres { " (PostgreSQL)" } else { "" }
         );
         let db = home.path().join("state.db");
-        let (message_id, audit_rows) = fill(&db, size.messages, size.sessions)?;
+        let (schema, store): (Option<PgSchema>, Arc<dyn Store>) = if postgres {
+            let schema = PgSchema::create()?;
+            let options = store::PgOptions {
+                create: true,
+                pool_size: 8,
+                ..store::PgOptions::default()
+            };
+            let (pg, _) = store::PostgresStore::open(&schema.url, &options)?;
+            (Some(schema), Arc::new(pg))
+        } else {
+            (None, Arc::new(SqliteStore::create(&db)?))
+        };
+        let (message_id, audit_rows) = fill(&store, size.messages, size.sessions, postgres)?;
+        drop(store);
         if profile == Profile::Release {
             procfs::write_back_page_cache();
         }
-        let daemon = Daemon::start_with(
+        let url = schema.as_ref().map(|s| s.url.clone());
+        let daemon = Daemon::start_configured(
             &bin,
             home.path(),
             &home.path().join("daemon.log"),
-            &[("HOOKS_MCP_LOG", "warn")],
             None,
+            |cmd| {
+                cmd.env("HOOKS_MCP_LOG", "warn");
+                if let Some(url) = &url {
+                    cmd.env(store::DATABASE_URL_ENV, url);
+                }
+            },
         )?;
         Ok(Filled {
             daemon,
             db,
             message_id,
             audit_rows,
+            _schema: schema,
             _home: home,
         })
     }
@@ -126,77 +184,178 @@ impl Filled {
 /// Channels the messages are spread over.
 pub(super) const CHANNELS: usize = 20;
 
+/// One route's figures on one store.
+#[derive(Debug, Clone)]
+struct RouteFigures {
+    median: f64,
+    p99: f64,
+    max: f64,
+    bytes: usize,
+}
+
+/// The read API's target: every route's p99 within this at the largest store.
+const P99_TARGET_MS: f64 = 20.0;
+
 /// Runs the benchmark.
 pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
     let args = &args.sized();
     anyhow::ensure!(args.requests >= 1, "--requests: at least 1");
-    let filled = Filled::start("api", &args.size, Profile::for_smoke(args.smoke))?;
-    let (message_id, audit_rows, daemon) = (filled.message_id, filled.audit_rows, &filled.daemon);
-    let mut conn = Conn::connect(daemon.addr())?;
-    let doc = get(&mut conn, "/api/v1/openapi.json")?;
-    let doc: serde_json::Value = serde_json::from_str(&doc).context("the OpenAPI document")?;
-    let paths: Vec<String> = doc["paths"]
-        .as_object()
-        .context("the OpenAPI document has no paths")?
-        .keys()
-        .cloned()
-        .collect();
-
-    let mut rows = Vec::new();
-    for path in &paths {
-        let concrete = path
-            .replace("{channel}", "channel-0")
-            .replace("{id}", &message_id.to_string());
-        let mut bytes = 0;
-        for _ in 0..20 {
-            bytes = get(&mut conn, &concrete)?.len();
+    let sizes: Vec<StoreSize> = match &args.store_sizes {
+        None => vec![args.size.clone()],
+        Some(list) => {
+            let list = if list.is_empty() {
+                vec![1_000, 10_000, 100_000]
+            } else {
+                list.clone()
+            };
+            list.into_iter()
+                .map(|messages| StoreSize {
+                    messages,
+                    sessions: (messages / 10).max(100),
+                })
+                .collect()
         }
-        let mut samples = Vec::with_capacity(args.requests);
-        for _ in 0..args.requests {
-            let started = Instant::now();
-            get(&mut conn, &concrete)?;
-            samples.push(millis(started.elapsed()));
+    };
+    let version = if args.postgres {
+        Some(PgSchema::server_version()?)
+    } else {
+        None
+    };
+    let mut paths: Vec<String> = Vec::new();
+    let mut columns: Vec<(StoreSize, usize, Vec<RouteFigures>)> = Vec::new();
+    for size in &sizes {
+        let filled = Filled::start_on("api", size, Profile::for_smoke(args.smoke), args.postgres)?;
+        let (message_id, audit_rows) = (filled.message_id, filled.audit_rows);
+        let mut conn = Conn::connect(filled.daemon.addr())?;
+        if paths.is_empty() {
+            let doc = get(&mut conn, "/api/v1/openapi.json")?;
+            let doc: serde_json::Value =
+                serde_json::from_str(&doc).context("the OpenAPI document")?;
+            paths = doc["paths"]
+                .as_object()
+                .context("the OpenAPI document has no paths")?
+                .keys()
+                .cloned()
+                .collect();
         }
-        let s = Summary::of(&samples).context("no samples")?;
-        rows.push(vec![
-            format!("`GET {concrete}`"),
-            num(s.median, 2),
-            num(s.p99, 2),
-            num(s.max, 2),
-            bytes.to_string(),
-        ]);
+        let mut figures = Vec::with_capacity(paths.len());
+        for path in &paths {
+            let concrete = concrete(path, message_id);
+            eprintln!("bench api: {} messages: GET {concrete}", size.messages);
+            figures.push(measure_route(&mut conn, &concrete, args.requests)?);
+        }
+        drop(filled);
+        columns.push((size.clone(), audit_rows, figures));
     }
-    drop(filled);
 
+    let backend = match &version {
+        Some(v) => format!("PostgreSQL {v}"),
+        None => "SQLite".to_owned(),
+    };
     println!("## Read API latency (`cargo xtask bench api`)\n");
+    let build = if args.smoke {
+        "Dev (smoke run)"
+    } else {
+        "Release"
+    };
+    if let [(size, audit_rows, figures)] = columns.as_slice() {
+        println!(
+            "{build} daemon on {backend}; the store holds {} unexpired messages on {CHANNELS} \
+             channels, {} sessions and {audit_rows} audit entries. {} sequential requests per \
+             route on one keep-alive connection (after 20 warm-up ones); client-side times, \
+             request written to response read.\n",
+            size.messages, size.sessions, args.requests
+        );
+        let rows: Vec<Vec<String>> = paths
+            .iter()
+            .zip(figures)
+            .map(|(path, f)| {
+                vec![
+                    format!("`GET {path}`"),
+                    num(f.median, 2),
+                    num(f.p99, 2),
+                    num(f.max, 2),
+                    f.bytes.to_string(),
+                ]
+            })
+            .collect();
+        print!(
+            "{}",
+            table(
+                &[
+                    ("route", Align::Left),
+                    ("p50 ms", Align::Right),
+                    ("p99 ms", Align::Right),
+                    ("max ms", Align::Right),
+                    ("body bytes", Align::Right),
+                ],
+                &rows,
+            )
+        );
+        return Ok(());
+    }
     println!(
-        "{} daemon on SQLite; the store holds {} unexpired messages on {CHANNELS} \
-         channels, {} sessions and {audit_rows} audit entries. {} sequential requests per \
-         route on one keep-alive connection (after 20 warm-up ones); client-side times, \
-         request written to response read.\n",
-        if args.smoke {
-            "Dev (smoke run)"
-        } else {
-            "Release"
-        },
-        args.size.messages,
-        args.size.sessions,
+        "{build} daemon on {backend}, one store per column ({CHANNELS} channels, a tenth as \
+         many sessions as messages). {} sequential requests per route on one keep-alive \
+         connection (after 20 warm-up ones); p50 / p99 in ms, client-side, request written to \
+         response read.\n",
         args.requests
     );
-    print!(
-        "{}",
-        table(
-            &[
-                ("route", Align::Left),
-                ("p50 ms", Align::Right),
-                ("p99 ms", Align::Right),
-                ("max ms", Align::Right),
-                ("body bytes", Align::Right),
-            ],
-            &rows,
-        )
-    );
+    let headers: Vec<String> = columns
+        .iter()
+        .map(|(size, ..)| format!("{} msgs / {} sessions", size.messages, size.sessions))
+        .collect();
+    let mut header: Vec<(&str, Align)> = vec![("route", Align::Left)];
+    header.extend(headers.iter().map(|h| (h.as_str(), Align::Right)));
+    header.push(("largest: p99 ≤ 20 ms", Align::Left));
+    let rows: Vec<Vec<String>> = paths
+        .iter()
+        .enumerate()
+        .map(|(i, path)| {
+            let mut row = vec![format!("`GET {path}`")];
+            for (_, _, figures) in &columns {
+                let f = &figures[i];
+                row.push(format!("{} / {}", num(f.median, 2), num(f.p99, 2)));
+            }
+            let verdict = match columns.last() {
+                Some(_) if args.smoke => "–".to_owned(),
+                Some((_, _, figures)) if figures[i].p99 <= P99_TARGET_MS => "met".to_owned(),
+                Some(_) => "not met".to_owned(),
+                None => "–".to_owned(),
+            };
+            row.push(verdict);
+            row
+        })
+        .collect();
+    print!("{}", table(&header, &rows));
     Ok(())
+}
+
+/// A route of the OpenAPI document with its parameters filled in.
+fn concrete(path: &str, message_id: i64) -> String {
+    path.replace("{channel}", "channel-0")
+        .replace("{id}", &message_id.to_string())
+}
+
+/// `requests` timed GETs of `path` after 20 warm-up ones.
+fn measure_route(conn: &mut Conn, path: &str, requests: usize) -> anyhow::Result<RouteFigures> {
+    let mut bytes = 0;
+    for _ in 0..20 {
+        bytes = get(conn, path)?.len();
+    }
+    let mut samples = Vec::with_capacity(requests);
+    for _ in 0..requests {
+        let started = Instant::now();
+        get(conn, path)?;
+        samples.push(millis(started.elapsed()));
+    }
+    let s = Summary::of(&samples).context("no samples")?;
+    Ok(RouteFigures {
+        median: s.median,
+        p99: s.p99,
+        max: s.max,
+        bytes,
+    })
 }
 
 /// One GET; its body. Fails on anything but 200.
@@ -208,28 +367,64 @@ fn get(conn: &mut Conn, path: &str) -> anyhow::Result<String> {
     Ok(reply.body)
 }
 
-/// Fills the store at `db`; returns the id of a message with deliveries and acknowledgements,
-/// and the number of audit entries kept.
-fn fill(db: &std::path::Path, messages: usize, sessions: usize) -> anyhow::Result<(i64, usize)> {
-    let store = SqliteStore::create(db)?;
+/// Fills `store` (publishing from several threads with `parallel`, for PostgreSQL); returns
+/// the id of a message with deliveries and acknowledgements, and the number of audit entries
+/// kept.
+fn fill(
+    store: &Arc<dyn Store>,
+    messages: usize,
+    sessions: usize,
+    parallel: bool,
+) -> anyhow::Result<(i64, usize)> {
+    let store: &dyn Store = &**store;
     let now = now_ms();
     let daemon = Actor::Daemon;
-    let mut ids = Vec::with_capacity(messages);
-    for i in 0..messages {
+    let message = |i: usize| {
         let severity = match i % 10 {
             0 => Severity::Critical,
             1..=3 => Severity::Alert,
             _ => Severity::Info,
         };
-        let message = NewMessage {
+        NewMessage {
             channel: format!("channel-{}", i % CHANNELS),
             body: format!("Build {i} is red on main: fix or revert before merging anything else."),
             severity,
             created_at: now - 1_000_000 + i64::try_from(i).unwrap_or(0),
             expires_at: now + 86_400_000,
-        };
-        ids.push(store.publish(&message, &daemon)?.id);
-    }
+        }
+    };
+    let threads = if parallel { 8 } else { 1 };
+    let publish = |t: usize| -> anyhow::Result<Vec<(usize, i64)>> {
+        let mut out = Vec::new();
+        let mut failed = None;
+        store.in_one_transaction(true, &mut || {
+            for i in (t..messages).step_by(threads) {
+                match store.publish(&message(i), &daemon) {
+                    Ok(m) => out.push((i, m.id)),
+                    Err(e) => {
+                        failed = Some(e);
+                        return;
+                    }
+                }
+            }
+        })?;
+        failed.map_or(Ok(out), |e| Err(e.into()))
+    };
+    let mut published: Vec<(usize, i64)> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..threads)
+            .map(|t| scope.spawn(move || publish(t)))
+            .collect();
+        let mut all = Vec::with_capacity(messages);
+        for h in handles {
+            all.extend(
+                h.join()
+                    .map_err(|_| anyhow::anyhow!("a publishing thread panicked"))??,
+            );
+        }
+        anyhow::Ok(all)
+    })?;
+    published.sort_unstable();
+    let ids: Vec<i64> = published.into_iter().map(|(_, id)| id).collect();
     // Something in the other lists: reminders, conditions, schedules with firings.
     for i in 0..20 {
         store.add_reminder(
