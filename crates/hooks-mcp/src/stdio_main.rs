@@ -15,7 +15,7 @@ fn main() -> ExitCode {
     server_full::logging::init("warn,rmcp=error");
     let listing = std::env::args()
         .nth(1)
-        .is_some_and(|a| a == "--list-resources");
+        .is_some_and(|a| a == protocol_lite::setting::LIST_RESOURCES_ARG);
     let outcome = if listing {
         server_full::stdio::print_resources_from_env()
     } else {

@@ -824,6 +824,7 @@ impl ServerHandler for HooksServer {
         self.inner.watch.register(
             subscriptions,
             seed,
+            None,
             self.inner.extensions.clone(),
             self.inner.changes.as_ref(),
         );
@@ -955,16 +956,23 @@ impl ServerHandler for HooksServer {
             // Each subscribed resource's contents now, for the watcher to compare with.
             let uris = accepted.resource_subscriptions.clone().unwrap_or_default();
             let extensions = self.inner.extensions.clone();
-            let seeds = tokio::task::spawn_blocking(move || {
-                uris.into_iter()
+            let lists = accepted.resources_list_changed == Some(true);
+            let (seeds, list_seed) = tokio::task::spawn_blocking(move || {
+                let seeds = uris
+                    .into_iter()
                     .filter_map(|uri| watch::digest_of(&extensions, &uri).map(|d| (uri, d)))
-                    .collect()
+                    .collect();
+                (
+                    seeds,
+                    lists.then(|| watch::list_digest(&extensions)).flatten(),
+                )
             })
             .await
             .unwrap_or_default();
             self.inner.watch.register(
                 subscriptions,
                 seeds,
+                list_seed,
                 self.inner.extensions.clone(),
                 self.inner.changes.as_ref(),
             );

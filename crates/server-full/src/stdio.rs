@@ -52,10 +52,7 @@ pub enum StdioError {
     Session(String),
 }
 
-pub use protocol_lite::setting::{REPLAY_FD_ENV, SUPPRESS_ID_ENV};
-/// Tells the full server the ids of the `subscriptions/listen` requests the front end already
-/// acknowledged (a JSON array), whose acknowledgements it must not send again (internal).
-pub const SUPPRESS_ACKS_ENV: &str = "HOOKS_MCP_SUPPRESS_ACKS";
+pub use protocol_lite::setting::{REPLAY_FD_ENV, SUPPRESS_ACKS_ENV, SUPPRESS_ID_ENV};
 /// How long an idle blocking thread of the stdio server lives. Short: an agent's tool calls
 /// come seconds apart, and a new thread costs tens of microseconds, so a session waiting for
 /// its next request keeps only its main thread and stdin's reader.
@@ -139,11 +136,12 @@ pub fn print_resources_from_env() -> Result<(), StdioError> {
     let (settings, _, _) = crate::Settings::stdio_from_env().map_err(StdioError::Store)?;
     let policy = catalogue::SessionPolicy::ExplicitOnly;
     let ctx = catalogue::CallContext::new(crate::now_ms(), &policy, &settings.extensions);
-    let mut listed = crate::resources_and_prompts::list_resources(&ctx)
+    let listed = crate::resources_and_prompts::list_resources(&ctx)
         .map_err(|e| StdioError::Session(format!("listing the resources: {e}")))?;
-    listed["resultType"] = "complete".into();
-    listed["ttlMs"] = 0.into();
-    listed["cacheScope"] = "private".into();
+    // Through rmcp's own type, so the light path forwards the bytes the full server answers.
+    let listed: rmcp::model::ListResourcesResult = serde_json::from_value(listed)
+        .map_err(|e| StdioError::Session(format!("listing the resources: {e}")))?;
+    let listed = crate::modern::Cacheable::cached(listed, true, crate::modern::Cache::Private);
     let mut out = std::io::stdout().lock();
     serde_json::to_writer(&mut out, &listed)
         .map_err(std::io::Error::other)

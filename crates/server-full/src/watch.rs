@@ -171,6 +171,10 @@ pub(crate) struct Watch {
     running: Mutex<bool>,
     /// Digests taken when a URI was subscribed, for the task to compare its next read with.
     seeds: Mutex<BTreeMap<String, u64>>,
+    /// The list's digest taken when a subscription asked for list changes, before the task's
+    /// first pass: a change in between is told too (a session handed over moments after the
+    /// light front end last looked).
+    list_seed: Mutex<Option<u64>>,
 }
 
 impl Watch {
@@ -179,6 +183,7 @@ impl Watch {
         self: &Arc<Self>,
         subs: &Arc<Subscriptions>,
         seeds: Vec<(String, u64)>,
+        list_seed: Option<u64>,
         extensions: Arc<Extensions>,
         changes: Option<&StoreChanges>,
     ) {
@@ -199,6 +204,8 @@ impl Watch {
             return;
         };
         *running = true;
+        // A running task has its own baseline; a new one starts from this subscription's.
+        *lock(&self.list_seed) = list_seed;
         tokio::spawn(self.clone().run(changes.subscribe(), extensions));
     }
 
@@ -235,7 +242,11 @@ impl Watch {
                 }
                 continue;
             }
-            // The first pass takes the baseline (the list's digest) to compare changes with.
+            // The first pass takes the baseline (the list's digest) to compare changes with,
+            // unless a subscription took one already.
+            if listed.is_none() {
+                listed = lock(&self.list_seed).take();
+            }
             if listed.is_some() && !changed && last_read.elapsed() < RECHECK_EVERY {
                 continue;
             }
@@ -283,14 +294,25 @@ fn digest_all(
     }
     let listed = resources_and_prompts::list_resources(&ctx)
         .ok()
-        .map(|list| {
-            let uris: Vec<&str> = list["resources"]
-                .as_array()
-                .map(|a| a.iter().filter_map(|r| r["uri"].as_str()).collect())
-                .unwrap_or_default();
-            digest(&uris.join("\n"))
-        });
+        .map(|list| digest_of_list(&list));
     (digests, listed)
+}
+
+/// The digest of the resource list now (taken when a subscription asks for its changes).
+pub(crate) fn list_digest(extensions: &Extensions) -> Option<u64> {
+    let policy = SessionPolicy::ExplicitOnly;
+    let ctx = CallContext::new(now_ms(), &policy, extensions);
+    resources_and_prompts::list_resources(&ctx)
+        .ok()
+        .map(|list| digest_of_list(&list))
+}
+
+fn digest_of_list(list: &serde_json::Value) -> u64 {
+    let uris: Vec<&str> = list["resources"]
+        .as_array()
+        .map(|a| a.iter().filter_map(|r| r["uri"].as_str()).collect())
+        .unwrap_or_default();
+    digest(&uris.join("\n"))
 }
 
 /// The digest of `uri`'s contents now (taken when a session subscribes).
