@@ -13,6 +13,7 @@
 mod support;
 
 mod client_hooks;
+mod client_init;
 mod conditions;
 mod console;
 mod events;

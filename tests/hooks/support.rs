@@ -69,7 +69,32 @@ const CLEARED: &[&str] = &[
     "MCP_HOST",
     "MCP_PORT",
     "XDG_STATE_HOME",
+    "XDG_CONFIG_HOME",
+    "CODEX_HOME",
+    "GEMINI_CLI_HOME",
+    "COPILOT_HOME",
+    "HOOKS_MCP_VSCODE_USER_DIR",
 ];
+
+/// `PATH` without the directories holding an agent client's command, so that `init` finds
+/// only the clients a test sets up.
+fn path_without_clients() -> std::ffi::OsString {
+    const CLIENTS: &[&str] = &[
+        "claude",
+        "codex",
+        "gemini",
+        "copilot",
+        "cursor",
+        "cursor-agent",
+        "code",
+        "code-insiders",
+    ];
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let kept: Vec<PathBuf> = std::env::split_paths(&path)
+        .filter(|dir| !CLIENTS.iter().any(|c| dir.join(c).exists()))
+        .collect();
+    std::env::join_paths(kept).unwrap_or(path)
+}
 
 /// One test's private world: a store directory and a home directory.
 pub struct Env {
@@ -132,7 +157,8 @@ impl Env {
         let mut c = Command::new(bin);
         c.args(args)
             .env("HOOKS_MCP_HOME", self.store_dir())
-            .env("HOME", self.home());
+            .env("HOME", self.home())
+            .env("PATH", path_without_clients());
         for k in CLEARED {
             c.env_remove(k);
         }

@@ -39,6 +39,10 @@ pub(crate) fn groups() -> Vec<(&'static str, &'static [Setting])> {
         ),
         ("Hooks: broadcasts", tools_channels::SETTINGS),
         ("Hooks and tools: conditions", tools_conditions::SETTINGS),
+        (
+            "Clients: where `init` and `status` look",
+            client_config::clients::SETTINGS,
+        ),
     ]
 }
 

@@ -324,7 +324,7 @@ fn shell_quote(text: &str) -> String {
     }
 }
 
-/// Splits the first three words of a command line, undoing single and double quotes and
+/// Splits the first five words of a command line, undoing single and double quotes and
 /// backslash escapes (enough for the commands `init` writes and their hand-edited variants).
 fn first_words(command: &str) -> Vec<String> {
     let mut words = Vec::new();
@@ -348,7 +348,7 @@ fn first_words(command: &str) -> Vec<String> {
                 if in_word {
                     words.push(std::mem::take(&mut word));
                     in_word = false;
-                    if words.len() == 3 {
+                    if words.len() == 5 {
                         return words;
                     }
                 }
@@ -365,8 +365,25 @@ fn first_words(command: &str) -> Vec<String> {
     words
 }
 
-/// If `command` is a hooks-mcp hook command, the program it runs and the event it names.
+/// If `command` is a hooks-mcp hook command, the program it runs and the event it names
+/// (`<program> hook <Event>`, or `<program> hook --client <name> <Event>`).
 pub fn parse_hook_command(command: &str) -> Option<(PathBuf, String)> {
+    parse_any_hook_command(command).map(|c| (c.program, c.event))
+}
+
+/// A hooks-mcp hook command line, read back.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HookCommand {
+    /// The program it runs.
+    pub program: PathBuf,
+    /// The client it names (`--client`), `None` for Claude Code's hooks.
+    pub client: Option<String>,
+    /// The event it names.
+    pub event: String,
+}
+
+/// Reads a hooks-mcp hook command (for any client), or `None` for another command.
+pub fn parse_any_hook_command(command: &str) -> Option<HookCommand> {
     let words = first_words(command);
     let program = PathBuf::from(words.first()?);
     let name = program.file_name()?.to_str()?;
@@ -374,7 +391,28 @@ pub fn parse_hook_command(command: &str) -> Option<(PathBuf, String)> {
     {
         return None;
     }
-    Some((program, words.get(2).cloned().unwrap_or_default()))
+    let rest = &words[2..];
+    let (client, event) = match rest {
+        [flag, client, event, ..] if flag == "--client" => (Some(client.clone()), event.clone()),
+        [flag, event, ..] if flag.starts_with("--client=") => {
+            (Some(flag["--client=".len()..].to_owned()), event.clone())
+        }
+        [event, ..] => (None, event.clone()),
+        [] => (None, String::new()),
+    };
+    Some(HookCommand {
+        program,
+        client,
+        event,
+    })
+}
+
+/// The hook command line for another client's event: `<hook> hook --client <name> <event>`.
+pub fn client_hook_command(hook_bin: &Path, client: &str, event: &str) -> String {
+    format!(
+        "{} hook --client {client} {event}",
+        shell_quote(&hook_bin.to_string_lossy())
+    )
 }
 
 /// One of hooks-mcp's hooks found in a settings document.
@@ -498,6 +536,24 @@ mod tests {
             assert_eq!(program, full, "{command}");
             assert_eq!(event, "PreToolUse");
         }
+    }
+
+    #[test]
+    fn client_hook_commands_round_trip() {
+        let bin = Path::new("/home/a b/bin/hooks-mcp-hook");
+        let command = client_hook_command(bin, "gemini", "BeforeTool");
+        assert_eq!(
+            parse_any_hook_command(&command),
+            Some(HookCommand {
+                program: bin.to_owned(),
+                client: Some("gemini".into()),
+                event: "BeforeTool".into(),
+            })
+        );
+        assert_eq!(
+            parse_hook_command("hooks-mcp-hook hook --client=codex PreToolUse"),
+            Some((PathBuf::from("hooks-mcp-hook"), "PreToolUse".into()))
+        );
     }
 
     #[test]

@@ -1,13 +1,19 @@
-//! Client configuration: registering hooks-mcp in Claude Code's settings and checking it.
+//! Client configuration: registering hooks-mcp with the agent clients (Claude Code, Codex,
+//! Gemini CLI, Copilot CLI, Cursor, VS Code) and checking it.
 //!
 //! # What this crate owns
 //!
-//! - [`client`]: where the client's two files live (`~/.claude.json` for `mcpServers`,
+//! - [`client`]: Claude Code's two files (`~/.claude.json` for `mcpServers`,
 //!   `~/.claude/settings.json` for `hooks`, or `$CLAUDE_CONFIG_DIR`), the entries hooks-mcp
-//!   writes there, and how to recognise them.
-//! - [`init`]: adding or removing those entries, idempotently (a second run writes nothing),
-//!   with a backup of each changed file and an atomic rename, touching nothing else.
-//! - [`status`]: comparing the configuration, the client's files and the daemon.
+//!   writes there, and how to recognise hooks-mcp's hook commands (any client's).
+//! - [`clients`]: every other client's files, whether it is on this machine, and the changes
+//!   that register hooks-mcp there or take it out (docs/clients.md).
+//! - [`doc`]: editing those files in place (JSON with comments, TOML), keeping the user's
+//!   formatting and comments, with backups and atomic writes.
+//! - [`init`]: adding or removing the entries, idempotently (a second run writes nothing),
+//!   planning every file before writing any, touching nothing else.
+//! - [`status`]: comparing the configuration, every client's files and the daemon, and the
+//!   hook payloads no client could place.
 //!
 //! # What it must not depend on
 //!
@@ -16,6 +22,8 @@
 //! the events registered).
 
 pub mod client;
+pub mod clients;
+pub mod doc;
 pub mod init;
 pub mod status;
 

@@ -10,6 +10,7 @@ use hook_dispatch::Event;
 use serde_json::{Value, json};
 
 use crate::client::{self, Binaries, ClientFiles, Endpoint, OurHook, SERVER_NAME, Transport};
+use crate::clients::{self, Client, Install};
 
 /// The report `status` prints, and its exit status.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -97,6 +98,13 @@ pub fn run(json: bool, probe: impl FnOnce() -> Daemon) -> StatusReport {
         hooks_text.push(format!("{event}: {}", describe(found.first())));
     }
 
+    // The other clients: those on this machine, or registered.
+    let others = other_clients(transport, &endpoint, &bins);
+    for report in &others {
+        divergences.extend(report.divergences.iter().cloned());
+    }
+    let unplaced = hook_dispatch::clients::unplaced::read();
+
     // The daemon.
     let daemon = probe();
     // The operator console, served by a daemon that answers.
@@ -151,6 +159,11 @@ pub fn run(json: bool, probe: impl FnOnce() -> Daemon) -> StatusReport {
                 }
                 Daemon::Down(why) => json!({ "up": false, "error": why }),
             },
+            "clients": others.iter().map(ClientReport::to_json).collect::<Vec<_>>(),
+            "unplaced": unplaced.as_ref().map(|u| json!({
+                "count": u.count, "client": u.client, "event": u.event, "reason": u.reason,
+                "at": u.at,
+            })),
             "divergences": divergences,
             "exit": code,
         });
@@ -172,6 +185,19 @@ pub fn run(json: bool, probe: impl FnOnce() -> Daemon) -> StatusReport {
         if let Some(url) = &console {
             lines.push(format!("console:     {url}"));
         }
+        for report in &others {
+            lines.push(format!(
+                "{:<12} {}",
+                format!("{}:", report.client.name()),
+                report.summary()
+            ));
+        }
+        if let Some(u) = &unplaced {
+            lines.push(format!(
+                "unplaced:    {} hook payload(s) no client could place; the last: {} {}: {}",
+                u.count, u.client, u.event, u.reason
+            ));
+        }
         if divergences.is_empty() {
             lines.push("divergences: none".into());
         } else {
@@ -181,6 +207,111 @@ pub fn run(json: bool, probe: impl FnOnce() -> Daemon) -> StatusReport {
         lines.join("\n")
     };
     StatusReport { text, code }
+}
+
+/// What `status` found of one client beside Claude Code.
+#[derive(Debug)]
+struct ClientReport {
+    client: Client,
+    found: bool,
+    binary: Option<std::path::PathBuf>,
+    registered: bool,
+    hooks: bool,
+    divergences: Vec<String>,
+}
+
+impl ClientReport {
+    fn summary(&self) -> String {
+        let yes = |b: bool| if b { "yes" } else { "no" };
+        format!(
+            "server registered: {}, hooks: {}, command: {}",
+            yes(self.registered),
+            yes(self.hooks),
+            self.binary
+                .as_ref()
+                .map(|b| b.display().to_string())
+                .unwrap_or_else(|| "not on PATH".into())
+        )
+    }
+
+    fn to_json(&self) -> Value {
+        json!({
+            "name": self.client.name(),
+            "found": self.found,
+            "binary": self.binary.as_ref().map(|b| b.to_string_lossy()),
+            "registered": self.registered,
+            "hooks": self.hooks,
+            "divergences": self.divergences,
+        })
+    }
+}
+
+/// Every client beside Claude Code that is on this machine or registered: whether its server
+/// and hooks are there, and how its files differ from what `init` would write for this
+/// configuration and installation.
+fn other_clients(transport: Transport, endpoint: &Endpoint, bins: &Binaries) -> Vec<ClientReport> {
+    let expected = Install {
+        transport,
+        endpoint,
+        bins,
+        token: std::env::var_os(client::TOKEN_ENV).is_some_and(|v| !v.is_empty()),
+    };
+    let mut reports = Vec::new();
+    for client in Client::ALL.into_iter().filter(|c| *c != Client::Claude) {
+        let found = clients::found(client);
+        // What a removal would take out is what is registered.
+        let present: Vec<String> = clients::plan(client, None, false)
+            .map(|plan| plan.into_iter().flat_map(|c| c.changes).collect())
+            .unwrap_or_default();
+        let registered = present.iter().any(|c| c.contains(".hooks (was "));
+        // VS Code's agent runs Claude Code's hooks, which Claude Code's report checks.
+        let hooks = if client == Client::VsCode {
+            registered && claude_hooks_present()
+        } else {
+            present.iter().any(|c| c.starts_with("remove hooks"))
+        };
+        if !found && !registered && !hooks {
+            continue;
+        }
+        let rerun = format!("run `hooks-mcp init --client {}`", client.name());
+        let divergences = match clients::plan(client, Some(&expected), false) {
+            Ok(plan) => plan
+                .iter()
+                .filter(|c| !c.is_unchanged())
+                .map(|c| {
+                    format!(
+                        "{}: {} differs from this installation ({}); {rerun}",
+                        client.title(),
+                        c.path.display(),
+                        c.changes.join("; ")
+                    )
+                })
+                .collect(),
+            Err(why) => vec![format!("{}: {why}", client.title())],
+        };
+        reports.push(ClientReport {
+            client,
+            found,
+            binary: clients::binary(client),
+            registered,
+            hooks,
+            divergences,
+        });
+    }
+    reports
+}
+
+/// Whether Claude Code's settings hold hooks-mcp's hooks (which VS Code's agent runs).
+fn claude_hooks_present() -> bool {
+    ClientFiles::from_env()
+        .ok()
+        .and_then(|files| client::read_document(&files.settings).ok().flatten())
+        .is_some_and(|doc| {
+            let doc = Value::Object(doc);
+            Event::ALL
+                .iter()
+                .all(|e| !client::our_hooks(&doc, *e).is_empty())
+        })
 }
 
 /// Reads a client file, recording a problem as a divergence.

@@ -92,6 +92,20 @@ struct InitArgs {
     /// Print the changes without writing anything.
     #[arg(long)]
     dry_run: bool,
+    /// The clients: claude, codex, gemini, copilot, cursor, vscode or all (repeatable or comma
+    /// separated; default: every client found on this machine, else Claude Code).
+    #[arg(long = "client", value_delimiter = ',', value_parser = parse_client)]
+    clients: Vec<String>,
+}
+
+fn parse_client(name: &str) -> Result<String, String> {
+    let known = name.trim().eq_ignore_ascii_case("all")
+        || client_config::clients::Client::parse(name).is_some();
+    known.then(|| name.trim().to_owned()).ok_or_else(|| {
+        format!(
+            "`{name}` is not a client; use claude, codex, gemini, copilot, cursor, vscode or all"
+        )
+    })
 }
 
 fn parse_transport(text: &str) -> Result<client_config::client::Transport, String> {
@@ -160,6 +174,15 @@ fn init(args: InitArgs) -> ExitCode {
         url: args.url,
         remove: args.remove,
         dry_run: args.dry_run,
+        clients: client_config::clients::Client::ALL
+            .into_iter()
+            .filter(|c| {
+                args.clients.iter().any(|n| {
+                    n.eq_ignore_ascii_case("all")
+                        || client_config::clients::Client::parse(n) == Some(*c)
+                })
+            })
+            .collect(),
     };
     match client_config::init::run(&options) {
         Ok(report) => {

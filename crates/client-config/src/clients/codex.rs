@@ -1,0 +1,403 @@
+//! Codex (verified against codex-cli 0.171.0, the npm package's binary): the server as
+//! `[mcp_servers.hooks]` in `config.toml` (`command` and `args`, or `url` with
+//! `bearer_token_env_var`; Codex has no SSE transport), the hooks in `hooks.json` (Claude Code's
+//! matcher groups), and each of them trusted in `config.toml`: Codex runs a user hook only once
+//! `[hooks.state."<hooks.json>:<event>:<group>:<handler>"]` holds its `trusted_hash`, which
+//! `init` writes as Codex computes it (running `init` is the operator's consent, as choosing
+//! "trust" in Codex's `/hooks` would be).
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use serde_json::{Map, Value, json};
+use sha2::{Digest, Sha256};
+use toml_edit::{Array, DocumentMut, Item, Table};
+
+use super::{Client, Install, TOKEN, set_grouped_hooks};
+use crate::client::{SERVER_NAME, Transport};
+use crate::doc::{FileChange, JsonDoc, TomlDoc};
+
+/// The events registered, as Codex names them.
+const EVENTS: [&str; 4] = [
+    "SessionStart",
+    "UserPromptSubmit",
+    "PreToolUse",
+    "PostToolUse",
+];
+/// The time limit Codex gives a hook without one, in seconds (part of its trust hash).
+const DEFAULT_TIMEOUT_S: u64 = 600;
+
+/// `$CODEX_HOME`, else `~/.codex`.
+pub(super) fn dir() -> Result<PathBuf, String> {
+    match super::var(super::CODEX_HOME_ENV) {
+        Some(dir) => Ok(dir),
+        None => Ok(super::home()?.join(".codex")),
+    }
+}
+
+/// The changes to `config.toml` and `hooks.json`.
+pub(super) fn plan(install: Option<&Install<'_>>) -> Result<Vec<FileChange>, String> {
+    if install.is_some_and(|i| i.transport == Transport::Sse) {
+        return Err(
+            "Codex has no SSE transport: register it with --transport streamable-http (or \
+             stdio)"
+                .into(),
+        );
+    }
+    let dir = dir()?;
+    let hooks_path = dir.join("hooks.json");
+    let hooks = JsonDoc::load(&hooks_path)?;
+    let mut hooks_after = hooks.value.clone();
+    let mut hook_changes = Vec::new();
+    let group = |event: &str| -> Value {
+        let Some(install) = install else {
+            return Value::Null;
+        };
+        let hook =
+            json!({ "type": "command", "command": install.hook_command(Client::Codex, event) });
+        if event.ends_with("ToolUse") {
+            json!({ "matcher": "*", "hooks": [hook] })
+        } else {
+            json!({ "hooks": [hook] })
+        }
+    };
+    set_grouped_hooks(
+        &mut hooks_after,
+        &hooks_path,
+        &EVENTS,
+        install.map(|_| &group as &dyn Fn(&str) -> Value),
+        &mut hook_changes,
+    )?;
+
+    let mut config = TomlDoc::load(&dir.join("config.toml"))?;
+    let mut config_changes = Vec::new();
+    set_server(&mut config.doc, install, &mut config_changes, &config.path)?;
+    let source = hooks_path.to_string_lossy().into_owned();
+    let wanted = if install.is_some() {
+        trust_entries(&source, &hooks_after)
+    } else {
+        Vec::new()
+    };
+    let ours: BTreeSet<String> = trust_entries(&source, &hooks.value)
+        .into_iter()
+        .chain(trust_entries(&source, &hooks_after))
+        .map(|(_, hash)| hash)
+        .collect();
+    set_trust(
+        &mut config.doc,
+        &source,
+        &wanted,
+        &ours,
+        &mut config_changes,
+    )?;
+    Ok(vec![
+        config.change(config_changes),
+        hooks.change(hooks_after, hook_changes),
+    ])
+}
+
+/// Codex's snake_case name of an event (its trust keys and hashes use it).
+fn snake(event: &str) -> String {
+    let mut out = String::new();
+    for (i, c) in event.chars().enumerate() {
+        if c.is_ascii_uppercase() {
+            if i > 0 {
+                out.push('_');
+            }
+            out.push(c.to_ascii_lowercase());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// The trust hash Codex computes for one command hook: sha256 of its normalized identity
+/// (event, matcher, the one handler with its time limit), serialized through TOML (absent
+/// fields dropped) as JSON with sorted keys and no spaces.
+pub(crate) fn trust_hash(
+    event: &str,
+    matcher: Option<&str>,
+    command: &str,
+    timeout: u64,
+) -> String {
+    // Keys in sorted order (serde_json keeps insertion order here).
+    let mut hook = Map::new();
+    hook.insert("async".into(), false.into());
+    hook.insert("command".into(), command.into());
+    hook.insert("timeout".into(), timeout.into());
+    hook.insert("type".into(), "command".into());
+    let mut identity = Map::new();
+    identity.insert("event_name".into(), snake(event).into());
+    identity.insert("hooks".into(), Value::Array(vec![Value::Object(hook)]));
+    if let Some(matcher) = matcher {
+        identity.insert("matcher".into(), matcher.into());
+    }
+    let digest = Sha256::digest(Value::Object(identity).to_string().as_bytes());
+    let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+    format!("sha256:{hex}")
+}
+
+/// The trust entries (key, hash) of hooks-mcp's hooks in a `hooks.json` document whose path
+/// is `source`.
+pub(crate) fn trust_entries(source: &str, doc: &Map<String, Value>) -> Vec<(String, String)> {
+    let mut entries = Vec::new();
+    for event in EVENTS {
+        let groups = doc
+            .get("hooks")
+            .and_then(|h| h.get(event))
+            .and_then(Value::as_array);
+        for (g, group) in groups.into_iter().flatten().enumerate() {
+            // Codex reads no matcher for UserPromptSubmit.
+            let matcher = (event != "UserPromptSubmit")
+                .then(|| group.get("matcher").and_then(Value::as_str))
+                .flatten();
+            let hooks = group.get("hooks").and_then(Value::as_array);
+            for (h, hook) in hooks.into_iter().flatten().enumerate() {
+                let Some(command) = hook.get("command").and_then(Value::as_str) else {
+                    continue;
+                };
+                if !super::is_ours(hook) {
+                    continue;
+                }
+                let timeout = hook
+                    .get("timeout")
+                    .and_then(Value::as_u64)
+                    .unwrap_or(DEFAULT_TIMEOUT_S)
+                    .max(1);
+                entries.push((
+                    format!("{source}:{}:{g}:{h}", snake(event)),
+                    trust_hash(event, matcher, command, timeout),
+                ));
+            }
+        }
+    }
+    entries
+}
+
+/// A TOML item as JSON, for comparing tables with the entry `init` writes.
+fn item_json(item: &Item) -> Value {
+    match item {
+        Item::Value(value) => value_json(value),
+        Item::Table(table) => Value::Object(
+            table
+                .iter()
+                .map(|(k, v)| (k.to_owned(), item_json(v)))
+                .collect(),
+        ),
+        Item::ArrayOfTables(tables) => Value::Array(
+            tables
+                .iter()
+                .map(|t| item_json(&Item::Table(t.clone())))
+                .collect(),
+        ),
+        Item::None => Value::Null,
+    }
+}
+
+fn value_json(value: &toml_edit::Value) -> Value {
+    match value {
+        toml_edit::Value::String(s) => s.value().as_str().into(),
+        toml_edit::Value::Integer(i) => (*i.value()).into(),
+        toml_edit::Value::Float(f) => json!(*f.value()),
+        toml_edit::Value::Boolean(b) => (*b.value()).into(),
+        toml_edit::Value::Datetime(d) => d.value().to_string().into(),
+        toml_edit::Value::Array(a) => Value::Array(a.iter().map(value_json).collect()),
+        toml_edit::Value::InlineTable(t) => Value::Object(
+            t.iter()
+                .map(|(k, v)| (k.to_owned(), value_json(v)))
+                .collect(),
+        ),
+    }
+}
+
+/// Sets or removes `[mcp_servers.hooks]`, keeping an operator's `env`/`env_vars` (stdio) or
+/// `http_headers`/`env_http_headers` (network) on an entry of the same kind.
+fn set_server(
+    doc: &mut DocumentMut,
+    install: Option<&Install<'_>>,
+    changes: &mut Vec<String>,
+    file: &Path,
+) -> Result<(), String> {
+    let key = format!("mcp_servers.{SERVER_NAME}");
+    let Some(install) = install else {
+        let Some(servers) = doc.get_mut("mcp_servers").and_then(Item::as_table_mut) else {
+            return Ok(());
+        };
+        if let Some(old) = servers.remove(SERVER_NAME) {
+            changes.push(format!("remove {key} (was {})", item_json(&old)));
+        }
+        if servers.is_empty() && servers.is_implicit() {
+            doc.remove("mcp_servers");
+        }
+        return Ok(());
+    };
+    let mut entry = Table::new();
+    let (kind_keys, keep): (&[&str], &[&str]) = match install.url() {
+        None => {
+            entry.insert("command", toml_edit::value(install.front()));
+            entry.insert("args", toml_edit::value(Array::new()));
+            (&["command"], &["env", "env_vars", "cwd"])
+        }
+        Some(url) => {
+            entry.insert("url", toml_edit::value(url));
+            if install.token {
+                entry.insert("bearer_token_env_var", toml_edit::value(TOKEN));
+            }
+            (&["url"], &["http_headers", "env_http_headers"])
+        }
+    };
+    let servers = doc
+        .entry("mcp_servers")
+        .or_insert_with(|| {
+            let mut table = Table::new();
+            table.set_implicit(true);
+            Item::Table(table)
+        })
+        .as_table_mut()
+        .ok_or_else(|| {
+            format!(
+                "{}: `mcp_servers` is not a table; fix it, then run again (nothing was changed)",
+                file.display()
+            )
+        })?;
+    let old = servers.get(SERVER_NAME).and_then(Item::as_table).cloned();
+    if let Some(old) = &old
+        && kind_keys.iter().all(|k| old.contains_key(k))
+    {
+        for k in keep {
+            if let Some(kept) = old.get(k) {
+                entry.insert(k, kept.clone());
+            }
+        }
+    }
+    let wanted = item_json(&Item::Table(entry.clone()));
+    match &old {
+        Some(old) if item_json(&Item::Table(old.clone())) == wanted => {}
+        Some(old) => {
+            changes.push(format!(
+                "replace {key}: {} -> {wanted}",
+                item_json(&Item::Table(old.clone()))
+            ));
+            entry.set_position(old.position());
+            servers.insert(SERVER_NAME, Item::Table(entry));
+        }
+        None => {
+            changes.push(format!("add {key} = {wanted}"));
+            servers.insert(SERVER_NAME, Item::Table(entry));
+        }
+    }
+    Ok(())
+}
+
+/// Makes the trust entries of hooks-mcp's hooks (those under `source` whose hash is one of
+/// `ours`) exactly `wanted`.
+fn set_trust(
+    doc: &mut DocumentMut,
+    source: &str,
+    wanted: &[(String, String)],
+    ours: &BTreeSet<String>,
+    changes: &mut Vec<String>,
+) -> Result<(), String> {
+    let prefix = format!("{source}:");
+    let stale: Vec<String> = doc
+        .get("hooks")
+        .and_then(|h| h.get("state"))
+        .and_then(Item::as_table_like)
+        .map(|state| {
+            state
+                .iter()
+                .filter(|(key, entry)| {
+                    let hash = entry.get("trusted_hash").and_then(Item::as_str);
+                    key.starts_with(&prefix)
+                        && hash.is_some_and(|h| ours.contains(h))
+                        && !wanted
+                            .iter()
+                            .any(|(k, h)| k == key && Some(h.as_str()) == hash)
+                })
+                .map(|(key, _)| key.to_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    let missing: Vec<&(String, String)> = wanted
+        .iter()
+        .filter(|(key, hash)| {
+            doc.get("hooks")
+                .and_then(|h| h.get("state"))
+                .and_then(|s| s.get(key))
+                .and_then(|e| e.get("trusted_hash"))
+                .and_then(Item::as_str)
+                != Some(hash.as_str())
+        })
+        .collect();
+    if stale.is_empty() && missing.is_empty() {
+        return Ok(());
+    }
+    let implicit = || {
+        let mut table = Table::new();
+        table.set_implicit(true);
+        Item::Table(table)
+    };
+    let not_table =
+        |what: &str| format!("config.toml: `{what}` is not a table; fix it, then run again");
+    let hooks = doc
+        .entry("hooks")
+        .or_insert_with(implicit)
+        .as_table_mut()
+        .ok_or_else(|| not_table("hooks"))?;
+    let state = hooks
+        .entry("state")
+        .or_insert_with(implicit)
+        .as_table_mut()
+        .ok_or_else(|| not_table("hooks.state"))?;
+    for key in &stale {
+        state.remove(key);
+        changes.push(format!("remove hooks.state.\"{key}\""));
+    }
+    for (key, hash) in missing {
+        let mut entry = state
+            .get(key)
+            .and_then(Item::as_table)
+            .cloned()
+            .unwrap_or_default();
+        entry.insert("trusted_hash", toml_edit::value(hash.as_str()));
+        state.insert(key, Item::Table(entry));
+        changes.push(format!("trust hooks.state.\"{key}\" = {hash}"));
+    }
+    if state.is_empty() {
+        hooks.remove("state");
+    }
+    if hooks.is_empty() && hooks.is_implicit() {
+        doc.remove("hooks");
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn trust_hashes_are_codexs() {
+        // What `codex app-server`'s hooks/list answered (codex-cli 0.171.0) for these hooks.
+        assert_eq!(
+            trust_hash(
+                "PreToolUse",
+                Some("*"),
+                "/usr/local/bin/hooks-mcp-hook hook PreToolUse",
+                600
+            ),
+            "sha256:361d0228769d3ac994d628db5db82128d19a6a2e1c070915b6e32edebf81aeb7"
+        );
+        assert_eq!(
+            trust_hash(
+                "SessionStart",
+                None,
+                "/x/hooks-mcp-hook hook SessionStart",
+                600
+            ),
+            "sha256:d4c75cbb6236ff82d9bd0207d3c311dfe7d5d7550663df919ab4672cbcd62576"
+        );
+        assert_eq!(snake("UserPromptSubmit"), "user_prompt_submit");
+    }
+}

@@ -1,0 +1,149 @@
+//! Gemini CLI (verified against @google/gemini-cli 0.61.0, its bundled docs and source): one
+//! file, `~/.gemini/settings.json` (JSON with comments). The server is `mcpServers.hooks`:
+//! `command` and `args`, or `httpUrl` (streamable HTTP), or `url` (SSE). A header's
+//! `$HOOKS_MCP_TOKEN` is expanded from an environment Gemini CLI redacts of every variable named
+//! like a secret, unless `security.environmentVariableRedaction.allowed` lists it: `init` lists
+//! it there when it writes the header. The hooks are `hooks.<Event>` matcher groups for
+//! `SessionStart`, `BeforeAgent`, `BeforeTool` and `AfterTool`.
+
+use std::path::PathBuf;
+
+use serde_json::{Value, json};
+
+use super::{Client, Install, TOKEN, set_grouped_hooks, set_server, token_headers};
+use crate::client::Transport;
+use crate::doc::{FileChange, JsonDoc};
+
+/// The events registered, as Gemini CLI names them.
+const EVENTS: [&str; 4] = ["SessionStart", "BeforeAgent", "BeforeTool", "AfterTool"];
+
+/// `$GEMINI_CLI_HOME/.gemini`, else `~/.gemini`.
+pub(super) fn dir() -> Result<PathBuf, String> {
+    let root = match super::var(super::GEMINI_HOME_ENV) {
+        Some(root) => root,
+        None => super::home()?,
+    };
+    Ok(root.join(".gemini"))
+}
+
+/// The change to `settings.json`.
+pub(super) fn plan(install: Option<&Install<'_>>) -> Result<Vec<FileChange>, String> {
+    let path = dir()?.join("settings.json");
+    let doc = JsonDoc::load(&path)?;
+    let mut after = doc.value.clone();
+    let mut changes = Vec::new();
+    let entry = install.map(|install| match install.url() {
+        None => json!({ "command": install.front(), "args": [] }),
+        Some(url) => {
+            let key = if install.transport == Transport::Sse {
+                "url"
+            } else {
+                "httpUrl"
+            };
+            let mut entry = json!({ key: url });
+            if let Some(headers) = token_headers(install, &format!("${TOKEN}")) {
+                entry["headers"] = headers;
+            }
+            entry
+        }
+    });
+    let sends_token = |entry: Option<&Value>| {
+        entry
+            .and_then(|e| e.get("headers"))
+            .and_then(|h| h.get("Authorization"))
+            .and_then(Value::as_str)
+            .is_some_and(|a| a.contains(TOKEN))
+    };
+    let had_token = sends_token(after.get("mcpServers").and_then(|s| s.get("hooks")));
+    set_server(
+        &mut after,
+        "mcpServers",
+        entry,
+        &["env", "headers"],
+        &mut changes,
+        &path,
+    )?;
+    let has_token = sends_token(after.get("mcpServers").and_then(|s| s.get("hooks")));
+    allow_token_variable(&mut after, has_token, had_token, &mut changes);
+    let group = |event: &str| -> Value {
+        let Some(install) = install else {
+            return Value::Null;
+        };
+        let hook = json!({
+            "type": "command",
+            "command": install.hook_command(Client::Gemini, event),
+            "name": "hooks-mcp",
+        });
+        if event.ends_with("Tool") {
+            json!({ "matcher": "*", "hooks": [hook] })
+        } else {
+            json!({ "hooks": [hook] })
+        }
+    };
+    set_grouped_hooks(
+        &mut after,
+        &path,
+        &EVENTS,
+        install.map(|_| &group as &dyn Fn(&str) -> Value),
+        &mut changes,
+    )?;
+    Ok(vec![doc.change(after, changes)])
+}
+
+/// Lists `HOOKS_MCP_TOKEN` in `security.environmentVariableRedaction.allowed` while the entry
+/// sends it (`needed`), and takes it out again when an entry that sent it (`was_needed`) no
+/// longer does.
+fn allow_token_variable(
+    doc: &mut serde_json::Map<String, Value>,
+    needed: bool,
+    was_needed: bool,
+    changes: &mut Vec<String>,
+) {
+    const PATH: &str = "security.environmentVariableRedaction.allowed";
+    let listed = doc
+        .get("security")
+        .and_then(|s| s.get("environmentVariableRedaction"))
+        .and_then(|r| r.get("allowed"))
+        .and_then(Value::as_array)
+        .is_some_and(|a| a.iter().any(|v| v == TOKEN));
+    if needed && !listed {
+        let security = doc.entry("security").or_insert_with(|| json!({}));
+        let Some(security) = security.as_object_mut() else {
+            return;
+        };
+        let redaction = security
+            .entry("environmentVariableRedaction")
+            .or_insert_with(|| json!({}));
+        let Some(redaction) = redaction.as_object_mut() else {
+            return;
+        };
+        let allowed = redaction.entry("allowed").or_insert_with(|| json!([]));
+        if let Some(allowed) = allowed.as_array_mut() {
+            allowed.push(TOKEN.into());
+            changes.push(format!("add {TOKEN} to {PATH}"));
+        }
+    } else if !needed && was_needed && listed {
+        let Some(security) = doc.get_mut("security").and_then(Value::as_object_mut) else {
+            return;
+        };
+        let Some(redaction) = security
+            .get_mut("environmentVariableRedaction")
+            .and_then(Value::as_object_mut)
+        else {
+            return;
+        };
+        if let Some(allowed) = redaction.get_mut("allowed").and_then(Value::as_array_mut) {
+            allowed.retain(|v| v != TOKEN);
+            changes.push(format!("remove {TOKEN} from {PATH}"));
+            if allowed.is_empty() {
+                redaction.shift_remove("allowed");
+            }
+        }
+        if redaction.is_empty() {
+            security.shift_remove("environmentVariableRedaction");
+        }
+        if security.is_empty() {
+            doc.shift_remove("security");
+        }
+    }
+}

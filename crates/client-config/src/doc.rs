@@ -1,0 +1,446 @@
+//! The clients' files, edited in place: JSON (with comments, as Gemini CLI, VS Code and Cursor
+//! allow) through jsonc-parser's concrete syntax tree and TOML through toml_edit, so that the
+//! user's comments, formatting and key order survive; each change planned first (nothing is
+//! written when any file cannot be read), then written after a backup, through a temporary
+//! file and a rename.
+//!
+//! A JSON change is computed on plain values and applied to the tree as the difference between
+//! the document before and after: properties added at the end of their object, removed ones
+//! taken out with their separators, changed values replaced. Removing what `init` added
+//! restores the text byte for byte (except that an object written on one line before becomes
+//! multi-line, and that a container that was empty before, `"mcpServers": {}`, goes with the
+//! entry `init` put in it). A file left empty by a removal (`{}`, or a TOML file with nothing in
+//! it) is deleted: `init` created it.
+
+use std::path::{Path, PathBuf};
+
+use jsonc_parser::ParseOptions;
+use jsonc_parser::cst::{CstArray, CstInputValue, CstObject, CstRootNode};
+use serde_json::{Map, Value};
+
+/// What to do to one file.
+#[derive(Debug, Clone)]
+pub struct FileChange {
+    /// The file.
+    pub path: PathBuf,
+    /// Its text now (`None`: it does not exist).
+    pub before: Option<String>,
+    /// Its text after the change (`None`: delete it, or leave it absent).
+    pub after: Option<String>,
+    /// One line per change, for people.
+    pub changes: Vec<String>,
+}
+
+impl FileChange {
+    /// Whether the change writes nothing.
+    pub fn is_unchanged(&self) -> bool {
+        self.before == self.after
+    }
+}
+
+/// A file's text: `Ok(None)` when it does not exist.
+///
+/// # Errors
+/// A message naming the file when it cannot be read.
+pub fn read_text(path: &Path) -> Result<Option<String>, String> {
+    match std::fs::read_to_string(path) {
+        Ok(text) => Ok(Some(text)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(format!("cannot read {}: {e}", path.display())),
+    }
+}
+
+/// A JSON file (comments and trailing commas allowed), read for a change.
+#[derive(Debug, Clone)]
+pub struct JsonDoc {
+    /// The file.
+    pub path: PathBuf,
+    /// Its text, `None` when it does not exist.
+    pub text: Option<String>,
+    /// Its top-level object (empty for a missing or blank file).
+    pub value: Map<String, Value>,
+}
+
+impl JsonDoc {
+    /// Reads `path`.
+    ///
+    /// # Errors
+    /// A message naming the file when it cannot be read, is not JSON or not an object.
+    pub fn load(path: &Path) -> Result<JsonDoc, String> {
+        let text = read_text(path)?;
+        let value = match text.as_deref() {
+            None => Map::new(),
+            Some(t) if t.trim().is_empty() => Map::new(),
+            Some(t) => match parse_json(t) {
+                Ok(Value::Object(map)) => map,
+                Ok(_) => {
+                    return Err(format!(
+                        "{} is not a JSON object; fix or move it aside, then run again",
+                        path.display()
+                    ));
+                }
+                Err(e) => {
+                    return Err(format!(
+                        "{} is not valid JSON ({e}); fix or move it aside, then run again \
+                         (nothing was changed)",
+                        path.display()
+                    ));
+                }
+            },
+        };
+        Ok(JsonDoc {
+            path: path.to_owned(),
+            text,
+            value,
+        })
+    }
+
+    /// The change that makes the document `after`, with `changes` described (no changes: the
+    /// text stays as it is).
+    pub fn change(&self, after: Map<String, Value>, changes: Vec<String>) -> FileChange {
+        let after_text = if changes.is_empty() || Value::Object(after.clone()) == self.current() {
+            self.text.clone()
+        } else {
+            match rewrite_json(self.text.as_deref().unwrap_or(""), &Value::Object(after)) {
+                Some(text) if text.trim() == "{}" => None,
+                Some(text) => Some(text),
+                None => self.text.clone(),
+            }
+        };
+        FileChange {
+            path: self.path.clone(),
+            before: self.text.clone(),
+            after: after_text,
+            changes,
+        }
+    }
+
+    fn current(&self) -> Value {
+        Value::Object(self.value.clone())
+    }
+}
+
+/// Parses JSON with comments into a value.
+///
+/// # Errors
+/// The parser's message.
+pub fn parse_json(text: &str) -> Result<Value, String> {
+    let root = CstRootNode::parse(text, &ParseOptions::default()).map_err(|e| e.to_string())?;
+    Ok(root.to_serde_value().unwrap_or(Value::Null))
+}
+
+/// `text` (JSON with comments) rewritten to hold `after`, everything that did not change kept
+/// as written. `None` when the text does not parse.
+pub fn rewrite_json(text: &str, after: &Value) -> Option<String> {
+    let root = CstRootNode::parse(text, &ParseOptions::default()).ok()?;
+    match (root.value(), after) {
+        (Some(node), Value::Object(after)) if node.as_object().is_some() => {
+            let before = node.to_serde_value().unwrap_or(Value::Null);
+            let object = node.as_object()?;
+            apply_object(&object, before.as_object()?, after);
+        }
+        _ => root.set_value(input(after)),
+    }
+    let mut out = root.to_string();
+    if !out.ends_with('\n') {
+        out.push('\n');
+    }
+    Some(out)
+}
+
+/// Makes the object `node` (now `before`) hold `after`.
+fn apply_object(node: &CstObject, before: &Map<String, Value>, after: &Map<String, Value>) {
+    for key in before.keys().filter(|k| !after.contains_key(*k)) {
+        if let Some(prop) = node.get(key) {
+            prop.remove();
+        }
+    }
+    for (key, new) in after {
+        match (before.get(key), node.get(key)) {
+            (Some(old), _) if old == new => {}
+            (Some(Value::Object(old)), Some(prop)) if new.is_object() => {
+                if let (Some(object), Some(new)) = (prop.object_value(), new.as_object()) {
+                    apply_object(&object, old, new);
+                } else {
+                    prop.set_value(input(new));
+                }
+            }
+            (Some(Value::Array(old)), Some(prop)) if new.is_array() => {
+                match (prop.array_value(), new.as_array()) {
+                    (Some(array), Some(new)) => apply_array(&array, old, new),
+                    _ => prop.set_value(input(new)),
+                }
+            }
+            (Some(_), Some(prop)) => prop.set_value(input(new)),
+            _ => {
+                node.append(key, input(new));
+            }
+        }
+    }
+}
+
+/// Makes the array `node` (now `before`) hold `after`: elements appended or removed where that
+/// is all that changed, elements changed in place when the length is the same, else replaced.
+fn apply_array(node: &CstArray, before: &[Value], after: &[Value]) {
+    if after.len() >= before.len() && after.starts_with(before) {
+        for value in &after[before.len()..] {
+            node.append(input(value));
+        }
+        return;
+    }
+    if let Some(removed) = removed_indices(before, after) {
+        let elements = node.elements();
+        for index in removed.into_iter().rev() {
+            if let Some(element) = elements.get(index) {
+                element.clone().remove();
+            }
+        }
+        return;
+    }
+    let elements = node.elements();
+    if before.len() == after.len() && elements.len() == after.len() {
+        for ((old, new), element) in before.iter().zip(after).zip(elements) {
+            if old == new {
+                continue;
+            }
+            match (old, new, element.as_object(), element.as_array()) {
+                (Value::Object(old), Value::Object(new), Some(object), _) => {
+                    apply_object(&object, old, new)
+                }
+                (Value::Array(old), Value::Array(new), _, Some(array)) => {
+                    apply_array(&array, old, new)
+                }
+                _ => {
+                    replace_node(element, new);
+                }
+            }
+        }
+        return;
+    }
+    // Anything else: the whole array is written anew.
+    let _ = node
+        .clone()
+        .replace_with(input(&Value::Array(after.to_vec())));
+}
+
+fn replace_node(node: jsonc_parser::cst::CstNode, value: &Value) {
+    if let Some(object) = node.as_object() {
+        object.replace_with(input(value));
+    } else if let Some(array) = node.as_array() {
+        array.replace_with(input(value));
+    } else if let Some(string) = node.as_string_lit() {
+        string.replace_with(input(value));
+    } else if let Some(number) = node.as_number_lit() {
+        number.replace_with(input(value));
+    } else if let Some(boolean) = node.as_boolean_lit() {
+        boolean.replace_with(input(value));
+    } else if let Some(null) = node.as_null_keyword() {
+        null.replace_with(input(value));
+    }
+}
+
+/// The indices of `before` that `after` drops, when `after` is `before` with elements taken
+/// out (and nothing else changed).
+fn removed_indices(before: &[Value], after: &[Value]) -> Option<Vec<usize>> {
+    if after.len() >= before.len() {
+        return None;
+    }
+    let mut removed = Vec::new();
+    let mut next = after.iter().peekable();
+    for (index, value) in before.iter().enumerate() {
+        if next.peek() == Some(&value) {
+            next.next();
+        } else {
+            removed.push(index);
+        }
+    }
+    next.peek().is_none().then_some(removed)
+}
+
+/// A JSON value as the tree's input.
+fn input(value: &Value) -> CstInputValue {
+    match value {
+        Value::Null => CstInputValue::Null,
+        Value::Bool(b) => CstInputValue::Bool(*b),
+        Value::Number(n) => CstInputValue::Number(n.to_string()),
+        Value::String(s) => CstInputValue::String(s.clone()),
+        Value::Array(items) => CstInputValue::Array(items.iter().map(input).collect()),
+        Value::Object(map) => {
+            CstInputValue::Object(map.iter().map(|(k, v)| (k.clone(), input(v))).collect())
+        }
+    }
+}
+
+/// A TOML file, read for a change.
+#[derive(Debug, Clone)]
+pub struct TomlDoc {
+    /// The file.
+    pub path: PathBuf,
+    /// Its text, `None` when it does not exist.
+    pub text: Option<String>,
+    /// The editable document.
+    pub doc: toml_edit::DocumentMut,
+}
+
+impl TomlDoc {
+    /// Reads `path`.
+    ///
+    /// # Errors
+    /// A message naming the file when it cannot be read or is not TOML.
+    pub fn load(path: &Path) -> Result<TomlDoc, String> {
+        let text = read_text(path)?;
+        let doc = text
+            .as_deref()
+            .unwrap_or("")
+            .parse::<toml_edit::DocumentMut>()
+            .map_err(|e| {
+                format!(
+                    "{} is not valid TOML ({}); fix or move it aside, then run again (nothing \
+                     was changed)",
+                    path.display(),
+                    e.to_string().trim()
+                )
+            })?;
+        Ok(TomlDoc {
+            path: path.to_owned(),
+            text,
+            doc,
+        })
+    }
+
+    /// The change to the document as edited, with `changes` described.
+    pub fn change(&self, changes: Vec<String>) -> FileChange {
+        let text = self.doc.to_string();
+        let after = if changes.is_empty() {
+            self.text.clone()
+        } else if text.trim().is_empty() {
+            None
+        } else {
+            Some(text)
+        };
+        FileChange {
+            path: self.path.clone(),
+            before: self.text.clone(),
+            after,
+            changes,
+        }
+    }
+}
+
+/// Writes a planned change: a backup first (`<file>.hooks-mcp-<unix ms>.bak`, when it existed),
+/// then the new text through a temporary file renamed over it (a symbolic link stays one: its
+/// target is written), or the file deleted. Returns the backup's path.
+///
+/// # Errors
+/// A message naming the file and the step that failed.
+pub fn write(change: &FileChange, now_ms: i64) -> Result<Option<PathBuf>, String> {
+    let path = if change.before.is_some() {
+        std::fs::canonicalize(&change.path).unwrap_or_else(|_| change.path.clone())
+    } else {
+        change.path.clone()
+    };
+    let failed = |what: &str, p: &Path, e: std::io::Error| {
+        format!(
+            "cannot {what} {}: {e} (nothing more was changed)",
+            p.display()
+        )
+    };
+    let backup = if change.before.is_some() {
+        let mut name = path.file_name().unwrap_or_default().to_os_string();
+        name.push(format!(".hooks-mcp-{now_ms}.bak"));
+        let backup = path.with_file_name(name);
+        std::fs::copy(&path, &backup).map_err(|e| failed("back up", &path, e))?;
+        Some(backup)
+    } else {
+        None
+    };
+    let Some(text) = &change.after else {
+        if change.before.is_some() {
+            std::fs::remove_file(&path).map_err(|e| failed("remove", &path, e))?;
+        }
+        return Ok(backup);
+    };
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).map_err(|e| failed("create", dir, e))?;
+    }
+    let mut tmp_name = std::ffi::OsString::from(".");
+    tmp_name.push(path.file_name().unwrap_or_default());
+    tmp_name.push(".hooks-mcp-tmp");
+    let tmp = path.with_file_name(tmp_name);
+    std::fs::write(&tmp, text).map_err(|e| failed("write", &tmp, e))?;
+    if let Ok(meta) = std::fs::metadata(&path) {
+        // The client's files may be private (0600): the new one keeps the old permissions.
+        let _ = std::fs::set_permissions(&tmp, meta.permissions());
+    }
+    if let Err(e) = std::fs::rename(&tmp, &path) {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(failed("replace", &path, e));
+    }
+    Ok(backup)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use serde_json::json;
+
+    use super::*;
+
+    fn round_trip(text: &str, edit: impl Fn(&mut Map<String, Value>)) -> (String, String) {
+        let before = parse_json(text).unwrap();
+        let mut after = before.as_object().unwrap().clone();
+        edit(&mut after);
+        let added = rewrite_json(text, &Value::Object(after)).unwrap();
+        let removed = rewrite_json(&added, &before).unwrap();
+        (added, removed)
+    }
+
+    #[test]
+    fn adding_then_removing_restores_the_text() {
+        let text = "{\n  // the user's note\n  \"theme\": \"dark\", /* keep */\n  \"mcpServers\": {\n    \"other\": { \"command\": \"x\" }\n  },\n  \"hooks\": {\"BeforeTool\": [\n    {\"matcher\": \"x\", \"hooks\": []}\n  ]}\n}\n";
+        let (added, removed) = round_trip(text, |doc| {
+            doc["mcpServers"]["hooks"] = json!({"command": "/bin/hooks-mcp", "args": []});
+            doc["hooks"]["BeforeTool"]
+                .as_array_mut()
+                .unwrap()
+                .push(json!({"matcher": "*", "hooks": [{"type": "command", "command": "h"}]}));
+            doc.insert("security".into(), json!({"a": [1]}));
+        });
+        assert!(added.contains("// the user's note") && added.contains("/* keep */"));
+        assert!(added.contains("\"command\": \"/bin/hooks-mcp\""), "{added}");
+        assert_eq!(
+            parse_json(&added).unwrap()["hooks"]["BeforeTool"][1]["matcher"],
+            "*"
+        );
+        assert_eq!(removed, text);
+    }
+
+    #[test]
+    fn a_changed_value_is_replaced_in_place() {
+        let text = "{\n  \"a\": {\"b\": 1, \"c\": [1, 2, 3]},\n  \"d\": true\n}\n";
+        let (added, _) = round_trip(text, |doc| {
+            doc["a"]["b"] = json!(2);
+            doc["a"]["c"] = json!([1, 3]);
+            doc.remove("d");
+        });
+        assert_eq!(added, "{\n  \"a\": {\"b\": 2, \"c\": [1, 3]}\n}\n");
+    }
+
+    #[test]
+    fn documents_left_empty_are_deleted() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("mcp.json");
+        let doc = JsonDoc::load(&path).unwrap();
+        let mut after = Map::new();
+        after.insert("servers".into(), json!({"hooks": {"command": "x"}}));
+        let change = doc.change(after, vec!["add".into()]);
+        std::fs::write(&path, change.after.as_deref().unwrap()).unwrap();
+        let doc = JsonDoc::load(&path).unwrap();
+        let removal = doc.change(Map::new(), vec!["remove".into()]);
+        assert_eq!(removal.after, None);
+        assert!(removal.before.is_some());
+        write(&removal, 1).unwrap();
+        assert!(!path.exists());
+    }
+}

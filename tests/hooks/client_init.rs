@@ -1,0 +1,443 @@
+//! `init` and `status` for the clients beside Claude Code, on users' existing files (with
+//! comments and other entries): what is written where, that a second run changes nothing,
+//! that `--remove` restores every file byte for byte, and that tokens are only referenced.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{Value, json};
+
+use crate::support::{Env, full_bin};
+
+const CODEX_CONFIG: &str = r#"# Codex settings, kept by hand
+model = "gpt-5-codex" # the default
+
+[mcp_servers.github]
+command = "github-mcp"
+args = ["--read-only"]
+"#;
+
+const GEMINI_SETTINGS: &str = r#"{
+  // Gemini settings
+  "theme": "GitHub",
+  "hooks": {
+    "BeforeTool": [
+      { "matcher": "write_file", "hooks": [{ "type": "command", "command": "./audit.sh" }] }
+    ]
+  }
+}
+"#;
+
+const COPILOT_MCP: &str = r#"{
+  "mcpServers": {
+    "context7": {
+      "tools": [
+        "*"
+      ],
+      "type": "local",
+      "command": "npx",
+      "args": [
+        "-y",
+        "@upstash/context7-mcp"
+      ]
+    }
+  }
+}
+"#;
+
+const CURSOR_HOOKS: &str = r#"{
+  "version": 1,
+  "hooks": {
+    "afterFileEdit": [{ "command": "./format.sh" }]
+  }
+}
+"#;
+
+const VSCODE_MCP: &str = "{\n\t// VS Code MCP servers\n\t\"servers\": {\n\t\t\"playwright\": { \"command\": \"npx\", \"args\": [\"@playwright/mcp\"] }\n\t},\n\t\"inputs\": []\n}\n";
+
+/// A home with Codex, Gemini CLI, Copilot CLI, Cursor and VS Code configured, no Claude Code.
+fn clients_home() -> Env {
+    let mut env = Env::new();
+    let home = env.home();
+    let write = |rel: &str, text: &str| {
+        let path = home.join(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    };
+    write(".codex/config.toml", CODEX_CONFIG);
+    write(".gemini/settings.json", GEMINI_SETTINGS);
+    write(".copilot/mcp-config.json", COPILOT_MCP);
+    write(
+        ".cursor/mcp.json",
+        "{\n  \"mcpServers\": {\n    \"linear\": { \"url\": \"https://mcp.linear.app/sse\" }\n  }\n}\n",
+    );
+    write(".cursor/hooks.json", CURSOR_HOOKS);
+    write("vscode-user/mcp.json", VSCODE_MCP);
+    env.vars.push((
+        "HOOKS_MCP_VSCODE_USER_DIR".into(),
+        home.join("vscode-user").to_string_lossy().into_owned(),
+    ));
+    env
+}
+
+/// Every file `init` may touch, relative to the home.
+const FILES: &[&str] = &[
+    ".codex/config.toml",
+    ".codex/hooks.json",
+    ".gemini/settings.json",
+    ".copilot/mcp-config.json",
+    ".copilot/hooks/hooks-mcp.json",
+    ".cursor/mcp.json",
+    ".cursor/hooks.json",
+    "vscode-user/mcp.json",
+    ".claude.json",
+    ".claude/settings.json",
+];
+
+fn snapshot(env: &Env) -> Vec<(&'static str, Option<Vec<u8>>)> {
+    FILES
+        .iter()
+        .map(|f| (*f, std::fs::read(env.home().join(f)).ok()))
+        .collect()
+}
+
+fn json_of(path: &Path) -> Value {
+    let text = std::fs::read_to_string(path).unwrap();
+    client_config::doc::parse_json(&text).unwrap()
+}
+
+fn bin_dir() -> PathBuf {
+    Path::new(full_bin())
+        .canonicalize()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .to_owned()
+}
+
+fn backups(env: &Env) -> usize {
+    fn walk(dir: &Path, n: &mut usize) {
+        for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                walk(&path, n);
+            } else if path.to_string_lossy().ends_with(".bak") {
+                *n += 1;
+            }
+        }
+    }
+    let mut n = 0;
+    walk(&env.home(), &mut n);
+    n
+}
+
+#[test]
+fn init_registers_every_client_found_keeps_the_users_files_and_removes_byte_for_byte() {
+    let env = clients_home();
+    let before = snapshot(&env);
+    let report = env.cli(&["init"]);
+    for title in [
+        "Codex:",
+        "Gemini CLI:",
+        "Copilot CLI:",
+        "Cursor:",
+        "VS Code:",
+    ] {
+        assert!(report.contains(title), "{report}");
+    }
+    assert!(
+        !report.contains("Claude Code:"),
+        "Claude Code is not on this machine: {report}"
+    );
+    let home = env.home();
+    let hook = bin_dir().join("hooks-mcp-hook");
+    let front = bin_dir().join("hooks-mcp");
+    let command =
+        |client: &str, event: &str| format!("{} hook --client {client} {event}", hook.display());
+
+    // Codex: the server and the trust entries in config.toml, around the user's own lines.
+    let config = std::fs::read_to_string(home.join(".codex/config.toml")).unwrap();
+    assert!(config.starts_with(CODEX_CONFIG), "{config}");
+    assert!(
+        config.contains(&format!(
+            "[mcp_servers.hooks]\ncommand = \"{}\"\nargs = []\n",
+            front.display()
+        )),
+        "{config}"
+    );
+    let source = home.join(".codex/hooks.json");
+    for (event, index) in [("pre_tool_use", 0), ("session_start", 0)] {
+        let key = format!(
+            "[hooks.state.\"{}:{event}:{index}:0\"]\ntrusted_hash = \"sha256:",
+            source.display()
+        );
+        assert!(config.contains(&key), "{key} in {config}");
+    }
+    let hooks = json_of(&source);
+    assert_eq!(
+        hooks["hooks"]["PreToolUse"],
+        json!([{ "matcher": "*", "hooks": [{ "type": "command", "command": command("codex", "PreToolUse") }] }])
+    );
+    assert_eq!(
+        hooks["hooks"]["SessionStart"],
+        json!([{ "hooks": [{ "type": "command", "command": command("codex", "SessionStart") }] }])
+    );
+
+    // Gemini CLI: its comment and hook kept, hooks-mcp's added after them.
+    let settings_text = std::fs::read_to_string(home.join(".gemini/settings.json")).unwrap();
+    assert!(
+        settings_text.contains("// Gemini settings"),
+        "{settings_text}"
+    );
+    let settings = json_of(&home.join(".gemini/settings.json"));
+    assert_eq!(
+        settings["mcpServers"]["hooks"],
+        json!({ "command": front.to_string_lossy(), "args": [] })
+    );
+    assert_eq!(settings["hooks"]["BeforeTool"][0]["matcher"], "write_file");
+    assert_eq!(
+        settings["hooks"]["BeforeTool"][1],
+        json!({ "matcher": "*", "hooks": [{ "type": "command", "command": command("gemini", "BeforeTool"), "name": "hooks-mcp" }] })
+    );
+    assert_eq!(
+        settings["hooks"]["BeforeAgent"][0]["hooks"][0]["command"],
+        command("gemini", "BeforeAgent")
+    );
+
+    // Copilot CLI: the server beside the user's, the hooks in hooks-mcp's own file.
+    let mcp = json_of(&home.join(".copilot/mcp-config.json"));
+    assert!(mcp["mcpServers"]["context7"].is_object());
+    assert_eq!(
+        mcp["mcpServers"]["hooks"],
+        json!({ "type": "local", "command": front.to_string_lossy(), "args": [], "tools": ["*"] })
+    );
+    let copilot_hooks = json_of(&home.join(".copilot/hooks/hooks-mcp.json"));
+    assert_eq!(copilot_hooks["version"], 1);
+    assert_eq!(
+        copilot_hooks["hooks"]["PreToolUse"],
+        json!([{ "type": "command", "bash": command("copilot", "PreToolUse"), "timeoutSec": 60 }])
+    );
+
+    // Cursor: its own hook kept.
+    let cursor = json_of(&home.join(".cursor/hooks.json"));
+    assert_eq!(
+        cursor["hooks"]["afterFileEdit"],
+        json!([{ "command": "./format.sh" }])
+    );
+    for event in [
+        "sessionStart",
+        "beforeSubmitPrompt",
+        "beforeShellExecution",
+        "beforeMCPExecution",
+        "postToolUse",
+    ] {
+        assert_eq!(
+            cursor["hooks"][event],
+            json!([{ "command": command("cursor", event) }]),
+            "{event}"
+        );
+    }
+    assert_eq!(
+        json_of(&home.join(".cursor/mcp.json"))["mcpServers"]["hooks"]["command"],
+        front.to_string_lossy().as_ref()
+    );
+
+    // VS Code: tabs and comment kept; its agent hooks are Claude Code's.
+    let vscode_text = std::fs::read_to_string(home.join("vscode-user/mcp.json")).unwrap();
+    assert!(
+        vscode_text.contains("\t// VS Code MCP servers\n"),
+        "{vscode_text}"
+    );
+    assert_eq!(
+        json_of(&home.join("vscode-user/mcp.json"))["servers"]["hooks"],
+        json!({ "type": "stdio", "command": front.to_string_lossy(), "args": [] })
+    );
+    let claude = json_of(&home.join(".claude/settings.json"));
+    assert_eq!(
+        claude["hooks"]["UserPromptSubmit"][0]["hooks"][0]["command"],
+        format!("{} hook UserPromptSubmit", hook.display())
+    );
+
+    // Twice: nothing changes, nothing is written.
+    let registered = snapshot(&env);
+    let made = backups(&env);
+    let again = env.cli(&["init"]);
+    assert!(
+        !again.contains("add ") && !again.contains("replace "),
+        "{again}"
+    );
+    assert_eq!(snapshot(&env), registered);
+    assert_eq!(backups(&env), made);
+
+    // Status: every client registered, nothing diverges.
+    let out = env.run(&["status", "--json"], "", &[]);
+    let status: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let clients = status["clients"].as_array().unwrap();
+    let names: Vec<&str> = clients
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        ["codex", "gemini", "copilot", "cursor", "vscode"],
+        "{status}"
+    );
+    for c in clients {
+        assert_eq!(
+            (&c["registered"], &c["hooks"]),
+            (&json!(true), &json!(true)),
+            "{c}"
+        );
+        assert_eq!(c["divergences"], json!([]), "{c}");
+    }
+
+    // Removing restores every file as it was, byte for byte; files init created are gone.
+    env.cli(&["init", "--remove"]);
+    let after = snapshot(&env);
+    for ((file, was), (_, is)) in before.iter().zip(&after) {
+        assert_eq!(
+            is.as_deref().map(String::from_utf8_lossy),
+            was.as_deref().map(String::from_utf8_lossy),
+            "{file}"
+        );
+    }
+}
+
+#[test]
+fn network_registrations_reference_the_token_and_never_hold_it() {
+    let env = clients_home();
+    let secret = "s3cret-token-value";
+    let vars = [("HOOKS_MCP_TOKEN", secret), ("MCP_PORT", "9444")];
+    let out = env.run(
+        &[
+            "init",
+            "--client",
+            "codex,gemini",
+            "--client",
+            "copilot,cursor,vscode",
+            "--transport",
+            "streamable-http",
+        ],
+        "",
+        &vars,
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for file in FILES {
+        if let Ok(text) = std::fs::read_to_string(env.home().join(file)) {
+            assert!(!text.contains(secret), "{file} holds the token");
+        }
+    }
+    let home = env.home();
+    let config = std::fs::read_to_string(home.join(".codex/config.toml")).unwrap();
+    assert!(
+        config.contains(
+            "[mcp_servers.hooks]\nurl = \"http://localhost:9444/mcp\"\nbearer_token_env_var = \"HOOKS_MCP_TOKEN\"\n"
+        ),
+        "{config}"
+    );
+    let gemini = json_of(&home.join(".gemini/settings.json"));
+    assert_eq!(
+        gemini["mcpServers"]["hooks"],
+        json!({ "httpUrl": "http://localhost:9444/mcp", "headers": { "Authorization": "Bearer $HOOKS_MCP_TOKEN" } })
+    );
+    assert_eq!(
+        gemini["security"]["environmentVariableRedaction"]["allowed"],
+        json!(["HOOKS_MCP_TOKEN"]),
+        "Gemini CLI redacts *TOKEN* variables from header expansion unless allowed"
+    );
+    assert_eq!(
+        json_of(&home.join(".copilot/mcp-config.json"))["mcpServers"]["hooks"]["headers"],
+        json!({ "Authorization": "Bearer ${HOOKS_MCP_TOKEN}" })
+    );
+    for file in [".cursor/mcp.json", "vscode-user/mcp.json"] {
+        let doc = json_of(&home.join(file));
+        let entry = doc
+            .get("mcpServers")
+            .or_else(|| doc.get("servers"))
+            .unwrap();
+        assert_eq!(
+            entry["hooks"]["headers"],
+            json!({ "Authorization": "Bearer ${env:HOOKS_MCP_TOKEN}" }),
+            "{file}"
+        );
+    }
+
+    // Codex has no SSE: refused when asked for, skipped when only found.
+    let refused = env.run(
+        &["init", "--client", "codex", "--transport", "sse"],
+        "",
+        &vars,
+    );
+    assert_eq!(refused.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("Codex has no SSE transport"));
+    let out = env.run(&["init", "--transport", "sse"], "", &vars);
+    let report = String::from_utf8(out.stdout).unwrap();
+    assert!(out.status.success(), "{report}");
+    assert!(
+        report.contains("Codex: skipped: Codex has no SSE transport"),
+        "{report}"
+    );
+    assert_eq!(
+        json_of(&home.join(".gemini/settings.json"))["mcpServers"]["hooks"]["url"],
+        "http://localhost:9444/sse"
+    );
+
+    // Back to stdio: the token is no longer allowed through Gemini CLI's redaction.
+    env.cli(&["init", "--client", "gemini"]);
+    assert!(
+        json_of(&home.join(".gemini/settings.json"))
+            .get("security")
+            .is_none()
+    );
+}
+
+#[test]
+fn status_names_a_client_that_diverges_and_the_last_payload_no_client_could_place() {
+    let env = clients_home();
+    env.cli(&["init", "--client", "gemini"]);
+    let path = env.home().join(".gemini/settings.json");
+    let mut settings = json_of(&path);
+    settings["hooks"]
+        .as_object_mut()
+        .unwrap()
+        .remove("AfterTool");
+    std::fs::write(&path, settings.to_string()).unwrap();
+    env.hook_args(
+        &["hook", "--client", "gemini", "BeforeTool"],
+        "{\"tool_name\": \"x\"}",
+        &[],
+    );
+
+    let out = env.run(&["status", "--json"], "", &[]);
+    assert_eq!(out.status.code(), Some(2));
+    let status: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let text = status["divergences"].to_string();
+    assert!(
+        text.contains("Gemini CLI:") && text.contains("add hooks.AfterTool"),
+        "{text}"
+    );
+    assert_eq!(status["unplaced"]["client"], "gemini", "{status}");
+    assert_eq!(status["unplaced"]["count"], 1);
+    assert!(
+        status["unplaced"]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("no session id"),
+        "{status}"
+    );
+    let out = env.run(&["status"], "", &[]);
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.contains(
+            "unplaced:    1 hook payload(s) no client could place; the last: gemini BeforeTool"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("gemini:      server registered: yes, hooks: yes"),
+        "{text}"
+    );
+}
