@@ -409,6 +409,37 @@ pub(crate) fn session_state_holds_across_handles(b: &dyn Backend) {
         let got = |v: &[Message]| v.iter().filter(|m| m.id == fresh_info.id).count();
         assert_eq!(got(&x) + got(&y), 1, "round {round}");
     }
+
+    // Bounded: of two concurrent prompts of one session, one shows or counts a new info
+    // message, never both, and neither loses it.
+    for round in 0..10 {
+        publish(&store, "a", Severity::Info, T0 + 40 + round, HOUR);
+        let budget = usize::try_from(round % 2).unwrap();
+        let deliver = |s: &dyn store::Store| {
+            s.deliver_within(
+                "s3",
+                None,
+                DeliveryPoint::Prompt,
+                T0 + 60,
+                &mut store::AtMost(budget),
+            )
+        };
+        let (x, y) = std::thread::scope(|scope| {
+            let x = scope.spawn(|| deliver(&*store.store));
+            let y = scope.spawn(|| deliver(&*other));
+            (x.join().unwrap().unwrap(), y.join().unwrap().unwrap())
+        });
+        let seen = |d: &store::Delivery| {
+            d.shown
+                .iter()
+                .filter(|m| m.severity == Severity::Info)
+                .count() as u64
+                + d.unshown.iter().map(|b| b.info).sum::<u64>()
+        };
+        // The first round also finds the two info messages published above.
+        let expected = if round == 0 { 1 + 11 } else { 1 };
+        assert_eq!(seen(&x) + seen(&y), expected, "round {round}");
+    }
 }
 
 pub(crate) fn pages_follow_the_cursor_without_gaps_or_repeats(b: &dyn Backend) {
