@@ -34,7 +34,7 @@ pub fn mcp_router(
     cancel: &CancellationToken,
 ) -> Router {
     let cap = Arc::new(Sessions::new(options.max_sessions));
-    let manager = Arc::new(HttpSessions::new(cap, options.idle));
+    let manager = Arc::new(HttpSessions::new(cap, options.idle, None));
     let mut config = StreamableHttpServerConfig::default()
         .with_max_request_body_bytes(options.max_body_bytes)
         .with_sse_keep_alive(None)

@@ -1,4 +1,6 @@
-//! The `/health` endpoint (three levels), plus a small client for probes.
+//! The `/health` endpoint (three levels), the balancers' probes `/health/live` (liveness) and
+//! `/health/ready` (readiness, the same answer as plain `/health`), plus a small client for
+//! probes.
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -37,7 +39,7 @@ pub(crate) async fn handler(
             .into_response();
     }
     let status = &shared.status;
-    if !status.is_serving() {
+    if !status.is_ready() {
         return status.unavailable();
     }
     let uptime_s = status.uptime().as_secs();
@@ -133,6 +135,27 @@ pub(crate) async fn handler(
         body["status"] = Value::from("error");
         return (StatusCode::SERVICE_UNAVAILABLE, axum::Json(body)).into_response();
     }
+    (StatusCode::OK, axum::Json(body)).into_response()
+}
+
+/// `GET /health/ready`: 200 while the daemon serves and no SIGTERM has come, else 503 with the
+/// phase (`starting` with a start-up phase, or `stopping` with `draining` or `stopping`): what a
+/// load balancer or a Kubernetes readiness probe acts on. The same answer as plain `/health`.
+pub(crate) async fn ready(state: State<Arc<Shared>>) -> Response {
+    handler(state, Query(HealthQuery { level: None })).await
+}
+
+/// `GET /health/live`: 200 whenever the process answers at all, in every phase (starting,
+/// serving, draining, stopping), with the phase: a liveness probe restarts a daemon that stops
+/// answering, never one that is merely starting or draining.
+pub(crate) async fn live(State(shared): State<Arc<Shared>>) -> Response {
+    let status = &shared.status;
+    let body = json!({
+        "status": "alive",
+        "phase": status.phase().id(),
+        "ready": status.is_ready(),
+        "uptime_s": status.uptime().as_secs(),
+    });
     (StatusCode::OK, axum::Json(body)).into_response()
 }
 

@@ -18,6 +18,7 @@ use axum::http::{Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
+use rmcp::transport::streamable_http_server::session::SessionStore;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use serde_json::json;
 use tokio::net::TcpListener;
@@ -27,7 +28,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::fast_call;
 use crate::health;
-use crate::http_sessions::HttpSessions;
+use crate::http_sessions::{HttpSessions, StoredSessions};
 use crate::metrics::{self, Snapshot, StoreOperation, StoreSnapshot};
 use crate::sse::SseSessions;
 use crate::state::{InFlightGuard, Shared};
@@ -38,6 +39,8 @@ use server_full::HooksServer;
 pub(crate) fn app(shared: Arc<Shared>) -> Router {
     Router::new()
         .route("/health", get(health::handler))
+        .route("/health/ready", get(health::ready))
+        .route("/health/live", get(health::live))
         .fallback(gate)
         .layer(axum::middleware::from_fn_with_state(
             shared.clone(),
@@ -62,16 +65,20 @@ async fn check_host_and_origin(
     }
 }
 
-/// Whether `request` is the plain readiness probe (`GET` or `HEAD /health`, no level or
-/// `level=alive`), which needs no `Host` check: load balancers send none (HAProxy's
+/// Whether `request` is a plain probe (`GET` or `HEAD /health` with no level or
+/// `level=alive`, `/health/ready` or `/health/live`), which needs no `Host` check: load balancers send none (HAProxy's
 /// `GET /health HTTP/1.0`) or name the address they probe (a Kubernetes probe's
 /// `Host: 10.1.2.3:8080`), and the answer (ready or not, and for how long) is no secret. The
 /// `db` and `full` levels, and every other route, keep the DNS-rebinding checks; `Origin`,
 /// which only browsers send, is checked everywhere.
 fn is_balancer_probe(request: &Request) -> bool {
-    if !matches!(*request.method(), Method::GET | Method::HEAD) || request.uri().path() != "/health"
-    {
+    if !matches!(*request.method(), Method::GET | Method::HEAD) {
         return false;
+    }
+    match request.uri().path() {
+        "/health" => {}
+        "/health/ready" | "/health/live" => return true,
+        _ => return false,
     }
     request
         .uri()
@@ -292,11 +299,18 @@ pub(crate) fn mcp_router(
     options: &McpOptions,
     cancel: &CancellationToken,
 ) -> Router {
-    let manager = Arc::new(HttpSessions::new(shared.sessions.clone(), options.idle));
+    // Sessions are kept in the store, so that any daemon of it resumes any of them.
+    let kept = (shared.status.store.get().cloned()).map(|s| Arc::new(StoredSessions::new(s)));
+    let manager = Arc::new(HttpSessions::new(
+        shared.sessions.clone(),
+        options.idle,
+        kept.clone(),
+    ));
     let mut config = StreamableHttpServerConfig::default()
         .with_max_request_body_bytes(options.max_body_bytes)
         .with_sse_keep_alive(Some(options.keep_alive))
         .with_cancellation_token(cancel.child_token());
+    config.session_store = kept.map(|k| k as Arc<dyn SessionStore>);
     config = if options.allowed_hosts.iter().any(|h| h == "*") {
         config.disable_allowed_hosts()
     } else {
@@ -354,7 +368,11 @@ async fn end_session(
         .get("mcp-session-id")
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned);
-    if let Some(id) = id.filter(|id| !sessions.is_live(id)) {
+    let live = match &id {
+        Some(id) => sessions.is_live(id).await,
+        None => true,
+    };
+    if let Some(id) = id.filter(|_| !live) {
         tracing::debug!(session = %id, "DELETE for a session that is not live");
         return (
             StatusCode::NOT_FOUND,

@@ -16,6 +16,13 @@
 //! Reply streams carry no event ids, so a client that loses one does not resume it (a
 //! `Last-Event-ID` gets an empty stream): it retries the call. State that matters lives in the
 //! store, never in a stream.
+//!
+//! What a session needs to go on elsewhere lives in the store too ([`StoredSessions`], rmcp's
+//! session store over [`store::DaemonStateStore`]): the client's `initialize` parameters, kept
+//! after its handshake and forgotten on `DELETE`. A request naming a session this process does
+//! not hold (opened by another daemon of the store, or before a restart, or expired here) is
+//! served by a session restored under the same id ([`HttpSessions::restore_session`]): rmcp
+//! replays the handshake to it from the stored parameters, and the client never notices.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -32,6 +39,10 @@ use rmcp::transport::Transport;
 use rmcp::transport::streamable_http_server::session::{
     RestoreOutcome, ServerSseMessage, SessionId, SessionManager,
 };
+use rmcp::transport::streamable_http_server::session::{
+    SessionState, SessionStore, SessionStoreError,
+};
+use store::StoreHandle;
 use tokio::sync::{mpsc, oneshot};
 
 use crate::state::{Kind, SessionPermit, Sessions};
@@ -80,6 +91,8 @@ pub(crate) struct HttpSessions {
     live: Mutex<HashMap<SessionId, Session>>,
     cap: Arc<Sessions>,
     idle: Duration,
+    /// Where sessions are kept for any daemon of the store to resume (none in unit tests).
+    kept: Option<Arc<StoredSessions>>,
 }
 
 /// The way into a session's service.
@@ -116,17 +129,50 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 
 impl HttpSessions {
     /// Sessions counted under `cap`, closed after `idle` without traffic.
-    pub(crate) fn new(cap: Arc<Sessions>, idle: Duration) -> HttpSessions {
+    pub(crate) fn new(
+        cap: Arc<Sessions>,
+        idle: Duration,
+        kept: Option<Arc<StoredSessions>>,
+    ) -> HttpSessions {
         HttpSessions {
             live: Mutex::default(),
             cap,
             idle,
+            kept,
         }
     }
 
-    /// Whether a session with this id is live (not ended, expired or never created).
-    pub(crate) fn is_live(&self, id: &str) -> bool {
-        lock(&self.live).contains_key(id)
+    /// Whether a session with this id can be served: live here, or kept in the store for any
+    /// daemon to resume (not ended, pruned or never created).
+    pub(crate) async fn is_live(&self, id: &str) -> bool {
+        if lock(&self.live).contains_key(id) {
+            return true;
+        }
+        match &self.kept {
+            Some(kept) => kept.load(id).await.is_ok_and(|state| state.is_some()),
+            None => false,
+        }
+    }
+
+    /// A new session under `id` and the cap: its transport for the service.
+    fn open(&self, id: SessionId) -> Result<SessionTransport, SessionError> {
+        let permit = self.cap.admit(Kind::Http).ok_or(SessionError::Full)?;
+        let (incoming, incoming_rx) = mpsc::channel(INCOMING_CAPACITY);
+        let routes = Arc::new(Mutex::new(Routes::default()));
+        lock(&self.live).insert(
+            id.clone(),
+            Session {
+                incoming,
+                routes: routes.clone(),
+                _permit: permit,
+            },
+        );
+        Ok(SessionTransport {
+            incoming: incoming_rx,
+            routes,
+            idle: self.idle,
+            session: id,
+        })
     }
 
     /// The session's way in and its routes.
@@ -177,25 +223,9 @@ impl SessionManager for HttpSessions {
     type Transport = SessionTransport;
 
     async fn create_session(&self) -> Result<(SessionId, Self::Transport), Self::Error> {
-        let permit = self.cap.admit(Kind::Http).ok_or(SessionError::Full)?;
         let id = rmcp::transport::common::server_side_http::session_id();
-        let (incoming, incoming_rx) = mpsc::channel(INCOMING_CAPACITY);
-        let routes = Arc::new(Mutex::new(Routes::default()));
-        lock(&self.live).insert(
-            id.clone(),
-            Session {
-                incoming,
-                routes: routes.clone(),
-                _permit: permit,
-            },
-        );
+        let transport = self.open(id.clone())?;
         tracing::debug!(session = %id, "streamable HTTP session opened");
-        let transport = SessionTransport {
-            incoming: incoming_rx,
-            routes,
-            idle: self.idle,
-            session: id.clone(),
-        };
         Ok((id, transport))
     }
 
@@ -294,11 +324,104 @@ impl SessionManager for HttpSessions {
 
     async fn restore_session(
         &self,
-        _id: SessionId,
+        id: SessionId,
     ) -> Result<RestoreOutcome<Self::Transport>, Self::Error> {
-        // Sessions live in this process only: a restarted daemon asks clients to initialize
-        // again (404), and state that matters is in the store.
-        Ok(RestoreOutcome::NotSupported)
+        // rmcp calls this once it found the session's state in the store; it then replays the
+        // handshake to the new session's service.
+        if lock(&self.live).contains_key(&id) {
+            return Ok(RestoreOutcome::AlreadyPresent);
+        }
+        let transport = self.open(id.clone())?;
+        tracing::debug!(session = %id, "streamable HTTP session resumed from the store");
+        Ok(RestoreOutcome::Restored(transport))
+    }
+}
+
+/// The sessions kept in the store: rmcp's [`SessionStore`] over
+/// [`store::DaemonStateStore`], each call on the blocking pool.
+pub(crate) struct StoredSessions {
+    store: StoreHandle,
+}
+
+impl StoredSessions {
+    /// Sessions kept in `store`.
+    pub(crate) fn new(store: StoreHandle) -> StoredSessions {
+        StoredSessions { store }
+    }
+
+    async fn blocking<T: Send + 'static>(
+        &self,
+        call: impl FnOnce(&StoreHandle) -> store::StoreResult<T> + Send + 'static,
+    ) -> Result<T, SessionStoreError> {
+        let store = self.store.clone();
+        match tokio::task::spawn_blocking(move || call(&store)).await {
+            Ok(Ok(value)) => Ok(value),
+            Ok(Err(e)) => Err(Box::new(e)),
+            Err(e) => Err(Box::new(e)),
+        }
+    }
+
+    async fn load(&self, id: &str) -> Result<Option<SessionState>, SessionStoreError> {
+        let id = id.to_owned();
+        let now = server_full::now_ms();
+        let Some(text) = self
+            .blocking(move |store| store.http_session(&id, now))
+            .await?
+        else {
+            return Ok(None);
+        };
+        Ok(Some(serde_json::from_str(&text)?))
+    }
+
+    async fn save(&self, id: &str, state: &SessionState) -> Result<(), SessionStoreError> {
+        let (id, text) = (id.to_owned(), serde_json::to_string(state)?);
+        let now = server_full::now_ms();
+        self.blocking(move |store| store.save_http_session(&id, &text, now))
+            .await
+    }
+
+    async fn forget(&self, id: &str) -> Result<(), SessionStoreError> {
+        let id = id.to_owned();
+        self.blocking(move |store| store.delete_http_session(&id).map(|_| ()))
+            .await
+    }
+}
+
+/// A boxed future, as rmcp's `async_trait` [`SessionStore`] takes them.
+type StoreFuture<'a, T> =
+    std::pin::Pin<Box<dyn Future<Output = Result<T, SessionStoreError>> + Send + 'a>>;
+
+impl SessionStore for StoredSessions {
+    fn load<'a, 'b, 'c>(&'a self, session_id: &'b str) -> StoreFuture<'c, Option<SessionState>>
+    where
+        'a: 'c,
+        'b: 'c,
+        Self: 'c,
+    {
+        Box::pin(StoredSessions::load(self, session_id))
+    }
+
+    fn store<'a, 'b, 'd, 'c>(
+        &'a self,
+        session_id: &'b str,
+        state: &'d SessionState,
+    ) -> StoreFuture<'c, ()>
+    where
+        'a: 'c,
+        'b: 'c,
+        'd: 'c,
+        Self: 'c,
+    {
+        Box::pin(self.save(session_id, state))
+    }
+
+    fn delete<'a, 'b, 'c>(&'a self, session_id: &'b str) -> StoreFuture<'c, ()>
+    where
+        'a: 'c,
+        'b: 'c,
+        Self: 'c,
+    {
+        Box::pin(self.forget(session_id))
     }
 }
 
@@ -509,7 +632,8 @@ mod tests {
     }
 
     async fn session(max: usize) -> (HttpSessions, SessionId, SessionTransport) {
-        let sessions = HttpSessions::new(Arc::new(Sessions::new(max)), Duration::from_secs(60));
+        let sessions =
+            HttpSessions::new(Arc::new(Sessions::new(max)), Duration::from_secs(60), None);
         let (id, transport) = sessions.create_session().await.unwrap();
         (sessions, id, transport)
     }

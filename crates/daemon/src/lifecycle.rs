@@ -5,9 +5,11 @@
 //! the instance lock and the listener, bound early so `/health` can answer 503 meanwhile);
 //! store opened; store verified; tool registry built; scheduler started; listener serving MCP.
 //! A failing phase stops start-up with a message saying what failed and how to fix it, and the
-//! daemon never serves. SIGTERM or SIGINT stops accepting connections, ends open
-//! `subscriptions/listen` streams with their final result, lets in-flight calls finish within
-//! a deadline, closes the sessions and the store, and returns success.
+//! daemon never serves. SIGTERM or SIGINT first turns the readiness probes to 503 while every
+//! request is still served, for the shutdown delay (so that a load balancer stops sending
+//! first), then stops accepting connections, ends open `subscriptions/listen` streams with
+//! their final result, lets in-flight calls finish within a deadline, closes the sessions and
+//! the store, and returns success.
 
 use std::fs::File;
 use std::io::{Read, Seek, Write};
@@ -62,6 +64,9 @@ pub const BODY_TIMEOUT_ENV: &str = "HOOKS_MCP_BODY_TIMEOUT_SECS";
 pub const MAX_CONNECTIONS_ENV: &str = "HOOKS_MCP_MAX_CONNECTIONS";
 /// Seconds shutdown waits for in-flight calls.
 pub const DRAIN_ENV: &str = "HOOKS_MCP_DRAIN_SECS";
+/// Seconds, on SIGTERM, the daemon keeps serving while its readiness probes answer 503, before
+/// it stops accepting connections.
+pub const SHUTDOWN_DELAY_ENV: &str = "HOOKS_MCP_SHUTDOWN_DELAY_SECS";
 /// Milliseconds between scheduler ticks.
 pub const TICK_ENV: &str = "HOOKS_MCP_SCHEDULER_TICK_MS";
 /// Scheduler lag (ms) above which `/health?level=full` reports `degraded`.
@@ -131,8 +136,9 @@ pub const NETWORK_SETTINGS: &[Setting] = &[
         env: SESSION_IDLE_ENV,
         flag: "",
         default: "1800",
-        effect: "Seconds without traffic after which a session is closed (the client \
-                 initializes again).",
+        effect: "Seconds without traffic after which a session is closed in this daemon's \
+                 memory, freeing its place under the cap; a Streamable HTTP session's next \
+                 request resumes it from the store (a legacy SSE client connects again).",
     },
     Setting {
         env: MAX_SESSIONS_ENV,
@@ -174,6 +180,17 @@ pub const NETWORK_SETTINGS: &[Setting] = &[
         flag: "",
         default: "10",
         effect: "Seconds shutdown waits for in-flight calls before closing sessions.",
+    },
+    Setting {
+        env: SHUTDOWN_DELAY_ENV,
+        flag: "",
+        default: "0",
+        effect: "Seconds, after SIGTERM, that the daemon keeps serving every request while \
+                 `/health` and `/health/ready` answer 503 `draining`, so that a load balancer \
+                 or Kubernetes takes it out of rotation before it stops accepting connections \
+                 (then in-flight calls drain as usual). Behind a balancer set it above the \
+                 balancer's time to notice (HAProxy: `fall` × `inter`); a second SIGTERM ends \
+                 it early. See docs/deployment.md.",
     },
     Setting {
         env: TICK_ENV,
@@ -301,6 +318,8 @@ pub struct DaemonConfig {
     pub max_connections: usize,
     /// Shutdown waits this long for in-flight calls.
     pub drain: Duration,
+    /// On SIGTERM, the daemon serves this long while not ready, before it stops accepting.
+    pub shutdown_delay: Duration,
     /// Scheduler tick.
     pub tick: Duration,
     /// Scheduler lag that makes full health `degraded`.
@@ -408,6 +427,7 @@ impl DaemonConfig {
         let body_s: u64 = number(&get, BODY_TIMEOUT_ENV, 30, 1, 3600)?;
         let max_connections: usize = number(&get, MAX_CONNECTIONS_ENV, 512, 1, 1_000_000)?;
         let drain_s: u64 = number(&get, DRAIN_ENV, 10, 0, 3600)?;
+        let delay_s: u64 = number(&get, SHUTDOWN_DELAY_ENV, 0, 0, 3600)?;
         let tick_ms: u64 = number(&get, TICK_ENV, 1_000, 10, 3_600_000)?;
         let lag_ms: u64 = number(&get, MAX_LAG_ENV, 30_000, 1, 86_400_000)?;
         let delay_ms: u64 = number(&get, TEST_PHASE_DELAY_ENV, 0, 0, 600_000)?;
@@ -439,6 +459,7 @@ impl DaemonConfig {
             body_timeout: Duration::from_secs(body_s),
             max_connections,
             drain: Duration::from_secs(drain_s),
+            shutdown_delay: Duration::from_secs(delay_s),
             tick: Duration::from_millis(tick_ms),
             max_lag: Duration::from_millis(lag_ms),
             phase_delay: (delay_ms > 0).then(|| Duration::from_millis(delay_ms)),
@@ -688,15 +709,10 @@ impl Phases<'_> {
 
 async fn run(config: DaemonConfig, started: Instant) -> Result<(), DaemonError> {
     use tokio::signal::unix::{SignalKind, signal};
-    let mut term = signal(SignalKind::terminate()).map_err(DaemonError::Runtime)?;
-    let mut int = signal(SignalKind::interrupt()).map_err(DaemonError::Runtime)?;
-    let shutdown = async move {
-        tokio::select! {
-            _ = term.recv() => "SIGTERM",
-            _ = int.recv() => "SIGINT",
-        }
+    let mut signals = Signals {
+        term: signal(SignalKind::terminate()).map_err(DaemonError::Runtime)?,
+        int: signal(SignalKind::interrupt()).map_err(DaemonError::Runtime)?,
     };
-    tokio::pin!(shutdown);
 
     let metrics = config.metrics.then(|| Arc::new(Metrics::new()));
     let shared = Arc::new(Shared {
@@ -761,7 +777,7 @@ async fn run(config: DaemonConfig, started: Instant) -> Result<(), DaemonError> 
                 return Err(e);
             }
         },
-        signal = &mut shutdown => {
+        signal = signals.next() => {
             tracing::info!("{signal} during start-up: stopping without serving");
             None
         }
@@ -776,8 +792,23 @@ async fn run(config: DaemonConfig, started: Instant) -> Result<(), DaemonError> 
                 .collect::<Vec<_>>()
                 .join(", ")
         );
-        let signal = shutdown.await;
-        shared.status.set_phase(Phase::Stopping);
+        let signal = signals.next().await;
+        // Not ready from now on, but still serving: a load balancer that polls the readiness
+        // probe takes this daemon out of rotation while requests it still sends are answered.
+        shared.status.set_phase(Phase::Draining);
+        if !config.shutdown_delay.is_zero() {
+            tracing::info!(
+                "{signal} received: not ready; serving for {} s ({SHUTDOWN_DELAY_ENV}) before \
+                 no longer accepting connections",
+                config.shutdown_delay.as_secs()
+            );
+            tokio::select! {
+                () = tokio::time::sleep(config.shutdown_delay) => {}
+                again = signals.next() => {
+                    tracing::info!("{again} received again: ending the shutdown delay early");
+                }
+            }
+        }
         stop_accepting.cancel();
         // Open `subscriptions/listen` streams end now with their final result, while their
         // connections are still served: a listen is a request in flight until its stream
@@ -812,6 +843,22 @@ async fn run(config: DaemonConfig, started: Instant) -> Result<(), DaemonError> 
     )
     .await;
     Ok(())
+}
+
+/// SIGTERM and SIGINT, as they come.
+struct Signals {
+    term: tokio::signal::unix::Signal,
+    int: tokio::signal::unix::Signal,
+}
+
+impl Signals {
+    /// Waits for the next one; its name.
+    async fn next(&mut self) -> &'static str {
+        tokio::select! {
+            _ = self.term.recv() => "SIGTERM",
+            _ = self.int.recv() => "SIGINT",
+        }
+    }
 }
 
 /// Stops accepting, closes every session and waits (briefly) for the listeners to finish.
@@ -1015,6 +1062,12 @@ async fn scheduler(
                     Err(e) => {
                         tracing::warn!("could not prune the audit trail and old sessions: {e}")
                     }
+                }
+                // Resumable HTTP sessions not seen for as long go too (the daemon's own state,
+                // so not in the hooks' housekeeping).
+                let before = now.saturating_sub(retention.sessions_ms);
+                if let Err(e) = handle.prune_http_sessions(before) {
+                    tracing::warn!("could not prune old resumable HTTP sessions: {e}");
                 }
             }
             let fired = tools_scheduler::fire_due(&*handle, now, &store::Actor::Daemon);

@@ -11,7 +11,7 @@ use axum::response::{IntoResponse, Response};
 use serde_json::json;
 use store::StoreHandle;
 
-/// The daemon's start-up phases, in order, then its two running states.
+/// The daemon's start-up phases, in order, then its three running states.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 #[repr(u8)]
 pub enum Phase {
@@ -27,14 +27,18 @@ pub enum Phase {
     Scheduler,
     /// Opening the MCP endpoints.
     Listener,
-    /// Every phase completed: serving MCP.
+    /// Every phase completed: serving MCP, and ready.
     Serving,
-    /// Shutting down: finishing in-flight calls.
+    /// SIGTERM received: still serving every request, but not ready (the readiness probes
+    /// answer 503), first for the shutdown delay while a load balancer notices, then while
+    /// in-flight calls finish on the connections still open.
+    Draining,
+    /// Shutting down: closing sessions and streams; nothing more is served.
     Stopping,
 }
 
 impl Phase {
-    const ALL: [Phase; 8] = [
+    const ALL: [Phase; 9] = [
         Phase::Config,
         Phase::StoreOpen,
         Phase::StoreVerify,
@@ -42,6 +46,7 @@ impl Phase {
         Phase::Scheduler,
         Phase::Listener,
         Phase::Serving,
+        Phase::Draining,
         Phase::Stopping,
     ];
 
@@ -55,6 +60,7 @@ impl Phase {
             Phase::Scheduler => "scheduler",
             Phase::Listener => "listener",
             Phase::Serving => "serving",
+            Phase::Draining => "draining",
             Phase::Stopping => "stopping",
         }
     }
@@ -69,6 +75,7 @@ impl Phase {
             Phase::Scheduler => "scheduler started",
             Phase::Listener => "listener serving MCP",
             Phase::Serving => "serving",
+            Phase::Draining => "drained",
             Phase::Stopping => "stopped",
         }
     }
@@ -119,14 +126,22 @@ impl Status {
         self.started.elapsed()
     }
 
+    /// Whether requests are served: from the end of start-up until sessions close (the
+    /// drain included).
     pub(crate) fn is_serving(&self) -> bool {
+        matches!(self.phase(), Phase::Serving | Phase::Draining)
+    }
+
+    /// Whether the readiness probes answer 200: serving, and no SIGTERM received.
+    pub(crate) fn is_ready(&self) -> bool {
         self.phase() == Phase::Serving
     }
 
-    /// The answer for every request while the daemon is not serving (503 with the phase).
+    /// The answer while the daemon is not serving, and the readiness probes' answer while it
+    /// is not ready (503 with the phase).
     pub(crate) fn unavailable(&self) -> Response {
         let phase = self.phase();
-        let status = if phase == Phase::Stopping {
+        let status = if phase >= Phase::Draining {
             "stopping"
         } else {
             "starting"

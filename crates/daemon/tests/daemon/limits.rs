@@ -53,13 +53,15 @@ fn sessions_are_capped_bodies_limited_and_idle_sessions_expire() {
     assert!(deleted.status < 300, "{}", deleted.status);
     let second = mcp_session(addr, &[]);
 
-    // Sessions idle past HOOKS_MCP_SESSION_IDLE_SECS are closed (the client initializes
-    // again), which frees their places.
+    // Sessions idle past HOOKS_MCP_SESSION_IDLE_SECS are closed, which frees their places: a
+    // legacy SSE session is gone (the client connects again), a Streamable HTTP one is kept
+    // in the store and resumed by its next request, without a new initialize.
     std::thread::sleep(std::time::Duration::from_millis(4500));
     let list = json!({ "jsonrpc": "2.0", "id": 2, "method": "tools/list" }).to_string();
-    let headers = [MCP_POST[0], ("Mcp-Session-Id", second.as_str())];
-    assert_eq!(http(addr, "POST", "/mcp", &headers, &list).status, 404);
     assert_eq!(sse.post(addr, &[], &list), 404);
+    let idle = http(addr, "GET", "/health?level=full", &[], "").json();
+    assert_eq!(idle["sessions"]["streamable_http"], 0, "{idle}");
+    assert_eq!(idle["sessions"]["sse"], 0, "{idle}");
     // A scheduler lagging past HOOKS_MCP_SCHEDULER_MAX_LAG_MS makes full health degraded,
     // while the plain level still reports the daemon alive and ready.
     let full = http(addr, "GET", "/health?level=full", &[], "");
@@ -76,7 +78,11 @@ fn sessions_are_capped_bodies_limited_and_idle_sessions_expire() {
     let overview = http(addr, "GET", "/api/v1/overview", &[], "");
     assert_eq!(overview.status, 200, "{}", overview.body);
     assert_eq!(overview.json()["status"], "degraded", "{}", overview.body);
-    assert_eq!(health["sessions"]["streamable_http"], 0, "{health}");
-    assert_eq!(health["sessions"]["sse"], 0, "{health}");
+    let headers = [MCP_POST[0], ("Mcp-Session-Id", second.as_str())];
+    let resumed = http(addr, "POST", "/mcp", &headers, &list);
+    assert_eq!(resumed.status, 200, "{}", resumed.body);
+    assert!(resumed.body.contains("channel_publish"), "{}", resumed.body);
+    let after = http(addr, "GET", "/health?level=full", &[], "").json();
+    assert_eq!(after["sessions"]["streamable_http"], 1, "{after}");
     mcp_session(addr, &[]);
 }

@@ -4,7 +4,7 @@ use rmcp::ServiceExt;
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 
-use crate::support::{Daemon, MCP_POST, SseSession, TOKEN, http, initialize, mcp_session};
+use crate::support::{Daemon, MCP_POST, SseSession, TOKEN, http, initialize, mcp_session, raw};
 
 const BEARER: &str = "Bearer test-token-0123456789abcdef";
 
@@ -78,21 +78,6 @@ async fn tokens_hosts_and_origins_are_enforced() {
     let log = daemon.log.text();
     assert!(log.contains("listening on"), "{log}");
     assert!(!log.contains(TOKEN), "the token leaked into the log");
-}
-
-/// One raw request on a fresh connection, read to its end: `(status, body)`.
-fn raw(addr: std::net::SocketAddr, request: &str) -> (u16, String) {
-    use std::io::{Read, Write};
-    let mut stream = std::net::TcpStream::connect(addr).unwrap();
-    stream
-        .set_read_timeout(Some(crate::support::PATIENCE))
-        .unwrap();
-    stream.write_all(request.as_bytes()).unwrap();
-    let mut bytes = Vec::new();
-    stream.read_to_end(&mut bytes).unwrap();
-    let response = test_support::http::parse_response(&bytes)
-        .unwrap_or_else(|| panic!("no response to {request:?}"));
-    (response.status, response.body)
 }
 
 #[test]

@@ -31,3 +31,16 @@ impl Drop for WriteLock {
         let _ = self.0.execute_batch("COMMIT");
     }
 }
+
+/// One raw request on a fresh connection, read to its end: `(status, body)`.
+pub(crate) fn raw(addr: std::net::SocketAddr, request: &str) -> (u16, String) {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(addr).unwrap();
+    stream.set_read_timeout(Some(PATIENCE)).unwrap();
+    stream.write_all(request.as_bytes()).unwrap();
+    let mut bytes = Vec::new();
+    stream.read_to_end(&mut bytes).unwrap();
+    let response = test_support::http::parse_response(&bytes)
+        .unwrap_or_else(|| panic!("no response to {request:?}"));
+    (response.status, response.body)
+}
