@@ -66,10 +66,8 @@ fn clients_home() -> Env {
     write(".codex/config.toml", CODEX_CONFIG);
     write(".gemini/settings.json", GEMINI_SETTINGS);
     write(".copilot/mcp-config.json", COPILOT_MCP);
-    write(
-        ".cursor/mcp.json",
-        "{\n  \"mcpServers\": {\n    \"linear\": { \"url\": \"https://mcp.linear.app/sse\" }\n  }\n}\n",
-    );
+    // Cursor starts with an empty container: `--remove` keeps it.
+    write(".cursor/mcp.json", "{ \"mcpServers\": {} }\n");
     write(".cursor/hooks.json", CURSOR_HOOKS);
     write("vscode-user/mcp.json", VSCODE_MCP);
     env.vars.push((

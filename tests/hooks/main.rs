@@ -12,6 +12,7 @@
 
 mod support;
 
+mod client_clis;
 mod client_hooks;
 mod client_init;
 mod conditions;

@@ -8,9 +8,10 @@
 //! the document before and after: properties added at the end of their object, removed ones
 //! taken out with their separators, changed values replaced. Removing what `init` added
 //! restores the text byte for byte (except that an object written on one line before becomes
-//! multi-line, and that a container that was empty before, `"mcpServers": {}`, goes with the
-//! entry `init` put in it). A file left empty by a removal (`{}`, or a TOML file with nothing in
-//! it) is deleted: `init` created it.
+//! multi-line); a container that was empty before `init` (`"mcpServers": {}`, as the file's
+//! newest backup without hooks-mcp's entries has it) stays when the removal empties it. A file
+//! left empty by a removal (`{}`, or a TOML file with nothing in it) is deleted: `init` created
+//! it.
 
 use std::path::{Path, PathBuf};
 
@@ -59,6 +60,9 @@ pub struct JsonDoc {
     pub text: Option<String>,
     /// Its top-level object (empty for a missing or blank file).
     pub value: Map<String, Value>,
+    /// The file as its newest backup without hooks-mcp's entries holds it (`init` backs each
+    /// file up before its first change): which containers were there, empty, before `init`.
+    pub prior: Option<Map<String, Value>>,
 }
 
 impl JsonDoc {
@@ -88,16 +92,21 @@ impl JsonDoc {
                 }
             },
         };
+        let prior = text.as_ref().and_then(|_| clean_backup(path));
         Ok(JsonDoc {
             path: path.to_owned(),
             text,
             value,
+            prior,
         })
     }
 
     /// The change that makes the document `after`, with `changes` described (no changes: the
     /// text stays as it is).
-    pub fn change(&self, after: Map<String, Value>, changes: Vec<String>) -> FileChange {
+    pub fn change(&self, mut after: Map<String, Value>, changes: Vec<String>) -> FileChange {
+        if let Some(prior) = &self.prior {
+            keep_prior_containers(&mut after, &self.value, prior);
+        }
         let after_text = if changes.is_empty() || Value::Object(after.clone()) == self.current() {
             self.text.clone()
         } else {
@@ -117,6 +126,62 @@ impl JsonDoc {
 
     fn current(&self) -> Value {
         Value::Object(self.value.clone())
+    }
+}
+
+/// The newest backup of `path` (`<file>.hooks-mcp-<unix ms>.bak`) that holds nothing of
+/// hooks-mcp's, as a document.
+fn clean_backup(path: &Path) -> Option<Map<String, Value>> {
+    let path = std::fs::canonicalize(path).ok()?;
+    let name = path.file_name()?.to_str()?.to_owned();
+    let prefix = format!("{name}.hooks-mcp-");
+    let mut backups: Vec<(u64, PathBuf)> = std::fs::read_dir(path.parent()?)
+        .ok()?
+        .flatten()
+        .filter_map(|entry| {
+            let file = entry.file_name().into_string().ok()?;
+            let ms = file
+                .strip_prefix(&prefix)?
+                .strip_suffix(".bak")?
+                .parse()
+                .ok()?;
+            Some((ms, entry.path()))
+        })
+        .collect();
+    backups.sort();
+    backups.into_iter().rev().find_map(|(_, backup)| {
+        let text = std::fs::read_to_string(backup).ok()?;
+        if text.contains("hooks-mcp") {
+            return None;
+        }
+        match parse_json(&text).ok()? {
+            Value::Object(map) => Some(map),
+            _ => None,
+        }
+    })
+}
+
+/// Puts back the containers a removal emptied and took out of `after` that were there, empty,
+/// before `init` (in `prior`): `"mcpServers": {}` stays as the user had it.
+fn keep_prior_containers(
+    after: &mut Map<String, Value>,
+    before: &Map<String, Value>,
+    prior: &Map<String, Value>,
+) {
+    for (key, was) in prior {
+        let emptied_here = before.contains_key(key) && !after.contains_key(key);
+        let empty = match was {
+            Value::Object(o) => o.is_empty(),
+            Value::Array(a) => a.is_empty(),
+            _ => false,
+        };
+        if emptied_here && empty {
+            after.insert(key.clone(), was.clone());
+        } else if let (Some(Value::Object(now)), Some(Value::Object(then)), Value::Object(was)) =
+            (after.get_mut(key), before.get(key), was)
+        {
+            keep_prior_containers(now, then, was);
+        }
     }
 }
 
