@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 
 use serde_json::{Value, json};
 
-use crate::support::{Env, client_fixture};
+use crate::support::{Env, client_fixture, full_bin};
 
 /// A store with one `info` and one `critical` broadcast on `ops`, and a reminder due on every
 /// tool call (reminder #1).
@@ -427,4 +427,90 @@ fn payloads_no_client_can_place_are_answered_with_nothing_and_counted() {
         last["reason"].as_str().unwrap().contains("session_id"),
         "{last}"
     );
+}
+
+#[test]
+fn on_postgres_a_client_hook_hands_its_adapted_payload_over_and_the_full_binary_answers_for_the_client()
+ {
+    let env = seeded();
+    // The hand-over to a stand-in full binary (`/bin/sh hook <Event>` runs the script `hook`):
+    // what it is given.
+    let dir = env.dir.path().join("stand-in");
+    std::fs::create_dir(&dir).unwrap();
+    std::fs::write(
+        dir.join("hook"),
+        "printf '%s\\n' \"$0 $*\" > record\ncat > record.stdin\n",
+    )
+    .unwrap();
+    let free = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .unwrap()
+        .port()
+        .to_string();
+    let mut lean = env.command(&["hook", "--client", "gemini", "BeforeAgent"]);
+    lean.current_dir(&dir)
+        .env(
+            "HOOKS_MCP_DATABASE_URL",
+            "postgres://hooks@127.0.0.1:1/hooks",
+        )
+        .env("HOOKS_MCP_FULL_BIN", "/bin/sh")
+        .env("MCP_HOST", "127.0.0.1")
+        .env("MCP_PORT", &free)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let mut child = lean.spawn().unwrap();
+    std::io::Write::write_all(
+        &mut child.stdin.take().unwrap(),
+        client_fixture("gemini_before_agent").to_string().as_bytes(),
+    )
+    .unwrap();
+    assert!(child.wait_with_output().unwrap().status.success());
+    let args = std::fs::read_to_string(dir.join("record")).unwrap();
+    assert_eq!(
+        args.trim(),
+        "hook UserPromptSubmit",
+        "the dispatcher's event"
+    );
+    let replayed: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("record.stdin")).unwrap()).unwrap();
+    assert_eq!(
+        replayed["hooks_mcp"],
+        json!({"client": "gemini", "event": "BeforeAgent"})
+    );
+    assert_eq!(
+        replayed["session_id"],
+        "7c0f3a9e-2b51-4d6c-9e83-a14b5f2d0c67"
+    );
+
+    // The full binary, given that payload as `hook UserPromptSubmit`, answers as Gemini CLI's
+    // BeforeAgent hook.
+    let run = env.hook_args(
+        &["hook", "UserPromptSubmit"],
+        &replayed.to_string(),
+        &[("HOOKS_MCP_HOOK_HANDED_OVER", "1")],
+    );
+    let answer = run.answer.unwrap();
+    assert_eq!(answer["hookSpecificOutput"]["hookEventName"], "BeforeAgent");
+    assert!(text(&answer["hookSpecificOutput"]["additionalContext"]).contains("deploy at noon"));
+    // The same from the full binary itself (the process a hand-over becomes).
+    let full_run = {
+        let mut c = std::process::Command::new(full_bin());
+        c.args(["hook", "UserPromptSubmit"])
+            .env("HOOKS_MCP_HOME", env.store_dir())
+            .env("HOME", env.home())
+            .env("HOOKS_MCP_HOOK_HANDED_OVER", "1")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        let mut child = c.spawn().unwrap();
+        std::io::Write::write_all(
+            &mut child.stdin.take().unwrap(),
+            replayed.to_string().as_bytes(),
+        )
+        .unwrap();
+        child.wait_with_output().unwrap()
+    };
+    let answer: Value = serde_json::from_slice(&full_run.stdout).unwrap();
+    assert_eq!(answer["hookSpecificOutput"]["hookEventName"], "BeforeAgent");
 }
