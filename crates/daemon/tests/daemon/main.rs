@@ -6,6 +6,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_macros)]
 
 mod api;
+mod balancer;
 mod fast_calls;
 mod fleet;
 mod hardening;
