@@ -1,13 +1,18 @@
 //! `cargo xtask bench http`: the network daemon under load, printed as markdown tables.
 //!
-//! A bounded load generator (one thread and one keep-alive connection per session, a fixed
+//! A bounded load generator (one thread and one keep-alive connection per client, a fixed
 //! number of calls per level) measures `tools/call` throughput and p50/p99 latency over
 //! Streamable HTTP at several concurrency levels, then the private dirty memory each idle
 //! session costs the daemon (Streamable HTTP, and legacy SSE with its stream open). With
 //! `taskset` and two or more CPUs the daemon runs on CPU 0 and the generator on the others.
-//! With `--compare-metrics` it runs two daemons instead, one with `HOOKS_MCP_METRICS=off`, and
-//! measures each level in alternating rounds on both, so the cost of the metrics is read from
-//! one run on the same machine state. Nothing here asserts a timing.
+//!
+//! The stateless section (alone with `--only-stateless`) runs two daemons, one with
+//! `HOOKS_MCP_FAST_CALLS=off`, and measures in rotating rounds at each level: 2026-07-28
+//! stateless calls on the daemon's fast path, the same calls served by rmcp's own stateless
+//! mode, and legacy session calls (`initialize`, then `Mcp-Session-Id`), with the ratio of the
+//! first two. With `--compare-metrics` it runs a daemon with `HOOKS_MCP_METRICS=off` beside
+//! one with metrics instead, in alternating rounds, so the cost of the metrics is read from one
+//! run on the same machine state. Nothing here asserts a timing.
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -47,9 +52,18 @@ pub(crate) struct Args {
     /// level measured in `--rounds` alternating rounds on both; no memory measurement.
     #[arg(long)]
     compare_metrics: bool,
-    /// Rounds per level and daemon with `--compare-metrics`.
+    /// Rounds per level and daemon with `--compare-metrics`, and per level and path in the
+    /// stateless section.
     #[arg(long, default_value_t = 3)]
     rounds: usize,
+    /// Run only the stateless section: the fast path, rmcp's stateless mode and legacy
+    /// sessions, in rotating rounds.
+    #[arg(long)]
+    only_stateless: bool,
+    /// Use the daemon binary as built (`target/release/hooks-mcp-full`, or the debug one with
+    /// `--debug` or `--smoke`) instead of building it.
+    #[arg(long)]
+    skip_build: bool,
     /// Smoke run: levels of 1 and 2 sessions, a few calls and idle sessions, one round, a
     /// debug daemon; every path runs, the figures mean nothing.
     #[arg(long)]
@@ -83,16 +97,26 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
     anyhow::ensure!(args.calls >= 1, "--calls: must be at least 1");
     anyhow::ensure!(args.idle <= 2000, "--idle: at most 2000");
     anyhow::ensure!((1..=50).contains(&args.rounds), "--rounds: must be 1 to 50");
-    let bin = cargo::build_daemon(Profile::debug_if(args.debug))?;
+    let profile = Profile::debug_if(args.debug);
+    let bin = if args.skip_build {
+        cargo::built_bin(profile, "hooks-mcp-full")?
+    } else {
+        cargo::build_daemon(profile)?
+    };
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     let pinned = cpus >= 2 && Command::new("taskset").arg("-V").output().is_ok();
-    // A smoke run takes both paths: metrics on against off, then the plain levels and memory.
+    if args.only_stateless {
+        return stateless(args, &bin, cpus, pinned);
+    }
+    // A smoke run takes every path: metrics on against off, the stateless section, then the
+    // plain levels and memory.
     if args.compare_metrics || args.smoke {
         compare_metrics(args, &bin, cpus, pinned)?;
         if !args.smoke {
             return Ok(());
         }
     }
+    stateless(args, &bin, cpus, pinned)?;
     let home = tempfile::tempdir()?;
     let max_sessions = (args.idle * 2 + 300).to_string();
     let daemon = Daemon::start_with(
@@ -139,8 +163,15 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
     println!("| sessions | calls/s | p50 (ms) | p99 (ms) | daemon CPU per call (µs) |");
     println!("|---:|---:|---:|---:|---:|");
     for &sessions in &args.sessions {
-        let level = load(addr, daemon.pid(), sessions, args.calls, &args.tool)?;
-        let per_call_us = level.cpu_ticks as f64 * 1e6 / TICKS_PER_SECOND / level.calls as f64;
+        let level = load(
+            addr,
+            daemon.pid(),
+            sessions,
+            args.calls,
+            &args.tool,
+            Client::Session,
+        )?;
+        let per_call_us = level.cpu_per_call_us();
         println!(
             "| {sessions} | {:.0} | {:.3} | {:.3} | {per_call_us:.1} |",
             level.throughput, level.p50_ms, level.p99_ms
@@ -300,10 +331,16 @@ fn compare_metrics(args: &Args, bin: &Path, cpus: usize, pinned: bool) -> anyhow
             for which in order {
                 let daemon = &daemons[which];
                 let addr = SocketAddr::from(([127, 0, 0, 1], daemon.port));
-                let level = load(addr, daemon.pid(), sessions, args.calls, &args.tool)?;
+                let level = load(
+                    addr,
+                    daemon.pid(),
+                    sessions,
+                    args.calls,
+                    &args.tool,
+                    Client::Session,
+                )?;
                 rates[which].push(level.throughput);
-                cpu[which]
-                    .push(level.cpu_ticks as f64 * 1e6 / TICKS_PER_SECOND / level.calls as f64);
+                cpu[which].push(level.cpu_per_call_us());
             }
         }
         let [off, on] = [median_range(&rates[0]), median_range(&rates[1])];
@@ -325,6 +362,184 @@ fn compare_metrics(args: &Args, bin: &Path, cpus: usize, pinned: bool) -> anyhow
     }
     drop(homes);
     Ok(())
+}
+
+/// The three ways of calling a tool the stateless section compares.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Way {
+    /// 2026-07-28 stateless calls, answered on the daemon's fast path.
+    Fast,
+    /// The same calls to a daemon with `HOOKS_MCP_FAST_CALLS=off`: rmcp's stateless mode.
+    Rmcp,
+    /// Legacy session calls (`initialize`, `Mcp-Session-Id`) to the fast path's daemon.
+    Session,
+}
+
+impl Way {
+    const ALL: [Way; 3] = [Way::Fast, Way::Rmcp, Way::Session];
+
+    fn name(self) -> &'static str {
+        match self {
+            Way::Fast => "stateless, hooks-mcp fast path",
+            Way::Rmcp => "stateless, rmcp's own",
+            Way::Session => "legacy session",
+        }
+    }
+
+    fn client(self) -> Client {
+        match self {
+            Way::Fast | Way::Rmcp => Client::Stateless,
+            Way::Session => Client::Session,
+        }
+    }
+}
+
+/// The stateless section: at each level, rounds that rotate among the three [`Way`]s (each
+/// round starts with the next), so that drift on a shared machine falls on all alike.
+fn stateless(args: &Args, bin: &Path, cpus: usize, pinned: bool) -> anyhow::Result<()> {
+    let mut daemons = Vec::new();
+    let mut homes = Vec::new();
+    for fast in ["on", "off"] {
+        let home = tempfile::tempdir()?;
+        let daemon = Daemon::start_with(
+            bin,
+            home.path(),
+            &home.path().join("daemon.log"),
+            &[
+                ("HOOKS_MCP_LOG", "warn"),
+                ("HOOKS_MCP_MAX_SESSIONS", "600"),
+                ("HOOKS_MCP_FAST_CALLS", fast),
+            ],
+            pinned.then_some("0"),
+        )?;
+        let mut setup = Conn::session(daemon.addr())?;
+        for i in 0..20 {
+            let args = json!({ "channel": format!("bench{}", i % 4), "message": "load" });
+            setup.call(&tool_call(i, "channel_publish", args))?;
+        }
+        daemons.push(daemon);
+        homes.push(home);
+    }
+    if pinned {
+        let others = format!("1-{}", cpus - 1);
+        let _ = Command::new("taskset")
+            .args(["-a", "-p", "-c", &others, &std::process::id().to_string()])
+            .output();
+    }
+    println!(
+        "\n## Stateless 2026-07-28 `tools/call` ({}): fast path, rmcp's stateless mode, legacy \
+         sessions\n",
+        args.tool
+    );
+    println!(
+        "{} build; two daemons {}, one with `HOOKS_MCP_FAST_CALLS=off` (rmcp serves its \
+         stateless requests); {} calls per round, {} rounds per level and path, each round \
+         starting with the next path; medians, range in brackets. Legacy sessions run on the \
+         fast path's daemon.\n",
+        if args.debug { "debug" } else { "release" },
+        if pinned {
+            format!(
+                "on CPU 0 (one loaded at a time), load generator on CPU(s) 1-{}",
+                cpus - 1
+            )
+        } else {
+            "unpinned (taskset or a second CPU missing)".into()
+        },
+        args.calls,
+        args.rounds
+    );
+    println!("| clients | path | calls/s | p50 (ms) | p99 (ms) | daemon CPU per call (µs) |");
+    println!("|---:|---|---:|---:|---:|---:|");
+    let mut ratios = Vec::new();
+    for &clients in &args.sessions {
+        let mut levels: [Vec<Level>; 3] = [Vec::new(), Vec::new(), Vec::new()];
+        for round in 0..args.rounds {
+            for step in 0..Way::ALL.len() {
+                let which = (round + step) % Way::ALL.len();
+                let way = Way::ALL[which];
+                let daemon = match way {
+                    Way::Fast | Way::Session => &daemons[0],
+                    Way::Rmcp => &daemons[1],
+                };
+                let level = load(
+                    daemon.addr(),
+                    daemon.pid(),
+                    clients,
+                    args.calls,
+                    &args.tool,
+                    way.client(),
+                )?;
+                levels[which].push(level);
+            }
+        }
+        for (which, way) in Way::ALL.iter().enumerate() {
+            let rounds = &levels[which];
+            let rate = stat(rounds, |l| l.throughput);
+            let p99 = stat(rounds, |l| l.p99_ms);
+            println!(
+                "| {clients} | {} | {:.0} ({:.0}–{:.0}) | {:.3} | {:.3} ({:.3}–{:.3}) | {:.1} |",
+                way.name(),
+                rate.0,
+                rate.1,
+                rate.2,
+                stat(rounds, |l| l.p50_ms).0,
+                p99.0,
+                p99.1,
+                p99.2,
+                stat(rounds, Level::cpu_per_call_us).0,
+            );
+        }
+        let [fast, rmcp, session] = &levels;
+        // Round by round, the fast path against rmcp's stateless mode.
+        let paired: Vec<f64> = fast
+            .iter()
+            .zip(rmcp)
+            .map(|(fast, rmcp)| fast.throughput / rmcp.throughput)
+            .collect();
+        let median = |rounds: &[Level], f: fn(&Level) -> f64| stat(rounds, f).0;
+        ratios.push(Ratios {
+            clients,
+            rate: median(fast, |l| l.throughput) / median(rmcp, |l| l.throughput),
+            paired: median_range(&paired),
+            p99: median(rmcp, |l| l.p99_ms) / median(fast, |l| l.p99_ms),
+            cpu: median(rmcp, Level::cpu_per_call_us) / median(fast, Level::cpu_per_call_us),
+            session: median(fast, |l| l.throughput) / median(session, |l| l.throughput),
+        });
+    }
+    println!(
+        "\n| clients | fast/rmcp calls/s | paired by round | rmcp/fast p99 | rmcp/fast CPU per \
+         call | fast/session calls/s |"
+    );
+    println!("|---:|---:|---:|---:|---:|---:|");
+    for r in ratios {
+        println!(
+            "| {} | {:.2}× | {:.2}× ({:.2}–{:.2}) | {:.2}× | {:.2}× | {:.2}× |",
+            r.clients, r.rate, r.paired.0, r.paired.1, r.paired.2, r.p99, r.cpu, r.session
+        );
+    }
+    println!();
+    for mut daemon in daemons {
+        daemon.stop()?;
+    }
+    drop(homes);
+    Ok(())
+}
+
+/// One level's comparison: the fast path's throughput over rmcp's (of the medians, and of
+/// each round's pair), rmcp's p99 and CPU per call over the fast path's, and the fast path's
+/// throughput over the legacy session path's.
+struct Ratios {
+    clients: usize,
+    rate: f64,
+    paired: (f64, f64, f64),
+    p99: f64,
+    cpu: f64,
+    session: f64,
+}
+
+/// Median, minimum and maximum of one figure over `rounds`.
+fn stat(rounds: &[Level], figure: fn(&Level) -> f64) -> (f64, f64, f64) {
+    median_range(&rounds.iter().map(figure).collect::<Vec<_>>())
 }
 
 /// Median, minimum and maximum of `values` (not empty).
@@ -378,6 +593,55 @@ fn print_memory(name: &str, before: u64, after: u64, sessions: usize) -> f64 {
     per
 }
 
+/// How a load thread calls the tool.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Client {
+    /// In a legacy session: `initialize` first, then `Mcp-Session-Id` on every call, `DELETE`
+    /// at the end.
+    Session,
+    /// 2026-07-28 requests without a session: the revision in each call's `_meta`, the
+    /// standard headers on each POST.
+    Stateless,
+}
+
+impl Client {
+    /// A keep-alive connection ready for calls of `tool`.
+    fn connect(self, addr: SocketAddr, tool: &str) -> anyhow::Result<Conn> {
+        match self {
+            Client::Session => Conn::session(addr),
+            Client::Stateless => Ok(Conn::connect(addr)?.with_headers(&[
+                ("MCP-Protocol-Version", MODERN),
+                ("Mcp-Method", "tools/call"),
+                ("Mcp-Name", tool),
+            ])),
+        }
+    }
+
+    /// The body of call `id` of `tool` (empty arguments).
+    fn body(self, id: usize, tool: &str) -> String {
+        match self {
+            Client::Session => tool_call(id, tool, json!({})),
+            Client::Stateless => json!({
+                "jsonrpc": "2.0",
+                "id": id,
+                "method": "tools/call",
+                "params": {
+                    "name": tool,
+                    "arguments": {},
+                    "_meta": {
+                        "io.modelcontextprotocol/protocolVersion": MODERN,
+                        "io.modelcontextprotocol/clientCapabilities": {},
+                    },
+                },
+            })
+            .to_string(),
+        }
+    }
+}
+
+/// The stateless protocol revision.
+const MODERN: &str = "2026-07-28";
+
 /// One concurrency level's results.
 struct Level {
     calls: usize,
@@ -388,12 +652,22 @@ struct Level {
     p99_ms: f64,
 }
 
+impl Level {
+    /// The daemon's CPU time per measured call, in microseconds.
+    fn cpu_per_call_us(&self) -> f64 {
+        self.cpu_ticks as f64 * 1e6 / TICKS_PER_SECOND / self.calls as f64
+    }
+}
+
+/// `calls` calls of `tool` from `sessions` threads, each on its own keep-alive connection
+/// (after 20 warm-up calls each), made as `client` says.
 fn load(
     addr: SocketAddr,
     pid: u32,
     sessions: usize,
     calls: usize,
     tool: &str,
+    client: Client,
 ) -> anyhow::Result<Level> {
     let next = Arc::new(AtomicUsize::new(0));
     let start = Arc::new(Barrier::new(sessions + 1));
@@ -404,9 +678,9 @@ fn load(
         let tool = tool.to_owned();
         workers.push(std::thread::spawn(
             move || -> anyhow::Result<Vec<Duration>> {
-                let ready = Conn::session(addr).and_then(|mut conn| {
+                let ready = client.connect(addr, &tool).and_then(|mut conn| {
                     for i in 0..20 {
-                        conn.call(&tool_call(i, &tool, json!({})))?;
+                        conn.call(&client.body(i, &tool))?;
                     }
                     Ok(conn)
                 });
@@ -416,12 +690,14 @@ fn load(
                 let mut id = 100;
                 while next.fetch_add(1, Ordering::Relaxed) < calls {
                     id += 1;
-                    let body = tool_call(id, &tool, json!({}));
+                    let body = client.body(id, &tool);
                     let began = Instant::now();
                     conn.call(&body)?;
                     samples.push(began.elapsed());
                 }
-                conn.request("DELETE", "")?;
+                if client == Client::Session {
+                    conn.request("DELETE", "")?;
+                }
                 Ok(samples)
             },
         ));

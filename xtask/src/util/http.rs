@@ -28,6 +28,8 @@ pub(crate) struct Conn {
     pub(crate) session: String,
     /// The bearer token sent with each request, if any.
     token: Option<String>,
+    /// Further header lines sent with each request (`Name: value\r\n` each).
+    headers: String,
 }
 
 /// A response: status, session header and body (de-chunked).
@@ -69,7 +71,16 @@ impl Conn {
             addr,
             session: String::new(),
             token: None,
+            headers: String::new(),
         })
+    }
+
+    /// Sends `headers` with every request from now on (after the ones this client sets).
+    pub(crate) fn with_headers(mut self, headers: &[(&str, &str)]) -> Conn {
+        for (name, value) in headers {
+            self.headers.push_str(&format!("{name}: {value}\r\n"));
+        }
+        self
     }
 
     /// Sends `Authorization: Bearer <token>` with every request from now on.
@@ -141,9 +152,11 @@ impl Conn {
     pub(crate) fn reconnect(&mut self) -> anyhow::Result<()> {
         let session = std::mem::take(&mut self.session);
         let token = self.token.take();
+        let headers = std::mem::take(&mut self.headers);
         *self = Conn::connect(self.addr)?;
         self.session = session;
         self.token = token;
+        self.headers = headers;
         Ok(())
     }
 
@@ -179,6 +192,7 @@ impl Conn {
         if let Some(token) = &self.token {
             head.push_str(&format!("Authorization: Bearer {token}\r\n"));
         }
+        head.push_str(&self.headers);
         if method == "POST" {
             head.push_str(&format!(
                 "Content-Type: application/json\r\nContent-Length: {}\r\n",
