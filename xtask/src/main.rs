@@ -9,6 +9,7 @@ mod bench;
 mod catalogue_cmd;
 mod conformance;
 mod docs_cmd;
+mod fleet;
 mod fuzz;
 mod markdown;
 mod soak;
@@ -48,6 +49,10 @@ enum Command {
     /// One daemon under mixed load for N minutes (sessions, legacy SSE, hook events,
     /// schedules): memory, fds, threads and errors sampled; fails on errors or growth.
     Soak(soak::Args),
+    /// N daemons on a throwaway PostgreSQL behind HAProxy under mixed load, with a rolling
+    /// restart in the middle: latency before, during and after it; fails on any failed
+    /// request, lost or duplicated publish or firing.
+    Fleet(fleet::Args),
     /// Build and run the coverage-guided fuzz targets (nightly, cargo-fuzz) from their seeds.
     Fuzz(fuzz::Args),
 }
@@ -60,6 +65,7 @@ fn main() -> ExitCode {
         Command::Docs(args) => docs_cmd::run(&args),
         Command::Conformance(args) => conformance::run(&args),
         Command::Soak(args) => soak::run(&args),
+        Command::Fleet(args) => fleet::run(&args),
         Command::Fuzz(args) => fuzz::run(&args),
     };
     match result {

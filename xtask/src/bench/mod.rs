@@ -15,7 +15,7 @@ mod fixtures;
 mod hook;
 mod http;
 mod openings;
-mod stats;
+pub(crate) mod stats;
 mod stdio;
 mod store_bench;
 mod tools;
