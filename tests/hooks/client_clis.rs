@@ -193,6 +193,62 @@ fn codex_app_server(env: &Env, bin: &Path, cwd: &Path, requests: &[Value]) -> Ve
     answers
 }
 
+/// The prompt the sessions submit.
+const PROMPT: &str = "Please add a condition that blocks force pushes.";
+
+/// Starts `bin args` (a session, in its own network namespace, with a made-up `key`) and
+/// waits until the store records a new session whose last event is a prompt (its hooks ran),
+/// then stops it; returns that session's id. At most two minutes.
+fn session_reaching_its_prompt(
+    env: &Env,
+    bin: &Path,
+    args: &[&str],
+    cwd: &Path,
+    key: (&str, &str),
+) -> String {
+    use std::os::unix::process::CommandExt;
+    let known: Vec<Value> = env.cli_json(&["sessions", "--all"])["sessions"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let mut child = Command::new("unshare")
+        .arg("-rn")
+        .arg(bin)
+        .args(args)
+        .current_dir(cwd)
+        .env("HOME", env.home())
+        .env("HOOKS_MCP_HOME", env.store_dir())
+        .env("GEMINI_CLI_NO_RELAUNCH", "true")
+        .env(key.0, key.1)
+        .env_remove("HOOKS_MCP_CHANNELS")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .process_group(0)
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(120);
+    let found = loop {
+        let sessions = env.cli_json(&["sessions", "--all"]);
+        let new = sessions["sessions"].as_array().and_then(|all| {
+            all.iter()
+                .find(|s| !known.contains(s) && s["last_event"] == "UserPromptSubmit")
+                .cloned()
+        });
+        if let Some(session) = new {
+            break Some(session["session_id"].as_str().unwrap().to_owned());
+        }
+        if std::time::Instant::now() > deadline || child.try_wait().unwrap().is_some() {
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    let group = rustix::process::Pid::from_raw(child.id() as i32).unwrap();
+    let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
+    let _ = child.wait();
+    found.unwrap_or_else(|| panic!("{} ran no prompt hook within two minutes", bin.display()))
+}
+
 #[test]
 fn the_real_clients_read_what_init_writes_and_remove_restores_their_files() {
     let bin = clis();
@@ -321,6 +377,43 @@ fn the_real_clients_read_what_init_writes_and_remove_restores_their_files() {
         "",
     );
     assert!(stdout(&got).contains("Status: Enabled"), "{}", stdout(&got));
+
+    // The CLIs run the hooks init registered, on their own payloads: a session that never
+    // reaches a model (a made-up key, no network) still starts and submits its prompt, and the
+    // hook delivers the broadcast to it.
+    if isolated_network() {
+        let broadcast = env.cli_json(&["channel", "publish", "ops", "deploy at noon"])["id"]
+            .as_i64()
+            .unwrap();
+        for (name, args, key) in [
+            ("gemini", vec!["-p", PROMPT], ("GEMINI_API_KEY", "made-up")),
+            (
+                "codex",
+                vec!["exec", "--skip-git-repo-check", PROMPT],
+                ("OPENAI_API_KEY", "sk-made-up"),
+            ),
+        ] {
+            let session = session_reaching_its_prompt(&env, &bin.join(name), &args, &project, key);
+            let report = env.cli_json(&["channel", "status", &broadcast.to_string()]);
+            let delivered =
+                report["sessions"].as_array().unwrap().iter().any(|s| {
+                    s["session_id"] == session.as_str() && s["delivered_at_time"].is_string()
+                });
+            assert!(
+                delivered,
+                "{name}'s session {session} got the broadcast: {report}"
+            );
+        }
+        assert!(
+            !env.store_dir().join("unplaced-hooks.json").exists(),
+            "every payload was placed"
+        );
+    } else {
+        println!(
+            "no network namespace here (`unshare -rn`): the sessions that would run the hooks \
+             inside the CLIs are not started, so that nothing can reach a model's service"
+        );
+    }
 
     // A second init changes nothing.
     let registered = snapshot(&env);

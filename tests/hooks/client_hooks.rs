@@ -94,7 +94,7 @@ fn codex_gets_every_answer_within_its_output_schemas() {
     assert_eq!(keys(specific), set(&["hookEventName", "additionalContext"]));
     assert_eq!(specific["hookEventName"], "SessionStart");
     assert!(
-        text(&specific["additionalContext"]).contains("`019a5c2e-7d41-7b90-a3f6-5e2d8c1b4a07`"),
+        text(&specific["additionalContext"]).contains("`01a23cb0-7bb3-7cd3-a0e8-f527780e1a31`"),
         "the banner names Codex's session: {specific}"
     );
 
@@ -228,7 +228,7 @@ fn gemini_gets_tool_time_deliveries_after_the_call() {
         .as_array()
         .unwrap()
         .iter()
-        .find(|s| s["session_id"] == "7c0f3a9e-2b51-4d6c-9e83-a14b5f2d0c67")
+        .find(|s| s["session_id"] == "2d0dbb4d-9a16-4b87-9f8b-de3dc5c53082")
         .unwrap_or_else(|| panic!("the Gemini session is recorded: {sessions}"));
     assert_eq!(
         gemini["tool_calls"], 1,
@@ -480,7 +480,7 @@ fn on_postgres_a_client_hook_hands_its_adapted_payload_over_and_the_full_binary_
     );
     assert_eq!(
         replayed["session_id"],
-        "7c0f3a9e-2b51-4d6c-9e83-a14b5f2d0c67"
+        "2d0dbb4d-9a16-4b87-9f8b-de3dc5c53082"
     );
 
     // The full binary, given that payload as `hook UserPromptSubmit`, answers as Gemini CLI's
