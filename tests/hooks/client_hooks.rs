@@ -182,6 +182,22 @@ fn gemini_gets_tool_time_deliveries_after_the_call() {
         "echo 'issue read'",
     ));
 
+    let start = env.client_hook(
+        "gemini",
+        "SessionStart",
+        &client_fixture("gemini_session_start"),
+    );
+    let answer = start.answer.unwrap();
+    assert_eq!(keys(&answer), set(&["hookSpecificOutput"]));
+    assert_eq!(
+        keys(&answer["hookSpecificOutput"]),
+        set(&["hookEventName", "additionalContext"])
+    );
+    assert!(
+        text(&answer["hookSpecificOutput"]["additionalContext"])
+            .contains("`2d0dbb4d-9a16-4b87-9f8b-de3dc5c53082`")
+    );
+
     let prompt = env.client_hook(
         "gemini",
         "BeforeAgent",
@@ -245,6 +261,35 @@ fn copilot_gets_its_own_fields_and_claude_codes() {
         "bash.git",
         r#"if grep -q -- '--force'; then echo "force pushes are off limits" >&2; exit 2; fi"#,
     ));
+    env.set_condition(condition(
+        "redact_tracker",
+        "post",
+        "mcp__tracker",
+        r#"echo '{"replaceOutput": "[redacted]"}'"#,
+    ));
+    let start = env.client_hook(
+        "copilot",
+        "SessionStart",
+        &client_fixture("copilot_session_start"),
+    );
+    let answer = start.answer.unwrap();
+    assert_eq!(
+        keys(&answer),
+        set(&["additionalContext", "hookSpecificOutput"])
+    );
+    assert!(text(&answer["additionalContext"]).contains("`d4e1a7c2-63b0-4f18-8a5d-92c7e0b13f46`"));
+    let post = env.client_hook(
+        "copilot",
+        "PostToolUse",
+        &client_fixture("copilot_post_tool_use"),
+    );
+    assert_eq!(
+        post.answer,
+        Some(
+            json!({"modifiedResult": {"textResultForLlm": "[redacted]", "resultType": "success"}})
+        )
+    );
+
     let prompt = env.client_hook(
         "copilot",
         "UserPromptSubmit",
@@ -341,6 +386,24 @@ fn cursor_gets_broadcasts_at_session_start_and_after_tool_calls() {
         Some(json!({"permission": "deny", "user_message": reason, "agent_message": reason}))
     );
 
+    env.set_condition(condition(
+        "no_mcp_deletes",
+        "pre",
+        "mcp",
+        r#"if grep -q issue; then echo "no deletes through MCP" >&2; exit 2; fi"#,
+    ));
+    let mcp = env.client_hook(
+        "cursor",
+        "beforeMCPExecution",
+        &client_fixture("cursor_before_mcp_execution"),
+    );
+    let reason = "condition `no_mcp_deletes`: no deletes through MCP";
+    assert_eq!(
+        mcp.answer,
+        Some(json!({"permission": "deny", "user_message": reason, "agent_message": reason})),
+        "an MCP call is matched as mcp__<tool>, its JSON-string input parsed"
+    );
+
     let post = env.client_hook(
         "cursor",
         "postToolUse",
@@ -382,6 +445,22 @@ fn a_claude_code_hook_fed_vs_code_payloads_still_delivers() {
     let pre = env.hook("PreToolUse", &client_fixture("vscode_pre_tool_use"));
     assert_eq!(pre.specific("permissionDecision"), Some(&json!("deny")));
     assert!(pre.context().contains("freeze the main branch"));
+
+    // Its edit tool is matched as Edit; a post condition's exit 2 blocks as in Claude Code.
+    env.set_condition(condition(
+        "lint_after_edit",
+        "post",
+        "edit",
+        r#"echo "src/main.rs fails the linter" >&2; exit 2"#,
+    ));
+    let post = env.hook("PostToolUse", &client_fixture("vscode_post_tool_use"));
+    assert_eq!(
+        post.answer,
+        Some(json!({
+            "decision": "block",
+            "reason": "condition `lint_after_edit`: src/main.rs fails the linter"
+        }))
+    );
 
     // Newer builds send snake_case fields, which Claude Code's checks take as they are.
     let start = env.hook("SessionStart", &client_fixture("vscode_session_start"));
