@@ -165,6 +165,10 @@ fn accepts_the_reply(headers: &HeaderMap) -> bool {
     let Some(accept) = sole(headers, ACCEPT) else {
         return false;
     };
+    // What the SDKs send, spelled as the specification spells it.
+    if accept == "application/json, text/event-stream" {
+        return true;
+    }
     if accept.contains([';', '"']) {
         return false;
     }
@@ -414,6 +418,8 @@ mod tests {
         }
         let charset = head(&[("content-type", "Application/JSON; charset=utf-8")], &[]);
         assert!(head_fits(&charset, 1000));
+        let reordered = head(&[("accept", "text/event-stream,application/json")], &[]);
+        assert!(head_fits(&reordered, 1000));
     }
 
     fn body(params: serde_json::Value) -> String {
