@@ -1,4 +1,5 @@
-//! `hooks-mcp-hook`: the agent client's hook command alone (`hooks-mcp-hook hook <Event>`).
+//! `hooks-mcp-hook`: the agent clients' hook command alone (`hooks-mcp-hook hook <Event>`, or
+//! `hooks-mcp-hook hook --client <name> <event>` for the clients beside Claude Code).
 //!
 //! It runs twice around every tool call, so it is its own small executable: the hook dispatcher
 //! (`hook-dispatch`) with the store and the tools crates only (no async runtime, no MCP SDK, no
@@ -20,7 +21,8 @@ fn main() -> ExitCode {
         None => {
             protocol_lite::diag!(
                 "hooks-mcp-hook: usage: hooks-mcp-hook hook <SessionStart|UserPromptSubmit|\
-                 PreToolUse|PostToolUse>; nothing was done"
+                 PreToolUse|PostToolUse>, or hooks-mcp-hook hook --client <codex|gemini|copilot|\
+                 cursor|vscode> <the client's event> (docs/clients.md); nothing was done"
             );
             // A broken hook registration must never block the agent.
             ExitCode::SUCCESS
