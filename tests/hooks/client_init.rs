@@ -44,13 +44,9 @@ const COPILOT_MCP: &str = r#"{
 }
 "#;
 
-const CURSOR_HOOKS: &str = r#"{
-  "version": 1,
-  "hooks": {
-    "afterFileEdit": [{ "command": "./format.sh" }]
-  }
-}
-"#;
+// Written on one line: `init` adds its events to the `hooks` object, `--remove` restores the line.
+const CURSOR_HOOKS: &str =
+    "{ \"version\": 1, \"hooks\": { \"afterFileEdit\": [{ \"command\": \"./format.sh\" }] } }\n";
 
 const VSCODE_MCP: &str = "{\n\t// VS Code MCP servers\n\t\"servers\": {\n\t\t\"playwright\": { \"command\": \"npx\", \"args\": [\"@playwright/mcp\"] }\n\t},\n\t\"inputs\": []\n}\n";
 

@@ -7,9 +7,11 @@
 //! A JSON change is computed on plain values and applied to the tree as the difference between
 //! the document before and after: properties added at the end of their object, removed ones
 //! taken out with their separators, changed values replaced. Removing what `init` added
-//! restores the text byte for byte (except that an object written on one line before becomes
-//! multi-line); a container that was empty before `init` (`"mcpServers": {}`, as the file's
-//! newest backup without hooks-mcp's entries has it) stays when the removal empties it. A file
+//! restores the text byte for byte: when the result holds exactly what the file's newest backup
+//! without hooks-mcp's entries holds, that backup's text is written back (an object the user
+//! wrote on one line stays on one line); otherwise the edit keeps everything else as written,
+//! and a container that was empty before `init` (`"mcpServers": {}`, as that backup has it)
+//! stays when the removal empties it. A file
 //! left empty by a removal (`{}`, or a TOML file with nothing in it) is deleted: `init` created
 //! it.
 
@@ -63,6 +65,8 @@ pub struct JsonDoc {
     /// The file as its newest backup without hooks-mcp's entries holds it (`init` backs each
     /// file up before its first change): which containers were there, empty, before `init`.
     pub prior: Option<Map<String, Value>>,
+    /// That backup's text, written back whole when a change restores exactly its content.
+    pub prior_text: Option<String>,
 }
 
 impl JsonDoc {
@@ -92,12 +96,16 @@ impl JsonDoc {
                 }
             },
         };
-        let prior = text.as_ref().and_then(|_| clean_backup(path));
+        let (prior, prior_text) = match text.as_ref().and_then(|_| clean_backup(path)) {
+            Some((map, backup)) => (Some(map), Some(backup)),
+            None => (None, None),
+        };
         Ok(JsonDoc {
             path: path.to_owned(),
             text,
             value,
             prior,
+            prior_text,
         })
     }
 
@@ -107,8 +115,12 @@ impl JsonDoc {
         if let Some(prior) = &self.prior {
             keep_prior_containers(&mut after, &self.value, prior);
         }
+        let restores_backup = self.prior.as_ref() == Some(&after);
         let after_text = if changes.is_empty() || Value::Object(after.clone()) == self.current() {
             self.text.clone()
+        } else if let (true, Some(backup)) = (restores_backup, &self.prior_text) {
+            // Back to what the file held before `init`: its own bytes, formatting and all.
+            Some(backup.clone())
         } else {
             match rewrite_json(self.text.as_deref().unwrap_or(""), &Value::Object(after)) {
                 Some(text) if text.trim() == "{}" => None,
@@ -130,8 +142,8 @@ impl JsonDoc {
 }
 
 /// The newest backup of `path` (`<file>.hooks-mcp-<unix ms>.bak`) that holds nothing of
-/// hooks-mcp's, as a document.
-fn clean_backup(path: &Path) -> Option<Map<String, Value>> {
+/// hooks-mcp's, as a document and as its text.
+fn clean_backup(path: &Path) -> Option<(Map<String, Value>, String)> {
     let path = std::fs::canonicalize(path).ok()?;
     let name = path.file_name()?.to_str()?.to_owned();
     let prefix = format!("{name}.hooks-mcp-");
@@ -155,7 +167,7 @@ fn clean_backup(path: &Path) -> Option<Map<String, Value>> {
             return None;
         }
         match parse_json(&text).ok()? {
-            Value::Object(map) => Some(map),
+            Value::Object(map) => Some((map, text)),
             _ => None,
         }
     })
@@ -490,6 +502,39 @@ mod tests {
             doc.remove("d");
         });
         assert_eq!(added, "{\n  \"a\": {\"b\": 2, \"c\": [1, 3]}\n}\n");
+    }
+
+    #[test]
+    fn removing_what_init_added_restores_an_object_written_on_one_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("settings.json");
+        let original = "{\"theme\": \"dark\", \"mcpServers\": {\"other\": {\"command\": \"x\"}}}\n";
+        std::fs::write(&path, original).unwrap();
+        let doc = JsonDoc::load(&path).unwrap();
+        let mut after = doc.value.clone();
+        after["mcpServers"]["hooks"] = json!({"command": "/bin/hooks-mcp"});
+        let added = doc.change(after, vec!["add".into()]);
+        assert!(
+            write(&added, 10).unwrap().is_some(),
+            "init backs the file up"
+        );
+        let added_text = std::fs::read_to_string(&path).unwrap();
+        assert!(added_text.contains("/bin/hooks-mcp"), "{added_text}");
+        let doc = JsonDoc::load(&path).unwrap();
+        let mut after = doc.value.clone();
+        after["mcpServers"].as_object_mut().unwrap().remove("hooks");
+        let removal = doc.change(after, vec!["remove".into()]);
+        assert_eq!(removal.after.as_deref(), Some(original));
+        // A user's own edit since init is kept: the backup is not written over it.
+        std::fs::write(&path, added_text.replace("dark", "light")).unwrap();
+        let doc = JsonDoc::load(&path).unwrap();
+        let mut after = doc.value.clone();
+        after["mcpServers"].as_object_mut().unwrap().remove("hooks");
+        let removal = doc.change(after, vec!["remove".into()]).after.unwrap();
+        assert!(
+            removal.contains("light") && !removal.contains("hooks-mcp"),
+            "{removal}"
+        );
     }
 
     #[test]
