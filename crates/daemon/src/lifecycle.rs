@@ -797,9 +797,8 @@ async fn run(config: DaemonConfig, started: Instant) -> Result<(), DaemonError> 
         // probe takes this daemon out of rotation while requests it still sends are answered.
         shared.status.set_phase(Phase::Draining);
         // Another daemon of the store reports the fleet-wide gauges from its next scrape.
-        // Blocking: a PostgreSQL lease closes its connection.
-        if let Some(metrics) = shared.metrics.clone() {
-            let _ = tokio::task::spawn_blocking(move || metrics.store_reporter.give_up()).await;
+        if let Some(metrics) = &shared.metrics {
+            metrics.store_reporter.give_up();
         }
         if !config.shutdown_delay.is_zero() {
             tracing::info!(

@@ -12,7 +12,8 @@
 //! every measurement (the benchmark compares both in one run).
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError, TryLockError};
 use std::time::Duration;
 
 use hook_dispatch::Event;
@@ -432,29 +433,29 @@ pub(crate) const STORE_LEASE: &str = "metrics-store-gauges";
 /// gave reporting up for good (it is stopping).
 #[derive(Default)]
 pub(crate) struct StoreReporter {
-    lease: Mutex<(Option<Box<dyn Lease>>, bool)>,
+    lease: Mutex<Option<Box<dyn Lease>>>,
+    given_up: AtomicBool,
 }
 
 impl std::fmt::Debug for StoreReporter {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let state = self.lease.lock().unwrap_or_else(PoisonError::into_inner);
         f.debug_struct("StoreReporter")
-            .field("held", &state.0.is_some())
-            .field("given_up", &state.1)
-            .finish()
+            .field("given_up", &self.given_up.load(Ordering::Acquire))
+            .finish_non_exhaustive()
     }
 }
 
 impl StoreReporter {
     /// Whether this daemon reports the store's gauges now: it keeps the lease while it still
-    /// holds it, and otherwise tries to take it (a blocking call: run it on the blocking pool).
+    /// holds it, and otherwise tries to take it (blocking calls: run it on the blocking pool,
+    /// where a lease is also let go).
     ///
     /// # Errors
     /// The store's error when the lease could not be asked for.
     pub(crate) fn reports(&self, store: &dyn store::Store) -> Result<bool, StoreError> {
-        let mut state = self.lease.lock().unwrap_or_else(PoisonError::into_inner);
-        let (lease, given_up) = &mut *state;
-        if *given_up {
+        let mut lease = self.lease.lock().unwrap_or_else(PoisonError::into_inner);
+        if self.given_up.load(Ordering::Acquire) {
+            *lease = None;
             return Ok(false);
         }
         if lease.as_mut().is_some_and(|held| !held.still_held()) {
@@ -463,14 +464,59 @@ impl StoreReporter {
         if lease.is_none() {
             *lease = store.try_lease(STORE_LEASE)?;
         }
+        if self.given_up.load(Ordering::Acquire) {
+            *lease = None;
+            return Ok(false);
+        }
         Ok(lease.is_some())
     }
 
     /// Stops reporting for good and gives the lease up, so that another daemon of the store
-    /// reports from its next scrape (on SIGTERM).
+    /// reports from its next scrape (on SIGTERM). Never blocks: a held lease is let go on a
+    /// thread of its own (a PostgreSQL lease closes its connection, which must not happen on
+    /// an async thread), and one a scrape holds at this moment is let go by that scrape.
     pub(crate) fn give_up(&self) {
-        let mut state = self.lease.lock().unwrap_or_else(PoisonError::into_inner);
-        *state = (None, true);
+        self.given_up.store(true, Ordering::Release);
+        let held = match self.lease.try_lock() {
+            Ok(mut lease) => lease.take(),
+            Err(TryLockError::Poisoned(poisoned)) => poisoned.into_inner().take(),
+            Err(TryLockError::WouldBlock) => None,
+        };
+        if let Some(held) = held {
+            let_go(held);
+        }
+    }
+}
+
+impl Drop for StoreReporter {
+    fn drop(&mut self) {
+        let held = self
+            .lease
+            .get_mut()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        if let Some(held) = held {
+            let_go(held);
+        }
+    }
+}
+
+/// Drops `lease` on a thread of its own: a PostgreSQL lease closes its connection, which must
+/// not happen on an async thread. Without a thread, the process's end frees it.
+fn let_go(lease: Box<dyn Lease>) {
+    let cell = Arc::new(Mutex::new(Some(lease)));
+    let on_thread = cell.clone();
+    let spawned = std::thread::Builder::new()
+        .name("metrics-lease".into())
+        .spawn(move || {
+            let lease = on_thread
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .take();
+            drop(lease);
+        });
+    if spawned.is_err() {
+        std::mem::forget(cell);
     }
 }
 
