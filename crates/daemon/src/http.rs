@@ -236,8 +236,10 @@ async fn scrape(shared: &Shared, method_ok: bool, openmetrics: bool) -> Response
     if let Some(store) = shared.status.store.get().cloned() {
         let now = server_full::now_ms();
         let retention = shared.retention;
-        let read =
-            tokio::task::spawn_blocking(move || StoreSnapshot::read(&*store, now, &retention));
+        let reporter = metrics.store_reporter.clone();
+        let read = tokio::task::spawn_blocking(move || {
+            StoreSnapshot::read(&*store, &reporter, now, &retention)
+        });
         snapshot.store = match tokio::time::timeout(SCRAPE_STORE_WAIT, read).await {
             Ok(Ok(Ok(store))) => Some(store),
             Ok(Ok(Err(e))) => {

@@ -796,6 +796,10 @@ async fn run(config: DaemonConfig, started: Instant) -> Result<(), DaemonError> 
         // Not ready from now on, but still serving: a load balancer that polls the readiness
         // probe takes this daemon out of rotation while requests it still sends are answered.
         shared.status.set_phase(Phase::Draining);
+        // Another daemon of the store reports the fleet-wide gauges from its next scrape.
+        if let Some(metrics) = &shared.metrics {
+            metrics.store_reporter.give_up();
+        }
         if !config.shutdown_delay.is_zero() {
             tracing::info!(
                 "{signal} received: not ready; serving for {} s ({SHUTDOWN_DELAY_ENV}) before \

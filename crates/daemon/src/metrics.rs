@@ -12,7 +12,8 @@
 //! every measurement (the benchmark compares both in one run).
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError, TryLockError};
 use std::time::Duration;
 
 use hook_dispatch::Event;
@@ -24,7 +25,7 @@ use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::metrics::info::Info;
 use prometheus_client::registry::{Registry, Unit};
 use server_full::{CallObserver, CallOutcome};
-use store::{Counts, Firing, StoreError};
+use store::{Counts, Firing, Lease, StoreError};
 
 /// Every metric name starts with this (and `_`).
 const PREFIX: &str = "hooks_mcp";
@@ -409,6 +410,15 @@ pub(crate) struct Snapshot {
 /// What a scrape reads from the store (one blocking call per scrape).
 #[derive(Debug, Clone, Default)]
 pub(crate) struct StoreSnapshot {
+    /// The fleet-wide gauges, on the one daemon of the store that reports them (it holds the
+    /// store's [`STORE_LEASE`]); `None` on the others.
+    pub(crate) fleet: Option<FleetGauges>,
+}
+
+/// The gauges that describe the whole store rather than this daemon: reported by one daemon
+/// of a store at a time, so that summing over the daemons counts them once.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct FleetGauges {
     /// The store's record counts (what `/health?level=full` reports).
     pub(crate) counts: Counts,
     /// Live agent sessions as the store counts them (seen within the live window), over
@@ -416,19 +426,120 @@ pub(crate) struct StoreSnapshot {
     pub(crate) live_sessions: Option<u64>,
 }
 
+/// The store-wide lease whose holder reports the fleet-wide gauges.
+pub(crate) const STORE_LEASE: &str = "metrics-store-gauges";
+
+/// Whether this daemon reports the store's gauges: the lease it holds, if any, and whether it
+/// gave reporting up for good (it is stopping).
+#[derive(Default)]
+pub(crate) struct StoreReporter {
+    lease: Mutex<Option<Box<dyn Lease>>>,
+    given_up: AtomicBool,
+}
+
+impl std::fmt::Debug for StoreReporter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StoreReporter")
+            .field("given_up", &self.given_up.load(Ordering::Acquire))
+            .finish_non_exhaustive()
+    }
+}
+
+impl StoreReporter {
+    /// Whether this daemon reports the store's gauges now: it keeps the lease while it still
+    /// holds it, and otherwise tries to take it (blocking calls: run it on the blocking pool,
+    /// where a lease is also let go).
+    ///
+    /// # Errors
+    /// The store's error when the lease could not be asked for.
+    pub(crate) fn reports(&self, store: &dyn store::Store) -> Result<bool, StoreError> {
+        let mut lease = self.lease.lock().unwrap_or_else(PoisonError::into_inner);
+        if self.given_up.load(Ordering::Acquire) {
+            *lease = None;
+            return Ok(false);
+        }
+        if lease.as_mut().is_some_and(|held| !held.still_held()) {
+            *lease = None;
+        }
+        if lease.is_none() {
+            *lease = store.try_lease(STORE_LEASE)?;
+        }
+        if self.given_up.load(Ordering::Acquire) {
+            *lease = None;
+            return Ok(false);
+        }
+        Ok(lease.is_some())
+    }
+
+    /// Stops reporting for good and gives the lease up, so that another daemon of the store
+    /// reports from its next scrape (on SIGTERM). Never blocks: a held lease is let go on a
+    /// thread of its own (a PostgreSQL lease closes its connection, which must not happen on
+    /// an async thread), and one a scrape holds at this moment is let go by that scrape.
+    pub(crate) fn give_up(&self) {
+        self.given_up.store(true, Ordering::Release);
+        let held = match self.lease.try_lock() {
+            Ok(mut lease) => lease.take(),
+            Err(TryLockError::Poisoned(poisoned)) => poisoned.into_inner().take(),
+            Err(TryLockError::WouldBlock) => None,
+        };
+        if let Some(held) = held {
+            let_go(held);
+        }
+    }
+}
+
+impl Drop for StoreReporter {
+    fn drop(&mut self) {
+        let held = self
+            .lease
+            .get_mut()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        if let Some(held) = held {
+            let_go(held);
+        }
+    }
+}
+
+/// Drops `lease` on a thread of its own: a PostgreSQL lease closes its connection, which must
+/// not happen on an async thread. Without a thread, the process's end frees it.
+fn let_go(lease: Box<dyn Lease>) {
+    let cell = Arc::new(Mutex::new(Some(lease)));
+    let on_thread = cell.clone();
+    let spawned = std::thread::Builder::new()
+        .name("metrics-lease".into())
+        .spawn(move || {
+            let lease = on_thread
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .take();
+            drop(lease);
+        });
+    if spawned.is_err() {
+        std::mem::forget(cell);
+    }
+}
+
 impl StoreSnapshot {
-    /// Reads the snapshot from `store` (a blocking call: run it on the blocking pool).
+    /// Reads the snapshot from `store`: the fleet-wide gauges when `reporter` says this daemon
+    /// reports them (blocking calls: run it on the blocking pool).
     ///
     /// # Errors
     /// The store's error.
     pub(crate) fn read(
         store: &dyn store::Store,
+        reporter: &StoreReporter,
         now: i64,
         retention: &store::Retention,
     ) -> Result<StoreSnapshot, StoreError> {
+        if !reporter.reports(store)? {
+            return Ok(StoreSnapshot { fleet: None });
+        }
         Ok(StoreSnapshot {
-            counts: store.counts(now)?,
-            live_sessions: Some(store.count_sessions(retention.live_since(now))?),
+            fleet: Some(FleetGauges {
+                counts: store.counts(now)?,
+                live_sessions: Some(store.count_sessions(retention.live_since(now))?),
+            }),
         })
     }
 }
@@ -446,6 +557,8 @@ pub(crate) struct Metrics {
     /// The scheduler's series.
     pub(crate) scheduler: SchedulerMetrics,
     store_errors: Family<StoreErrorLabels, Counter>,
+    /// Whether this daemon reports the store's fleet-wide gauges.
+    pub(crate) store_reporter: Arc<StoreReporter>,
 }
 
 impl Default for Metrics {
@@ -577,6 +690,7 @@ impl Metrics {
                 lag,
             },
             store_errors,
+            store_reporter: Arc::default(),
         }
     }
 
@@ -696,7 +810,15 @@ fn scrape_registry(snapshot: &Snapshot) -> Registry {
         "1 when the store answered this scrape's count query, else 0",
         gauge(u64::from(snapshot.store.is_some())),
     );
-    if let Some(store) = &snapshot.store {
+    registry.register(
+        "store_reporter",
+        "1 on the one daemon of the store that reports its fleet-wide gauges \
+         (hooks_mcp_store_records, hooks_mcp_live_sessions), else 0",
+        gauge(u64::from(
+            snapshot.store.as_ref().is_some_and(|s| s.fleet.is_some()),
+        )),
+    );
+    if let Some(store) = snapshot.store.as_ref().and_then(|s| s.fleet.as_ref()) {
         let records = Family::<KindLabels, Gauge>::default();
         let counts = &store.counts;
         for (kind, n) in [
@@ -711,13 +833,15 @@ fn scrape_registry(snapshot: &Snapshot) -> Registry {
         }
         registry.register(
             "store_records",
-            "Records in the store (shared by the fleet), by kind",
+            "Records in the store (shared by the fleet), by kind; reported by one daemon of the \
+             store",
             records,
         );
         if let Some(live) = store.live_sessions {
             registry.register(
                 "live_sessions",
-                "Live agent sessions the store knows of, over the whole fleet",
+                "Live agent sessions the store knows of, over the whole fleet; reported by one \
+                 daemon of the store",
                 gauge(live),
             );
         }
@@ -885,11 +1009,13 @@ mod tests {
             in_flight: 2,
             scheduler_last_tick_ms: 1_700_000_000_500,
             store: Some(StoreSnapshot {
-                counts: Counts {
-                    active_messages: 5,
-                    ..Counts::default()
-                },
-                live_sessions: Some(7),
+                fleet: Some(FleetGauges {
+                    counts: Counts {
+                        active_messages: 5,
+                        ..Counts::default()
+                    },
+                    live_sessions: Some(7),
+                }),
             }),
         };
         let text = metrics.render(&snapshot, false).unwrap();
@@ -905,8 +1031,23 @@ mod tests {
             ("hooks_mcp_store_up", "1"),
             ("hooks_mcp_store_records{kind=\"active_broadcasts\"}", "5"),
             ("hooks_mcp_live_sessions", "7"),
+            ("hooks_mcp_store_reporter", "1"),
         ] {
             assert_eq!(sample(&text, series), Some(value), "{series} in\n{text}");
         }
+        // A daemon that does not report the store's gauges leaves them out and says so.
+        let other = Snapshot {
+            store: Some(StoreSnapshot { fleet: None }),
+            ..snapshot
+        };
+        let text = metrics.render(&other, false).unwrap();
+        assert_eq!(
+            sample(&text, "hooks_mcp_store_reporter"),
+            Some("0"),
+            "{text}"
+        );
+        assert_eq!(sample(&text, "hooks_mcp_store_up"), Some("1"), "{text}");
+        assert!(!text.contains("hooks_mcp_store_records{"), "{text}");
+        assert!(!text.contains("hooks_mcp_live_sessions "), "{text}");
     }
 }

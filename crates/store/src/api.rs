@@ -1051,10 +1051,30 @@ impl fmt::Debug for KeyRequest<'_> {
     }
 }
 
-/// What the network daemons of one store share besides the domain: signing keys, and the
+/// A store-wide lease that one process holds at a time, from
+/// [`DaemonStateStore::try_lease`]. Dropping it gives the lease up; so does the end of the
+/// process (PostgreSQL: an advisory lock on a connection of its own; SQLite: a lock on a file
+/// beside the database), so a holder that dies frees it at once and no clock is involved.
+pub trait Lease: Send {
+    /// Whether this process still holds the lease: false once what holds it was lost (the
+    /// connection to the server broke). A lease that is lost stays lost: take a new one.
+    fn still_held(&mut self) -> bool;
+}
+
+/// What the network daemons of one store share besides the domain: signing keys, the
 /// Streamable HTTP sessions of the 2025 revisions (so that any daemon can resume one another
-/// daemon opened). Not audited: nothing here is an operator's or a session's change.
+/// daemon opened), and leases (so that one daemon at a time does what the store needs done
+/// once, such as reporting its fleet-wide metrics). Not audited: nothing here is an
+/// operator's or a session's change.
 pub trait DaemonStateStore {
+    /// Takes the store-wide lease `name` unless another process holds it (`None` then). It is
+    /// held until the value is dropped or the process ends; at most one process of the store
+    /// holds it at any time.
+    ///
+    /// # Errors
+    /// [`StoreError::Unavailable`] when what holds the lease cannot be set up (no connection
+    /// to the server, the lock file cannot be opened).
+    fn try_lease(&self, name: &str) -> StoreResult<Option<Box<dyn Lease>>>;
     /// The keys of `request.purpose`, newest first. In one transaction, and the same for
     /// concurrent callers: when the newest key was made before `rotate_before` (or there is
     /// none), `candidate` becomes the newest key; keys superseded before `keep_since` are

@@ -73,6 +73,7 @@ backend_suite! {
         signing_keys_are_made_once_shared_rotated_and_retired,
         concurrent_first_callers_agree_on_one_key,
         http_sessions_are_resumed_from_any_handle_deleted_and_pruned,
+        a_lease_has_one_holder_until_it_is_given_up,
     ],
     enforcement_conditions: [
         reminders_round_trip_and_clear_by_id_and_tag,

@@ -1,14 +1,18 @@
 //! `GET /metrics`: gated like `/mcp` (token, `Host`, 503 during start-up), parseable Prometheus
 //! text (and OpenMetrics on request), counters that move with tool calls, hook events and
-//! scheduler firings, and `HOOKS_MCP_METRICS=off`.
+//! scheduler firings, the store's fleet-wide gauges reported by one daemon of a PostgreSQL
+//! store at a time, and `HOOKS_MCP_METRICS=off`.
 
 use std::net::SocketAddr;
 use std::time::Instant;
 
 use serde_json::json;
 
+use test_support::pg::{self, Database};
+
 use crate::support::{
-    Daemon, PATIENCE, Response, TOKEN, call, http, mcp_request, mcp_session, run_to_exit,
+    Daemon, PATIENCE, Response, TOKEN, call, child_entry, http, mcp_request, mcp_session,
+    run_to_exit,
 };
 
 const BEARER: &str = "Bearer test-token-0123456789abcdef";
@@ -315,6 +319,8 @@ fn metrics_are_gated_like_mcp_and_count_calls_and_hook_events() {
         Some(0.0)
     );
     assert_eq!(value(&after, "hooks_mcp_store_up", &[]), Some(1.0));
+    // The only daemon of its store reports the store's gauges.
+    assert_eq!(value(&after, "hooks_mcp_store_reporter", &[]), Some(1.0));
     // The answered hook event's session is live, fleet-wide.
     assert!(
         value(&after, "hooks_mcp_live_sessions", &[]).is_some_and(|n| n >= 1.0),
@@ -420,4 +426,119 @@ fn an_invalid_metrics_setting_stops_start_up() {
     let (status, log, _) = run_to_exit(test, home.path(), &[("HOOKS_MCP_METRICS", "maybe")]);
     assert!(!status.success(), "{log}");
     assert!(log.contains("HOOKS_MCP_METRICS: `maybe`"), "{log}");
+}
+
+/// The sum over `daemons` of the sample `name` with `labels` (absent samples add nothing), as
+/// Prometheus's `sum` over the daemons' series computes it.
+fn fleet_sum(daemons: &[&Daemon], name: &str, labels: &[(&str, &str)]) -> f64 {
+    let auth = [("Authorization", BEARER)];
+    daemons
+        .iter()
+        .map(|d| value(&scrape(d.addr, &auth).1, name, labels).unwrap_or(0.0))
+        .sum()
+}
+
+#[test]
+fn the_fleet_wide_gauges_are_reported_once_per_store() {
+    let test = "metrics::the_fleet_wide_gauges_are_reported_once_per_store";
+    child_entry();
+    let Some(db) = Database::shared("metrics_fleet") else {
+        pg::note(&pg::no_server_note("the fleet-wide gauges test was"));
+        return;
+    };
+    let url = db.url();
+    let env = [
+        ("HOOKS_MCP_DATABASE_URL", url.as_str()),
+        ("HOOKS_MCP_TOKEN", TOKEN),
+        ("HOOKS_MCP_DB_POOL_SIZE", "2"),
+    ];
+    let homes: Vec<tempfile::TempDir> = (0..3).map(|_| tempfile::tempdir().unwrap()).collect();
+    let a = Daemon::start(test, homes[0].path(), &env);
+    let b = Daemon::start(test, homes[1].path(), &env);
+    a.wait_ready();
+    b.wait_ready();
+    let auth = [("Authorization", BEARER)];
+    let session = mcp_session(b.addr, &auth);
+    for id in 0..3 {
+        let args = json!({"channel": "ops", "message": format!("message {id}")});
+        let published = mcp_request(
+            b.addr,
+            &session,
+            &auth,
+            &call(10 + id, "channel_publish", args),
+        );
+        assert_eq!(published["result"]["isError"], false, "{published}");
+    }
+    let broadcasts = [("kind", "active_broadcasts")];
+
+    // Each daemon reports itself; the store's gauges come from one of them, so summing over
+    // the daemons gives the store's values, not twice them.
+    for _ in 0..3 {
+        assert_eq!(fleet_sum(&[&a, &b], "hooks_mcp_store_reporter", &[]), 1.0);
+        assert_eq!(
+            fleet_sum(&[&a, &b], "hooks_mcp_store_records", &broadcasts),
+            3.0
+        );
+        assert_eq!(fleet_sum(&[&a, &b], "hooks_mcp_store_up", &[]), 2.0);
+    }
+    let reports =
+        |d: &Daemon| value(&scrape(d.addr, &auth).1, "hooks_mcp_store_reporter", &[]) == Some(1.0);
+    let (reporter, other) = if reports(&a) { (a, b) } else { (b, a) };
+    assert!(!reports(&other));
+    assert_eq!(
+        value(
+            &scrape(other.addr, &auth).1,
+            "hooks_mcp_store_records",
+            &broadcasts
+        ),
+        None,
+        "the daemon that does not report leaves the store's gauges out"
+    );
+
+    // A third daemon joins: still one report.
+    let c = Daemon::start(test, homes[2].path(), &env);
+    c.wait_ready();
+    assert_eq!(
+        fleet_sum(
+            &[&reporter, &other, &c],
+            "hooks_mcp_store_records",
+            &broadcasts
+        ),
+        3.0
+    );
+    assert!(!reports(&c));
+
+    // The reporter stops (SIGTERM): another daemon reports from its next scrape on.
+    reporter.signal("TERM");
+    assert!(reporter.wait_exit().success(), "{}", reporter.text());
+    drop(reporter);
+    assert_eq!(
+        fleet_sum(&[&other, &c], "hooks_mcp_store_reporter", &[]),
+        1.0
+    );
+    assert_eq!(
+        fleet_sum(&[&other, &c], "hooks_mcp_store_records", &broadcasts),
+        3.0
+    );
+
+    // Killed without a word: its lease goes with its connection.
+    let (killed, left) = if reports(&other) {
+        (other, c)
+    } else {
+        (c, other)
+    };
+    killed.stop();
+    let deadline = Instant::now() + PATIENCE;
+    while !reports(&left) {
+        assert!(Instant::now() < deadline, "the lease never came free");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert_eq!(
+        value(
+            &scrape(left.addr, &auth).1,
+            "hooks_mcp_store_records",
+            &broadcasts
+        ),
+        Some(3.0)
+    );
 }

@@ -1,10 +1,52 @@
-//! What the daemons of one store share in the PostgreSQL backend: signing keys and resumable
-//! Streamable HTTP sessions.
+//! What the daemons of one store share in the PostgreSQL backend: signing keys, resumable
+//! Streamable HTTP sessions and leases.
 
 use super::PostgresStore;
-use crate::{DaemonStateStore, KeyRequest, Millis, SigningKey, StoreResult};
+use crate::{DaemonStateStore, KeyRequest, Lease, Millis, SigningKey, StoreError, StoreResult};
+
+/// A lease held as a session-level advisory lock on a connection of its own (outside the
+/// pool), keyed by the store's schema and the lease's name: the server frees it when the
+/// connection closes, however the holder ends.
+struct AdvisoryLease {
+    client: postgres::Client,
+    lost: bool,
+}
+
+impl Lease for AdvisoryLease {
+    fn still_held(&mut self) -> bool {
+        if !self.lost {
+            self.lost = self.client.is_closed() || self.client.simple_query("SELECT 1").is_err();
+        }
+        !self.lost
+    }
+}
 
 impl DaemonStateStore for PostgresStore {
+    fn try_lease(&self, name: &str) -> StoreResult<Option<Box<dyn Lease>>> {
+        if crate::no_wait::active() {
+            return Err(crate::no_wait::refuse());
+        }
+        let unavailable = |e: postgres::Error| StoreError::Unavailable {
+            store: self.describe.clone(),
+            detail: format!("cannot take the lease {name:?}: {e}"),
+        };
+        let mut client = self.config.connect(self.tls.clone()).map_err(unavailable)?;
+        let taken: bool = client
+            .query_one(
+                "SELECT pg_try_advisory_lock(hashtext(current_schema()), hashtext($1))",
+                &[&name],
+            )
+            .and_then(|row| row.try_get(0))
+            .map_err(unavailable)?;
+        // Not taken: the connection closes here, so only the holder keeps one.
+        Ok(taken.then(|| {
+            Box::new(AdvisoryLease {
+                client,
+                lost: false,
+            }) as Box<dyn Lease>
+        }))
+    }
+
     fn signing_keys(&self, request: &KeyRequest<'_>) -> StoreResult<Vec<SigningKey>> {
         // Daemons starting together queue on a lock for this purpose: the first one adds the
         // key, the others find it.

@@ -1,12 +1,46 @@
-//! What the daemons of one store share in the SQLite backend: signing keys and resumable
-//! Streamable HTTP sessions.
+//! What the daemons of one store share in the SQLite backend: signing keys, resumable
+//! Streamable HTTP sessions and leases.
+
+use std::fs::{File, TryLockError};
 
 use rusqlite::{OptionalExtension, params};
 
 use super::SqliteStore;
-use crate::{DaemonStateStore, KeyRequest, Millis, SigningKey, StoreResult};
+use crate::{DaemonStateStore, KeyRequest, Lease, Millis, SigningKey, StoreError, StoreResult};
+
+/// A lease held as an exclusive lock on a file beside the database (`<database>.<name>.lease`):
+/// the system frees it when the file is closed, however the holder ends.
+struct FileLease {
+    _file: File,
+}
+
+impl Lease for FileLease {
+    fn still_held(&mut self) -> bool {
+        true
+    }
+}
 
 impl DaemonStateStore for SqliteStore {
+    fn try_lease(&self, name: &str) -> StoreResult<Option<Box<dyn Lease>>> {
+        let mut path = self.path.clone().into_os_string();
+        path.push(format!(".{name}.lease"));
+        let unavailable = |e: std::io::Error| StoreError::Unavailable {
+            store: self.path.display().to_string(),
+            detail: format!("cannot take the lease {name:?} ({}): {e}", path.display()),
+        };
+        let file = File::options()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .map_err(unavailable)?;
+        match file.try_lock() {
+            Ok(()) => Ok(Some(Box::new(FileLease { _file: file }))),
+            Err(TryLockError::WouldBlock) => Ok(None),
+            Err(TryLockError::Error(e)) => Err(unavailable(e)),
+        }
+    }
+
     fn signing_keys(&self, request: &KeyRequest<'_>) -> StoreResult<Vec<SigningKey>> {
         // One immediate transaction: concurrent callers queue, and the second finds the
         // first one's new key.

@@ -129,3 +129,32 @@ pub(crate) fn http_sessions_are_resumed_from_any_handle_deleted_and_pruned(backe
     assert_eq!(other.http_session("s-1", T0 + DAY).unwrap(), None);
     assert_eq!(store.count("http_sessions"), 0);
 }
+
+pub(crate) fn a_lease_has_one_holder_until_it_is_given_up(backend: &dyn Backend) {
+    let store = fresh(backend);
+    let other = store.open_another();
+    let mut held = store
+        .try_lease("metrics")
+        .unwrap()
+        .expect("a free lease is taken");
+    assert!(held.still_held());
+    // Another handle (as another process) does not get it, again and again.
+    for _ in 0..3 {
+        assert!(other.try_lease("metrics").unwrap().is_none());
+    }
+    // Another name is another lease.
+    let mut another = other
+        .try_lease("other")
+        .unwrap()
+        .expect("another name is free");
+    assert!(another.still_held());
+    assert!(store.try_lease("other").unwrap().is_none());
+    // Given up, it goes to the next that asks.
+    drop(held);
+    let mut taken = other
+        .try_lease("metrics")
+        .unwrap()
+        .expect("a lease given up is free");
+    assert!(taken.still_held());
+    assert!(store.try_lease("metrics").unwrap().is_none());
+}
