@@ -4,7 +4,8 @@
 //! `permissionDecision`, `permissionDecisionReason` and `updatedInput`; for `PostToolUse`
 //! `updatedToolOutput`, plus `updatedMCPToolOutput` for MCP tools, which older clients read).
 //! A `post` condition that exits 2 adds the top-level `"decision": "block"` with its reason, which
-//! the client shows to the agent. Nothing to say means no output at all.
+//! the client shows to the agent; so does a `Stop` with a message the turn did not show (the
+//! agent goes on with it). Nothing to say means no output at all.
 
 use serde_json::{Map, Value};
 
@@ -120,7 +121,18 @@ impl Response {
                     top.insert("reason".into(), self.block_reasons.join("\n").into());
                 }
             }
-            Event::SessionStart | Event::UserPromptSubmit => {}
+            Event::Stop => {
+                if !self.block_reasons.is_empty() {
+                    top.insert("decision".into(), "block".into());
+                    top.insert("reason".into(), self.block_reasons.join("\n").into());
+                }
+            }
+            // Context only (`SubagentStop` and `SessionEnd` never get any).
+            Event::SessionStart
+            | Event::UserPromptSubmit
+            | Event::SubagentStart
+            | Event::SubagentStop
+            | Event::SessionEnd => {}
         }
         if specific.len() > 1 {
             top.insert("hookSpecificOutput".into(), Value::Object(specific));

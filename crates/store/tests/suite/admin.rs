@@ -424,11 +424,15 @@ pub(crate) fn a_version_4_store_gets_the_sessions_lifecycle(b: &dyn Backend) {
         )
         .unwrap();
     assert_eq!(
-        store.location.scalar("SELECT info FROM channel_stats WHERE channel = 'a'"),
+        store
+            .location
+            .scalar("SELECT info FROM channel_stats WHERE channel = 'a'"),
         1
     );
     assert_eq!(
-        store.location.scalar("SELECT messages FROM channel_stats WHERE channel = 'a'"),
+        store
+            .location
+            .scalar("SELECT messages FROM channel_stats WHERE channel = 'a'"),
         2
     );
 }

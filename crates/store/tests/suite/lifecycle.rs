@@ -141,7 +141,11 @@ pub(crate) fn a_subagent_is_its_own_recipient_and_ends_with_its_parent(b: &dyn B
     assert_eq!(child.parent_id.as_deref(), Some("p"));
     assert_eq!(store.count_sessions(T0).unwrap(), 2);
     store.end_session("p", T0 + 4).unwrap();
-    assert_eq!(store.count_sessions(T0).unwrap(), 0, "the subagent ends too");
+    assert_eq!(
+        store.count_sessions(T0).unwrap(),
+        0,
+        "the subagent ends too"
+    );
 }
 
 pub(crate) fn a_start_delivers_unacknowledged_alerts_again_and_no_info(b: &dyn Backend) {
@@ -159,7 +163,11 @@ pub(crate) fn a_start_delivers_unacknowledged_alerts_again_and_no_info(b: &dyn B
         .unwrap();
     for at in [T0 + 6, T0 + 7] {
         let again = store.deliver("s", None, DeliveryPoint::Start, at).unwrap();
-        assert_eq!(ids(&again), [alert.id], "each start, the unacknowledged alert");
+        assert_eq!(
+            ids(&again),
+            [alert.id],
+            "each start, the unacknowledged alert"
+        );
     }
 }
 
@@ -177,7 +185,10 @@ pub(crate) fn a_stop_shows_what_the_turn_published_once(b: &dyn Backend) {
             .deliver_at_stop(session, None, at, &mut Unbounded)
             .unwrap()
     };
-    assert!(stop("s", T0 + 2).shown.is_empty(), "nothing new in the turn");
+    assert!(
+        stop("s", T0 + 2).shown.is_empty(),
+        "nothing new in the turn"
+    );
     let info = publish(&store, "global", Severity::Info, T0 + 3, None);
     let mid_turn = publish(&store, "ops", Severity::Critical, T0 + 4, None);
     let elsewhere = publish(&store, "ops", Severity::Alert, T0 + 5, Some("other"));
@@ -208,7 +219,11 @@ pub(crate) fn a_stop_shows_what_the_turn_published_once(b: &dyn Backend) {
     seen(&store, "other", T0 + 15, "UserPromptSubmit");
     let after = publish(&store, "ops", Severity::Alert, T0 + 16, None);
     let shown = stop("other", T0 + 17);
-    assert_eq!(ids(&shown.shown), [after.id], "{old:?} came before the prompt");
+    assert_eq!(
+        ids(&shown.shown),
+        [after.id],
+        "{old:?} came before the prompt"
+    );
 }
 
 pub(crate) fn a_message_to_one_session_reaches_it_alone(b: &dyn Backend) {
@@ -225,7 +240,14 @@ pub(crate) fn a_message_to_one_session_reaches_it_alone(b: &dyn Backend) {
         .deliver("a", Some(&only_global), DeliveryPoint::Prompt, T0 + 4)
         .unwrap();
     assert_eq!(ids(&a), [to_a.id, urgent_to_a.id]);
-    assert_eq!(a.iter().find(|m| m.id == to_a.id).unwrap().target.as_deref(), Some("a"));
+    assert_eq!(
+        a.iter()
+            .find(|m| m.id == to_a.id)
+            .unwrap()
+            .target
+            .as_deref(),
+        Some("a")
+    );
     let b_got = store
         .deliver("b", None, DeliveryPoint::Prompt, T0 + 4)
         .unwrap();
@@ -247,7 +269,13 @@ pub(crate) fn a_message_to_one_session_reaches_it_alone(b: &dyn Backend) {
     );
     // The channel's counters hold the broadcast only: a new session counts one info message.
     let c = store
-        .deliver_within("c", None, DeliveryPoint::Prompt, T0 + 6, &mut store::AtMost(0))
+        .deliver_within(
+            "c",
+            None,
+            DeliveryPoint::Prompt,
+            T0 + 6,
+            &mut store::AtMost(0),
+        )
         .unwrap();
     assert_eq!(c.unshown_total(), 1, "{c:?}");
     // Reading the channel as another session does not show it either.
@@ -287,7 +315,11 @@ pub(crate) fn a_message_to_one_session_has_its_own_delivery_report(b: &dyn Backe
         .unwrap();
     assert_eq!(report.message.target.as_deref(), Some("b"));
     assert_eq!(
-        (report.live_subscribed, report.delivered_live, report.delivered),
+        (
+            report.live_subscribed,
+            report.delivered_live,
+            report.delivered
+        ),
         (1, 1, 1),
         "{report:?}"
     );
