@@ -313,14 +313,15 @@ fn other_clients(transport: Transport, endpoint: &Endpoint, bins: &Binaries) -> 
     reports
 }
 
-/// Whether Claude Code's settings hold hooks-mcp's hooks (which VS Code's agent runs).
+/// Whether Claude Code's settings hold hooks-mcp's hooks of the events VS Code's agent runs
+/// (the four every client has).
 fn claude_hooks_present() -> bool {
     ClientFiles::from_env()
         .ok()
         .and_then(|files| client::read_document(&files.settings).ok().flatten())
         .is_some_and(|doc| {
             let doc = Value::Object(doc);
-            Event::ALL
+            Event::CORE
                 .iter()
                 .all(|e| !client::our_hooks(&doc, *e).is_empty())
         })

@@ -148,3 +148,31 @@ pub fn answer_bytes(answer: &Value) -> Vec<u8> {
     bytes.push(b'\n');
     bytes
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_stop_with_reasons_blocks_and_the_end_events_say_nothing() {
+        let mut response = Response::default();
+        assert_eq!(response.to_json(Event::Stop, ""), None);
+        response.block_reasons.push("[ALERT #3 ops] go on".into());
+        assert_eq!(
+            response.to_json(Event::Stop, ""),
+            Some(serde_json::json!({"decision": "block", "reason": "[ALERT #3 ops] go on"}))
+        );
+        let mut start = Response::default();
+        start.add_context("[CRITICAL #4 ops] stop");
+        assert_eq!(
+            start.to_json(Event::SubagentStart, ""),
+            Some(serde_json::json!({"hookSpecificOutput": {
+                "hookEventName": "SubagentStart",
+                "additionalContext": "[CRITICAL #4 ops] stop",
+            }}))
+        );
+        for event in [Event::SessionEnd, Event::SubagentStop] {
+            assert_eq!(Response::default().to_json(event, ""), None, "{event}");
+        }
+    }
+}

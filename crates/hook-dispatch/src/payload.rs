@@ -323,6 +323,29 @@ mod tests {
     }
 
     #[test]
+    fn lifecycle_payloads_name_their_subagent_and_quiet_events_are_known() {
+        let start = Payload::parse(
+            Event::SubagentStart,
+            r#"{"session_id":"s","agent_id":" agent-1 ","agent_type":"Explore"}"#,
+        )
+        .unwrap();
+        assert_eq!(start.subagent_recipient(), "s/agent-1");
+        assert_eq!(
+            Payload::parse(Event::SubagentStop, r#"{"session_id":"s"}"#).err(),
+            Some(PayloadError::NoAgentId(Event::SubagentStop))
+        );
+        let stop = Payload::parse(Event::Stop, r#"{"session_id":"s","stop_hook_active":true}"#);
+        assert!(stop.unwrap().stop_hook_active());
+        assert_eq!(Event::parse("sessionend"), Some(Event::SessionEnd));
+        assert_eq!(quiet_event(" precompact "), Some("PreCompact"));
+        assert_eq!(quiet_event("Stop"), None, "handled, not quiet");
+        assert_eq!(quiet_event("Stopp"), None);
+        for name in QUIET_EVENTS {
+            assert!(Event::parse(name).is_none(), "{name}");
+        }
+    }
+
+    #[test]
     fn a_refusal_quoting_the_payload_stays_one_short_line() {
         let long = format!("Stop\nforged log line{}", "x".repeat(500));
         let text = serde_json::json!({ "session_id": "s", "hook_event_name": long }).to_string();

@@ -58,8 +58,9 @@ fn channel_filter(column: &str, param: &str, listed: bool) -> String {
 
 /// The unexpired messages of the severities due at `point` every time until acknowledged
 /// ([`delivery::repeating`]), on `channels`, that the session did not acknowledge: one read of
-/// the urgent-message index; then the messages to the session alone that are due at `point`
-/// ([`targeted`]).
+/// the urgent-message index; with, in the same statement, the messages to the session alone
+/// that are due at `point` ([`crate::Severity::is_due`]; an `info` one until it is shown): one
+/// range of their index, as long as the session's own unexpired messages.
 fn urgent(
     tx: &Connection,
     session_id: &str,
@@ -88,6 +89,14 @@ fn urgent(
            AND m.expires_at > ?2 AND m.target IS NULL
            {filter}
            AND NOT EXISTS (SELECT 1 FROM message_acks a
+                           WHERE a.message_id = m.id AND a.session_id = ?1)
+         UNION ALL
+         SELECT {MESSAGE_COLUMNS},
+                EXISTS (SELECT 1 FROM message_deliveries d
+                        WHERE d.message_id = m.id AND d.session_id = ?1)
+         FROM messages m INDEXED BY messages_targeted
+         WHERE m.target = ?1 AND m.expires_at > ?2
+           AND NOT EXISTS (SELECT 1 FROM message_acks a
                            WHERE a.message_id = m.id AND a.session_id = ?1)"
     );
     let mut stmt = tx.prepare_cached(&sql)?;
@@ -97,42 +106,10 @@ fn urgent(
     let mut out = Vec::new();
     for row in rows {
         let (raw, delivered_before) = row?;
-        out.push(Urgent {
-            message: finish(raw)?,
-            delivered_before,
-        });
-    }
-    out.extend(targeted(tx, session_id, point, now)?);
-    Ok(out)
-}
-
-/// The unexpired messages to `session_id` alone that it did not acknowledge and that are due
-/// at `point` ([`crate::Severity::is_due`]; an `info` one until it is shown): one range of the
-/// index of targeted messages, as long as the session's own unexpired messages.
-fn targeted(
-    tx: &Connection,
-    session_id: &str,
-    point: DeliveryPoint,
-    now: Millis,
-) -> Result<Vec<Urgent>, Fail> {
-    let sql = format!(
-        "SELECT {MESSAGE_COLUMNS},
-                EXISTS (SELECT 1 FROM message_deliveries d
-                        WHERE d.message_id = m.id AND d.session_id = ?1)
-         FROM messages m INDEXED BY messages_targeted
-         WHERE m.target = ?1 AND m.expires_at > ?2
-           AND NOT EXISTS (SELECT 1 FROM message_acks a
-                           WHERE a.message_id = m.id AND a.session_id = ?1)"
-    );
-    let mut stmt = tx.prepare_cached(&sql)?;
-    let rows = stmt.query_map(params![session_id, now], |row| {
-        Ok((message_from_row(row)?, row.get::<_, bool>(7)?))
-    })?;
-    let mut out = Vec::new();
-    for row in rows {
-        let (raw, delivered_before) = row?;
         let message = finish(raw)?;
-        if message.severity.is_due(point, delivered_before, false) {
+        // A message to the session alone is due as its severity says; the others were
+        // selected by the repeating severities.
+        if message.target.is_none() || message.severity.is_due(point, delivered_before, false) {
             out.push(Urgent {
                 message,
                 delivered_before,
