@@ -70,9 +70,9 @@ fn malformed_and_unknown_payloads_exit_zero_with_a_message() {
             "registered for `PreToolUse`",
         ),
         (
-            "Stop",
+            "Stopp",
             fixture("session_start").to_string(),
-            "unknown event `Stop`",
+            "unknown event `Stopp`",
         ),
     ];
     for (event, stdin, says) in cases {

@@ -115,6 +115,10 @@ fn init_registers_the_server_and_hooks_and_nothing_else() {
         "UserPromptSubmit",
         "PreToolUse",
         "PostToolUse",
+        "SubagentStart",
+        "SubagentStop",
+        "Stop",
+        "SessionEnd",
     ] {
         let groups = settings["hooks"][event].as_array().unwrap();
         let ours = groups.last().unwrap();
@@ -129,7 +133,12 @@ fn init_registers_the_server_and_hooks_and_nothing_else() {
         settings_doc()["hooks"]["PreToolUse"][0]
     );
     assert_eq!(settings["hooks"]["PreToolUse"][1]["matcher"], json!("*"));
-    assert_eq!(settings["hooks"]["Stop"], settings_doc()["hooks"]["Stop"]);
+    // The operator's own Stop hook stays, first, beside hooks-mcp's.
+    assert_eq!(
+        settings["hooks"]["Stop"][0],
+        settings_doc()["hooks"]["Stop"][0]
+    );
+    assert_eq!(settings["hooks"]["Stop"].as_array().unwrap().len(), 2);
     assert_eq!(settings["permissions"], settings_doc()["permissions"]);
     assert_eq!(settings["model"], json!("opus"));
 
@@ -250,6 +259,10 @@ fn http_hooks_register_idempotently_and_remove_cleanly() {
         "UserPromptSubmit",
         "PreToolUse",
         "PostToolUse",
+        "SubagentStart",
+        "SubagentStop",
+        "Stop",
+        "SessionEnd",
     ] {
         let groups = settings["hooks"][event].as_array().unwrap();
         let ours = groups.last().unwrap();
@@ -271,13 +284,20 @@ fn http_hooks_register_idempotently_and_remove_cleanly() {
             .iter()
             .flat_map(|g| g["hooks"].as_array().unwrap())
             .collect();
+        // hooks-mcp's command hooks were replaced; the operator's own stay.
+        let operators = ["python3 ~/hooks/audit.py", "notify-send done"];
         assert!(
-            all.iter()
-                .all(|h| h["type"] != "command" || h["command"] == "python3 ~/hooks/audit.py"),
+            all.iter().all(|h| h["type"] != "command"
+                || operators.contains(&h["command"].as_str().unwrap_or(""))),
             "the command hooks were replaced, not kept beside: {groups:?}"
         );
     }
-    assert_eq!(settings["hooks"]["Stop"], settings_doc()["hooks"]["Stop"]);
+    // The operator's own Stop hook stays, first, beside hooks-mcp's.
+    assert_eq!(
+        settings["hooks"]["Stop"][0],
+        settings_doc()["hooks"]["Stop"][0]
+    );
+    assert_eq!(settings["hooks"]["Stop"].as_array().unwrap().len(), 2);
     assert_eq!(
         settings["hooks"]["PreToolUse"][0],
         settings_doc()["hooks"]["PreToolUse"][0]

@@ -22,6 +22,7 @@ mod forward;
 mod hand_over;
 mod http;
 mod init;
+mod lifecycle;
 mod linking;
 mod ops;
 mod status;

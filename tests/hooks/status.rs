@@ -175,6 +175,10 @@ fn status_checks_http_hooks_against_the_daemon() {
         "UserPromptSubmit",
         "PreToolUse",
         "PostToolUse",
+        "SubagentStart",
+        "SubagentStop",
+        "Stop",
+        "SessionEnd",
     ] {
         let hook = &mut doc["hooks"][event][0]["hooks"][0];
         hook["url"] = format!("http://localhost:{stopped}/hooks/{event}").into();

@@ -38,6 +38,7 @@ pub(crate) fn groups() -> Vec<(&'static str, &'static [Setting])> {
             protocol_lite::local_daemon::HOOK_FORWARD_SETTINGS,
         ),
         ("Hooks: broadcasts", tools_channels::SETTINGS),
+        ("Hooks: lifecycle events", hook_dispatch::SETTINGS),
         ("Hooks and tools: conditions", tools_conditions::SETTINGS),
         (
             "Clients: where `init` and `status` look",

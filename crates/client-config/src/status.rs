@@ -104,6 +104,7 @@ pub fn run(json: bool, probe: impl FnOnce() -> Daemon) -> StatusReport {
         divergences.extend(report.divergences.iter().cloned());
     }
     let unplaced = hook_dispatch::clients::unplaced::read();
+    let quiet = hook_dispatch::clients::quiet::read();
 
     // The daemon.
     let daemon = probe();
@@ -164,6 +165,9 @@ pub fn run(json: bool, probe: impl FnOnce() -> Daemon) -> StatusReport {
                 "count": u.count, "client": u.client, "event": u.event, "reason": u.reason,
                 "at": u.at,
             })),
+            "quiet": quiet.as_ref().map(|q| json!({
+                "count": q.total(), "events": q.counts, "last": q.last, "at": q.at,
+            })),
             "divergences": divergences,
             "exit": code,
         });
@@ -196,6 +200,14 @@ pub fn run(json: bool, probe: impl FnOnce() -> Daemon) -> StatusReport {
             lines.push(format!(
                 "unplaced:    {} hook payload(s) no client could place; the last: {} {}: {}",
                 u.count, u.client, u.event, u.reason
+            ));
+        }
+        if let Some(q) = &quiet {
+            let each: Vec<String> = q.counts.iter().map(|(e, n)| format!("{e} {n}")).collect();
+            lines.push(format!(
+                "quiet:       {} Claude Code event(s) answered with nothing ({})",
+                q.total(),
+                each.join(", ")
             ));
         }
         if divergences.is_empty() {
@@ -301,14 +313,15 @@ fn other_clients(transport: Transport, endpoint: &Endpoint, bins: &Binaries) -> 
     reports
 }
 
-/// Whether Claude Code's settings hold hooks-mcp's hooks (which VS Code's agent runs).
+/// Whether Claude Code's settings hold hooks-mcp's hooks of the events VS Code's agent runs
+/// (the four every client has).
 fn claude_hooks_present() -> bool {
     ClientFiles::from_env()
         .ok()
         .and_then(|files| client::read_document(&files.settings).ok().flatten())
         .is_some_and(|doc| {
             let doc = Value::Object(doc);
-            Event::ALL
+            Event::CORE
                 .iter()
                 .all(|e| !client::our_hooks(&doc, *e).is_empty())
         })

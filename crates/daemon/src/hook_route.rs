@@ -34,6 +34,8 @@ pub(crate) struct HookRoute {
     refused: AtomicU64,
     http_answered: AtomicU64,
     http_refused: AtomicU64,
+    /// HTTP hooks of Claude Code events answered with nothing (`hook_dispatch::QUIET_EVENTS`).
+    http_quiet: AtomicU64,
     /// The daemon's metrics, when it keeps them.
     metrics: Option<Arc<Metrics>>,
 }
@@ -44,6 +46,8 @@ enum Outcome {
     Json(Vec<u8>),
     /// 204: nothing to say.
     Empty,
+    /// 204: a Claude Code event with nothing to do (counted apart).
+    Quiet,
     /// Refused with this status and one-line reason.
     Refused(StatusCode, String),
 }
@@ -57,6 +61,7 @@ impl HookRoute {
             refused: AtomicU64::new(0),
             http_answered: AtomicU64::new(0),
             http_refused: AtomicU64::new(0),
+            http_quiet: AtomicU64::new(0),
         }
     }
 
@@ -69,6 +74,7 @@ impl HookRoute {
             "http": {
                 "answered": self.http_answered.load(Ordering::Relaxed),
                 "refused": self.http_refused.load(Ordering::Relaxed),
+                "quiet": self.http_quiet.load(Ordering::Relaxed),
             },
         })
     }
@@ -176,6 +182,11 @@ impl HookRoute {
                 )
                     .into_response()
             }
+            Outcome::Quiet => {
+                answered.fetch_add(1, Ordering::Relaxed);
+                self.http_quiet.fetch_add(1, Ordering::Relaxed);
+                StatusCode::NO_CONTENT.into_response()
+            }
             Outcome::Empty => {
                 answered.fetch_add(1, Ordering::Relaxed);
                 tracing::debug!(event = %event, http_hook, ms = %format!("{ms:.2}"), "hook event answered (nothing to say)");
@@ -199,6 +210,7 @@ fn http_answer(event: &str, body: &[u8], channels: Option<&str>, store: &StoreHa
             }
             match answer.body {
                 Some(body) => Outcome::Json(body),
+                None if answer.quiet => Outcome::Quiet,
                 None => Outcome::Empty,
             }
         }

@@ -975,6 +975,7 @@ mod tests {
             severity: store::Severity::Info,
             created_at: 0,
             expires_at: 60_000,
+            target: None,
         };
         let firing = |scheduled_for| Firing {
             schedule_id: 1,

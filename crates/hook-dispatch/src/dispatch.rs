@@ -42,6 +42,11 @@ pub fn run(event: &str) -> ExitCode {
 /// [`run`], opening the store with `open` when no local daemon answers for it.
 pub fn run_with(event: &str, open: open::Opener) -> ExitCode {
     let Some(event) = Event::parse(event) else {
+        if let Some(name) = crate::payload::quiet_event(event) {
+            // A Claude Code event with nothing to do: no output, counted.
+            crate::clients::quiet::record(name, open::now_ms());
+            return ExitCode::SUCCESS;
+        }
         protocol_lite::diag!("{}", unknown_event(event));
         crate::clients::unplaced::record("claude", event, "unknown event", open::now_ms());
         return ExitCode::SUCCESS;
@@ -61,6 +66,9 @@ pub fn run_with(event: &str, open: open::Opener) -> ExitCode {
     // Adapted for another client by the hook that handed this event over.
     if payload.raw.contains_key(crate::clients::MARKER) {
         return crate::clients::run_marked(payload, open);
+    }
+    if !needs_store(event, &payload) {
+        return ExitCode::SUCCESS;
     }
     let now = open::now_ms();
     // A hook that handed its event over to this process printed the settings' warnings and
@@ -118,6 +126,36 @@ pub(crate) fn unknown_event(name: &str) -> String {
         "hooks-mcp hook: unknown event `{name}`; this command handles {}. Nothing was done.",
         known.join(", ")
     )
+}
+
+/// Whether `event` has anything to ask the store: not a `Stop` that a stop hook already
+/// continued (`stop_hook_active`), nor any `Stop` with blocking turned off
+/// ([`STOP_BLOCK_ENV`]).
+pub(crate) fn needs_store(event: Event, payload: &Payload) -> bool {
+    event != Event::Stop || (!payload.stop_hook_active() && stop_block_from_env())
+}
+
+/// The setting that turns off blocking a `Stop` for a message published during the turn.
+pub const STOP_BLOCK_ENV: &str = "HOOKS_MCP_STOP_BLOCK";
+
+/// The settings of the lifecycle events, for the generated configuration reference.
+pub const SETTINGS: &[protocol_lite::setting::Setting] = &[protocol_lite::setting::Setting {
+    env: STOP_BLOCK_ENV,
+    flag: "",
+    default: "on",
+    effect: "Hook command (and the daemon, for HTTP hooks): `off` (or `0`, `false`, `no`) \
+             lets a session stop although an alert or critical message it was not shown was \
+             published during its turn; otherwise its `Stop` is blocked once with that \
+             message as the reason (docs/hooks.md, \"Lifecycle events\").",
+}];
+
+/// Whether a `Stop` may be blocked ([`STOP_BLOCK_ENV`]): on unless set to `off`, `0`,
+/// `false` or `no`.
+pub fn stop_block_from_env() -> bool {
+    let value = std::env::var(STOP_BLOCK_ENV).unwrap_or_default();
+    !["off", "0", "false", "no"]
+        .iter()
+        .any(|off| off.eq_ignore_ascii_case(value.trim()))
 }
 
 /// The hook's settings that the store's part depends on.
@@ -180,8 +218,13 @@ pub fn complete(
         response.add_context(banner(&payload.session_id, subscriptions));
     }
     response.notes.extend(part.errors);
-    for block in part.context {
-        response.add_context(block);
+    if event == Event::Stop {
+        // What the turn did not show goes back to the agent as the reason to go on.
+        response.block_reasons = part.context;
+    } else {
+        for block in part.context {
+            response.add_context(block);
+        }
     }
     if !part.conditions.is_empty() {
         let (timeout, warning) = timeout();
@@ -193,7 +236,7 @@ pub fn complete(
             Event::PostToolUse => {
                 conditions::run_post(&part.conditions, payload, timeout, &mut response)
             }
-            Event::SessionStart | Event::UserPromptSubmit => {}
+            _ => {}
         }
     }
     response

@@ -30,6 +30,9 @@ pub struct HttpAnswer {
     pub body: Option<Vec<u8>>,
     /// Lines for the daemon's log: what a command hook would have written on its stderr.
     pub notes: Vec<String>,
+    /// The event is one of Claude Code's that the dispatcher has nothing to do on
+    /// ([`crate::QUIET_EVENTS`]): answered with nothing, for the daemon to count.
+    pub quiet: bool,
 }
 
 /// Why the daemon cannot answer an HTTP hook (a non-2xx status with this one-line reason, which
@@ -54,7 +57,8 @@ pub enum HttpHookError {
 ///
 /// # Errors
 /// [`HttpHookError::Payload`] when the body is not a valid payload of a handled event. An
-/// event this dispatcher does not handle is answered with nothing, as the command hook does.
+/// event this dispatcher does not handle is answered with nothing, as the command hook does
+/// (one of Claude Code's, [`crate::QUIET_EVENTS`], marked [`HttpAnswer::quiet`]).
 pub fn answer_http(
     event: &str,
     body: &[u8],
@@ -63,15 +67,24 @@ pub fn answer_http(
     now: i64,
 ) -> Result<HttpAnswer, HttpHookError> {
     let Some(event) = Event::parse(event) else {
+        let quiet = crate::payload::quiet_event(event).is_some();
         return Ok(HttpAnswer {
             body: None,
-            notes: vec![dispatch::unknown_event(event)],
+            notes: if quiet {
+                Vec::new()
+            } else {
+                vec![dispatch::unknown_event(event)]
+            },
+            quiet,
         });
     };
     let refused = |source| HttpHookError::Payload { event, source };
     let text = std::str::from_utf8(body)
         .map_err(|e| refused(PayloadError::NotJson(format!("not UTF-8: {e}"))))?;
     let payload = Payload::parse(event, text).map_err(refused)?;
+    if !dispatch::needs_store(event, &payload) {
+        return Ok(HttpAnswer::default());
+    }
     let mut notes = Vec::new();
     let warn = |bad: String| notes.push(format!("hooks-mcp hook: {bad}"));
     let subscriptions = match channels {
@@ -95,5 +108,6 @@ pub fn answer_http(
             .to_json(event, &payload.tool_name)
             .map(|answer| answer_bytes(&answer)),
         notes,
+        quiet: false,
     })
 }

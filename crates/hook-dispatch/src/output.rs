@@ -4,7 +4,8 @@
 //! `permissionDecision`, `permissionDecisionReason` and `updatedInput`; for `PostToolUse`
 //! `updatedToolOutput`, plus `updatedMCPToolOutput` for MCP tools, which older clients read).
 //! A `post` condition that exits 2 adds the top-level `"decision": "block"` with its reason, which
-//! the client shows to the agent. Nothing to say means no output at all.
+//! the client shows to the agent; so does a `Stop` with a message the turn did not show (the
+//! agent goes on with it). Nothing to say means no output at all.
 
 use serde_json::{Map, Value};
 
@@ -120,7 +121,18 @@ impl Response {
                     top.insert("reason".into(), self.block_reasons.join("\n").into());
                 }
             }
-            Event::SessionStart | Event::UserPromptSubmit => {}
+            Event::Stop => {
+                if !self.block_reasons.is_empty() {
+                    top.insert("decision".into(), "block".into());
+                    top.insert("reason".into(), self.block_reasons.join("\n").into());
+                }
+            }
+            // Context only (`SubagentStop` and `SessionEnd` never get any).
+            Event::SessionStart
+            | Event::UserPromptSubmit
+            | Event::SubagentStart
+            | Event::SubagentStop
+            | Event::SessionEnd => {}
         }
         if specific.len() > 1 {
             top.insert("hookSpecificOutput".into(), Value::Object(specific));
@@ -135,4 +147,32 @@ pub fn answer_bytes(answer: &Value) -> Vec<u8> {
     let mut bytes = answer.to_string().into_bytes();
     bytes.push(b'\n');
     bytes
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_stop_with_reasons_blocks_and_the_end_events_say_nothing() {
+        let mut response = Response::default();
+        assert_eq!(response.to_json(Event::Stop, ""), None);
+        response.block_reasons.push("[ALERT #3 ops] go on".into());
+        assert_eq!(
+            response.to_json(Event::Stop, ""),
+            Some(serde_json::json!({"decision": "block", "reason": "[ALERT #3 ops] go on"}))
+        );
+        let mut start = Response::default();
+        start.add_context("[CRITICAL #4 ops] stop");
+        assert_eq!(
+            start.to_json(Event::SubagentStart, ""),
+            Some(serde_json::json!({"hookSpecificOutput": {
+                "hookEventName": "SubagentStart",
+                "additionalContext": "[CRITICAL #4 ops] stop",
+            }}))
+        );
+        for event in [Event::SessionEnd, Event::SubagentStop] {
+            assert_eq!(Response::default().to_json(event, ""), None, "{event}");
+        }
+    }
 }

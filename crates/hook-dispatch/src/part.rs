@@ -59,7 +59,10 @@ pub fn store_part(
     now: i64,
 ) -> StorePart {
     let mut part = StorePart::default();
-    let writes = event == Event::PreToolUse;
+    let writes = matches!(
+        event,
+        Event::PreToolUse | Event::SubagentStart | Event::SubagentStop | Event::SessionEnd
+    );
     let inputs = Inputs {
         event,
         payload,
@@ -107,6 +110,53 @@ fn event_calls(inputs: &Inputs<'_>, store: &dyn Store, part: &mut StorePart) {
                 part.report(event, "record the session", e);
             }
             housekeeping(store, now, event, part);
+            if redelivers(payload.source()) {
+                redeliver(store, session, channels, budget, now, part);
+            }
+        }
+        Event::SubagentStart => {
+            fire_schedules(store, session, now, event, part);
+            let recipient = payload.subagent_recipient();
+            let seen = Sighting {
+                session_id: recipient.clone(),
+                ..sighting
+            };
+            if let Err(e) = store.record_subagent(&seen, session) {
+                part.report(event, "record the subagent", e);
+            }
+            let mut admission = budget.for_event();
+            match store.deliver_within(
+                &recipient,
+                channels,
+                DeliveryPoint::Start,
+                now,
+                &mut admission,
+            ) {
+                Ok(delivery) => part.add_context(tools_channels::render_bounded(&delivery)),
+                Err(e) => part.report(event, "deliver broadcasts to the subagent", e),
+            }
+        }
+        Event::SubagentStop => {
+            if let Err(e) = store.end_session(&payload.subagent_recipient(), now) {
+                part.report(event, "record the subagent's end", e);
+            }
+        }
+        Event::Stop => {
+            // The client says a stop hook already made the agent go on: never again this turn.
+            if payload.stop_hook_active() {
+                return;
+            }
+            fire_schedules(store, session, now, event, part);
+            let mut admission = budget.for_event();
+            match store.deliver_at_stop(session, channels, now, &mut admission) {
+                Ok(delivery) => part.add_context(tools_channels::render_bounded(&delivery)),
+                Err(e) => part.report(event, "look for messages published during the turn", e),
+            }
+        }
+        Event::SessionEnd => {
+            if let Err(e) = store.end_session(session, now) {
+                part.report(event, "record the session's end", e);
+            }
         }
         Event::UserPromptSubmit => {
             fire_schedules(store, session, now, event, part);
@@ -163,6 +213,66 @@ fn event_calls(inputs: &Inputs<'_>, store: &dyn Store, part: &mut StorePart) {
         }
         Event::PostToolUse => matching_conditions(store, Step::Post, payload, part),
     }
+}
+
+/// Whether a `SessionStart` of this `source` starts a context without what the session was
+/// shown before: a resumed, cleared or compacted session (and a fork, which older clients
+/// reported as a resume). A new session (`startup`) gets the banner only.
+pub(crate) fn redelivers(source: &str) -> bool {
+    ["compact", "resume", "clear", "fork"]
+        .iter()
+        .any(|s| s.eq_ignore_ascii_case(source.trim()))
+}
+
+/// The alert and critical messages the session has not acknowledged, and the active
+/// reminders, within the delivery budget: a context that lost them gets them again.
+fn redeliver(
+    store: &dyn Store,
+    session: &str,
+    channels: Option<&[String]>,
+    budget: DeliveryBudget,
+    now: i64,
+    part: &mut StorePart,
+) {
+    let event = Event::SessionStart;
+    let mut admission = budget.for_event();
+    let mut used = 0;
+    match store.deliver_within(session, channels, DeliveryPoint::Start, now, &mut admission) {
+        Ok(delivery) => {
+            let text = tools_channels::render_bounded(&delivery);
+            used = text.len();
+            part.add_context(text);
+        }
+        Err(e) => part.report(event, "deliver the unacknowledged messages again", e),
+    }
+    match store.reminders() {
+        Ok(reminders) => part.add_context(reminder_lines(&reminders, budget.bytes(), used)),
+        Err(e) => part.report(event, "read the reminders", e),
+    }
+}
+
+/// The reminders as context lines, within what is left of `budget_bytes` after `used`; those
+/// that do not fit are counted on one last line.
+fn reminder_lines(reminders: &[store::Reminder], budget_bytes: usize, used: usize) -> String {
+    const MORE_ROOM: usize = 64;
+    let mut left = budget_bytes.saturating_sub(used + MORE_ROOM);
+    let mut lines = Vec::new();
+    for (i, r) in reminders.iter().enumerate() {
+        let line = format!(
+            "[REMINDER #{}] {} (every {} tool calls)",
+            r.id, r.message, r.cadence
+        );
+        if line.len() + 1 > left {
+            lines.push(format!(
+                "[MORE] {} more reminders: see enforcement_list",
+                reminders.len() - i
+            ));
+            break;
+        }
+        left -= line.len() + 1;
+        lines.push(line);
+    }
+    lines.join("\n")
 }
 
 /// What the store records of the session for this event: the payload's working directory and
@@ -299,6 +409,7 @@ mod tests {
                         severity,
                         created_at: NOW + i,
                         expires_at: NOW + 3_600_000,
+                        target: None,
                     },
                     &Actor::Daemon,
                 )

@@ -35,6 +35,9 @@ pub enum PayloadError {
     /// A tool event without a usable `tool_name`.
     #[error("the {0} payload has no `tool_name` string")]
     NoToolName(Event),
+    /// A subagent event without a usable `agent_id`.
+    #[error("the {0} payload has no `agent_id` string")]
+    NoAgentId(Event),
 }
 
 /// Text from the payload as a refusal shows it: control characters escaped and at most 64
@@ -56,7 +59,8 @@ fn shown(text: &str) -> String {
 /// A lifecycle event the hook command handles.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Event {
-    /// A session started or resumed: the banner.
+    /// A session started, resumed, was cleared or compacted: the banner, and after all but
+    /// a start the alert and critical messages and the reminders again.
     SessionStart,
     /// The operator submitted a prompt: broadcasts, and the conditions gate.
     UserPromptSubmit,
@@ -64,11 +68,69 @@ pub enum Event {
     PreToolUse,
     /// A tool ran: `post` conditions.
     PostToolUse,
+    /// The agent finished its turn: an alert or critical message published during the turn
+    /// and not shown blocks the stop once, with the message as the reason.
+    Stop,
+    /// A subagent starts: the alert and critical messages, for it as its own recipient.
+    SubagentStart,
+    /// A subagent finished: its recipient ends.
+    SubagentStop,
+    /// The session ended: recorded, so it is no longer counted as live.
+    SessionEnd,
+}
+
+/// Claude Code's hook events the dispatcher has nothing to do on: answered with nothing
+/// (exit 0, no output) and counted, so that registering them never breaks the client
+/// (code.claude.com/docs/en/hooks, "Hook lifecycle").
+pub const QUIET_EVENTS: [&str; 23] = [
+    "Setup",
+    "UserPromptExpansion",
+    "PermissionRequest",
+    "PermissionDenied",
+    "PostToolUseFailure",
+    "PostToolBatch",
+    "Notification",
+    "MessageDisplay",
+    "TaskCreated",
+    "TaskCompleted",
+    "StopFailure",
+    "TeammateIdle",
+    "InstructionsLoaded",
+    "ConfigChange",
+    "CwdChanged",
+    "DirectoryAdded",
+    "FileChanged",
+    "WorktreeCreate",
+    "WorktreeRemove",
+    "PreCompact",
+    "PostCompact",
+    "Elicitation",
+    "ElicitationResult",
+];
+
+/// The client's spelling of a quiet event ([`QUIET_EVENTS`]) named `name` (ignoring case),
+/// or `None`.
+pub fn quiet_event(name: &str) -> Option<&'static str> {
+    QUIET_EVENTS
+        .into_iter()
+        .find(|known| known.eq_ignore_ascii_case(name.trim()))
 }
 
 impl Event {
     /// Every event, in lifecycle order (also the order `init` registers them in).
-    pub const ALL: [Event; 4] = [
+    pub const ALL: [Event; 8] = [
+        Event::SessionStart,
+        Event::UserPromptSubmit,
+        Event::PreToolUse,
+        Event::PostToolUse,
+        Event::SubagentStart,
+        Event::SubagentStop,
+        Event::Stop,
+        Event::SessionEnd,
+    ];
+
+    /// The events every client's hooks map onto (the others are Claude Code's alone).
+    pub const CORE: [Event; 4] = [
         Event::SessionStart,
         Event::UserPromptSubmit,
         Event::PreToolUse,
@@ -82,6 +144,10 @@ impl Event {
             Event::UserPromptSubmit => "UserPromptSubmit",
             Event::PreToolUse => "PreToolUse",
             Event::PostToolUse => "PostToolUse",
+            Event::Stop => "Stop",
+            Event::SubagentStart => "SubagentStart",
+            Event::SubagentStop => "SubagentStop",
+            Event::SessionEnd => "SessionEnd",
         }
     }
 
@@ -95,6 +161,11 @@ impl Event {
     /// Whether the event concerns one tool call.
     pub fn is_tool_event(self) -> bool {
         matches!(self, Event::PreToolUse | Event::PostToolUse)
+    }
+
+    /// Whether the event concerns one subagent (its payload names it in `agent_id`).
+    pub fn is_subagent_event(self) -> bool {
+        matches!(self, Event::SubagentStart | Event::SubagentStop)
     }
 }
 
@@ -158,6 +229,12 @@ impl Payload {
         } else {
             String::new()
         };
+        if event.is_subagent_event() {
+            match raw.get("agent_id") {
+                Some(Value::String(s)) if !s.trim().is_empty() => {}
+                _ => return Err(PayloadError::NoAgentId(event)),
+            }
+        }
         Ok(Payload {
             raw,
             session_id,
@@ -181,6 +258,28 @@ impl Payload {
     /// The session's working directory (`cwd`), when given.
     pub fn cwd(&self) -> Option<&str> {
         self.raw.get("cwd").and_then(Value::as_str)
+    }
+
+    /// Why a session started (`source` of `SessionStart`: `startup`, `resume`, `clear`,
+    /// `compact`, `fork`), empty when absent.
+    pub fn source(&self) -> &str {
+        self.raw.get("source").and_then(Value::as_str).unwrap_or("")
+    }
+
+    /// Whether a `Stop` hook already made the agent go on in this turn (`stop_hook_active`).
+    pub fn stop_hook_active(&self) -> bool {
+        self.raw
+            .get("stop_hook_active")
+            .and_then(Value::as_bool)
+            .unwrap_or(false)
+    }
+
+    /// The recipient of a subagent event: `<session_id>/<agent_id>` (empty for other events).
+    pub fn subagent_recipient(&self) -> String {
+        match self.raw.get("agent_id").and_then(Value::as_str) {
+            Some(agent) => format!("{}/{}", self.session_id, agent.trim()),
+            None => String::new(),
+        }
     }
 }
 
@@ -221,6 +320,29 @@ mod tests {
             Payload::parse(Event::SessionStart, "{"),
             Err(PayloadError::NotJson(_))
         ));
+    }
+
+    #[test]
+    fn lifecycle_payloads_name_their_subagent_and_quiet_events_are_known() {
+        let start = Payload::parse(
+            Event::SubagentStart,
+            r#"{"session_id":"s","agent_id":" agent-1 ","agent_type":"Explore"}"#,
+        )
+        .unwrap();
+        assert_eq!(start.subagent_recipient(), "s/agent-1");
+        assert_eq!(
+            Payload::parse(Event::SubagentStop, r#"{"session_id":"s"}"#).err(),
+            Some(PayloadError::NoAgentId(Event::SubagentStop))
+        );
+        let stop = Payload::parse(Event::Stop, r#"{"session_id":"s","stop_hook_active":true}"#);
+        assert!(stop.unwrap().stop_hook_active());
+        assert_eq!(Event::parse("sessionend"), Some(Event::SessionEnd));
+        assert_eq!(quiet_event(" precompact "), Some("PreCompact"));
+        assert_eq!(quiet_event("Stop"), None, "handled, not quiet");
+        assert_eq!(quiet_event("Stopp"), None);
+        for name in QUIET_EVENTS {
+            assert!(Event::parse(name).is_none(), "{name}");
+        }
     }
 
     #[test]

@@ -335,6 +335,8 @@ pub(crate) struct ApiMessage {
     expires_at: String,
     /// Seconds until it expires.
     expires_in_s: i64,
+    /// The one session it is for; `null` for a broadcast.
+    to: Option<String>,
 }
 
 impl ApiMessage {
@@ -347,6 +349,7 @@ impl ApiMessage {
             created_at: to_rfc3339(m.created_at),
             expires_at: to_rfc3339(m.expires_at),
             expires_in_s: (m.expires_at - now).max(0) / 1000,
+            to: m.target.clone(),
         }
     }
 }
@@ -687,6 +690,10 @@ pub(crate) struct ApiSession {
     channels: Option<Vec<String>>,
     /// Tool calls counted.
     tool_calls: u64,
+    /// When it ended (`SessionEnd`); `null` while it has not.
+    ended: Option<String>,
+    /// The session a subagent's recipient works for.
+    parent: Option<String>,
 }
 
 /// A page of sessions, most recently seen first.
@@ -702,8 +709,8 @@ pub(crate) struct SessionPage {
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 pub(crate) struct SessionsQuery {
-    /// `true` (the default): only sessions seen within the live window; `false`: every
-    /// session still kept.
+    /// `true` (the default): only sessions seen within the live window that did not end;
+    /// `false`: every session still kept, the ended ones too.
     live: Option<bool>,
     /// Sessions on the page (1 to 500; 100 by default).
     limit: Option<u32>,
@@ -747,8 +754,10 @@ async fn sessions(State(state): State<ApiState>, Query(q): Query<SessionsQuery>)
     };
     let now = now_ms();
     let live_since = state.retention.live_since(now);
+    let live_only = q.live.unwrap_or(true);
     let query = SessionQuery {
-        seen_since: q.live.unwrap_or(true).then_some(live_since),
+        seen_since: live_only.then_some(live_since),
+        include_ended: !live_only,
         offset: q.offset.unwrap_or(0),
         limit: limit + 1,
     };
@@ -762,7 +771,9 @@ async fn sessions(State(state): State<ApiState>, Query(q): Query<SessionsQuery>)
                 items: list
                     .into_iter()
                     .map(|r| ApiSession {
-                        live: r.last_seen >= live_since,
+                        live: r.last_seen >= live_since && r.ended_at.is_none(),
+                        ended: r.ended_at.map(to_rfc3339),
+                        parent: r.parent_id,
                         channels: channels_of(r.subscriptions.as_ref()),
                         first_seen: to_rfc3339(r.first_seen),
                         last_seen: to_rfc3339(r.last_seen),

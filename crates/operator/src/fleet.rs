@@ -81,8 +81,11 @@ pub fn sessions(v: &Value) -> String {
     rows.iter()
         .map(|r| {
             let last = r.get("last_seen").and_then(Value::as_i64).unwrap_or(0);
+            let ended = r.get("ended_at").is_some_and(|e| !e.is_null());
             let live = if r.get("live") == Some(&Value::Bool(true)) {
                 "live"
+            } else if ended {
+                "ended"
             } else {
                 "gone"
             };

@@ -53,7 +53,8 @@ pub fn audit_report(
 }
 
 /// The sessions as `hooks-mcp sessions` shows them: `{"all", "now", "sessions"}`, each row
-/// with `first_seen_time`, `last_seen_time` and `live` (seen at or after `live_since`).
+/// with `first_seen_time`, `last_seen_time` and `live` (seen at or after `live_since`, and not
+/// ended), `ended_time` for an ended one.
 pub fn sessions_report(
     all: bool,
     now: i64,
@@ -64,10 +65,11 @@ pub fn sessions_report(
     let rows: Vec<Value> = rows
         .into_iter()
         .map(|row| {
-            let mut v = with_times(row, &["first_seen", "last_seen"], &time);
+            let mut v = with_times(row, &["first_seen", "last_seen", "ended_at"], &time);
             if let Some(map) = v.as_object_mut() {
                 let last_seen = map.get("last_seen").and_then(Value::as_i64);
-                let live = last_seen.is_some_and(|at| at >= live_since);
+                let ended = map.get("ended_at").is_some_and(|e| !e.is_null());
+                let live = !ended && last_seen.is_some_and(|at| at >= live_since);
                 map.insert("live".into(), Value::from(live));
             }
             v

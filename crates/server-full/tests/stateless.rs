@@ -118,6 +118,7 @@ fn publish(path: &std::path::Path, channel: &str) {
                 severity: store::Severity::Info,
                 created_at: now,
                 expires_at: now + 3_600_000,
+                target: None,
             },
             &store::Actor::Operator("tests".into()),
         )

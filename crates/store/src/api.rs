@@ -88,6 +88,10 @@ pub enum DeliveryPoint {
     Prompt,
     /// The agent is about to call a tool (`PreToolUse`).
     ToolCall,
+    /// A context starts without the session's earlier deliveries: a subagent starts
+    /// (`SubagentStart`), or a session resumes, is cleared or compacted (`SessionStart`). The
+    /// `alert` and `critical` messages it has not acknowledged; no `info`.
+    Start,
 }
 
 impl Severity {
@@ -95,15 +99,16 @@ impl Severity {
     /// whether it was delivered to that session before and whether the session acknowledged it.
     ///
     /// `info` reaches a session once (at a prompt); `alert` every prompt until acknowledged;
-    /// `critical` every prompt and before every tool call until acknowledged.
+    /// `critical` every prompt and before every tool call until acknowledged; both again when
+    /// a context starts without them ([`DeliveryPoint::Start`]).
     pub fn is_due(self, point: DeliveryPoint, delivered_before: bool, acknowledged: bool) -> bool {
         if acknowledged {
             return false;
         }
         match (self, point) {
             (Severity::Info, DeliveryPoint::Prompt) => !delivered_before,
-            (Severity::Info, DeliveryPoint::ToolCall) => false,
-            (Severity::Alert, DeliveryPoint::Prompt) => true,
+            (Severity::Info, DeliveryPoint::ToolCall | DeliveryPoint::Start) => false,
+            (Severity::Alert, DeliveryPoint::Prompt | DeliveryPoint::Start) => true,
             (Severity::Alert, DeliveryPoint::ToolCall) => false,
             (Severity::Critical, _) => true,
         }
@@ -123,6 +128,8 @@ pub struct NewMessage {
     pub created_at: Millis,
     /// After this instant the message is never delivered and may be pruned.
     pub expires_at: Millis,
+    /// The one session it is for (`None`: every session subscribed to the channel).
+    pub target: Option<String>,
 }
 
 /// A stored broadcast.
@@ -140,6 +147,9 @@ pub struct Message {
     pub created_at: Millis,
     /// Expiry time.
     pub expires_at: Millis,
+    /// The one session it is for (`None`: a broadcast to the channel's subscribers).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<String>,
 }
 
 /// A channel and its count of active (unexpired) messages.
@@ -267,6 +277,19 @@ pub trait ChannelStore {
         session_id: &str,
         channels: Option<&[String]>,
         point: DeliveryPoint,
+        now: Millis,
+        admission: &mut dyn crate::Admission,
+    ) -> StoreResult<crate::Delivery>;
+    /// What a session's `Stop` shows it: the unexpired `alert` and `critical` messages for it
+    /// (on `channels`, or to it alone) published after its current turn started (its last
+    /// prompt, else its first sighting), that it was never shown and did not acknowledge;
+    /// bounded by `admission` as [`ChannelStore::deliver_within`]. The shown ones are recorded
+    /// as delivered in the same transaction, so a message is shown at a `Stop` once at most.
+    /// A session the store never saw gets nothing. Reads only, unless something is shown.
+    fn deliver_at_stop(
+        &self,
+        session_id: &str,
+        channels: Option<&[String]>,
         now: Millis,
         admission: &mut dyn crate::Admission,
     ) -> StoreResult<crate::Delivery>;
@@ -913,6 +936,12 @@ pub struct SessionRecord {
     pub subscriptions: Option<Subscribed>,
     /// The tool calls its hooks counted.
     pub tool_calls: u64,
+    /// When it ended (`SessionEnd`), unless an event came after.
+    #[serde(default)]
+    pub ended_at: Option<Millis>,
+    /// The session it works for, when it is a subagent's recipient.
+    #[serde(default)]
+    pub parent_id: Option<String>,
 }
 
 /// Which sessions to list: most recently seen first, one page.
@@ -920,6 +949,9 @@ pub struct SessionRecord {
 pub struct SessionQuery {
     /// Only sessions seen at or after this instant (`None`: every recorded session).
     pub seen_since: Option<Millis>,
+    /// Sessions that ended too (else only those that did not).
+    #[serde(default)]
+    pub include_ended: bool,
     /// Skip this many (the rows of the previous pages).
     pub offset: u32,
     /// At most this many.
@@ -979,7 +1011,9 @@ pub struct ReportQuery {
 pub trait SessionStore {
     /// Records a sighting outside a hook's counted tool call (`SessionStart`, a prompt, an MCP
     /// tool call): first seen on the first one, last seen, event and transport on every one,
-    /// the working directory and subscriptions when given.
+    /// the working directory and subscriptions when given. Every sighting revives an ended
+    /// session, and a `UserPromptSubmit` one starts its turn (see
+    /// [`ChannelStore::deliver_at_stop`]).
     fn record_sighting(&self, sighting: &Sighting) -> StoreResult<()>;
     /// Counts one tool call of the sighting's session, as
     /// [`EnforcementStore::count_tool_call`], and records the sighting in the same transaction;
@@ -987,8 +1021,15 @@ pub trait SessionStore {
     fn count_sighted_call(&self, sighting: &Sighting) -> StoreResult<u64>;
     /// One page of sessions, most recently seen first.
     fn sessions(&self, query: &SessionQuery) -> StoreResult<Vec<SessionRecord>>;
-    /// How many sessions were seen at or after `seen_since`.
+    /// How many sessions were seen at or after `seen_since` and did not end.
     fn count_sessions(&self, seen_since: Millis) -> StoreResult<u64>;
+    /// Records that `session_id` ended at `at` (`SessionEnd`), and with it the subagents'
+    /// recipients that work for it; a session never seen is recorded as ended. A later
+    /// sighting of the session revives it. Whether the session was live until now.
+    fn end_session(&self, session_id: &str, at: Millis) -> StoreResult<bool>;
+    /// Records a sighting of a subagent's recipient, `sighting.session_id`, working for
+    /// `parent_id` (as [`SessionStore::record_sighting`], the parent noted).
+    fn record_subagent(&self, sighting: &Sighting, parent_id: &str) -> StoreResult<()>;
     /// Deletes the records of sessions last seen before `before`; returns how many.
     fn prune_sessions(&self, before: Millis) -> StoreResult<u64>;
     /// Who received a message; `None` when no message has that id.

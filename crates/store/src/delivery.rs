@@ -411,6 +411,7 @@ mod tests {
             severity,
             created_at: id,
             expires_at: 1_000,
+            target: None,
         }
     }
 

@@ -43,12 +43,17 @@ pub(crate) struct ReportRows {
     pub(crate) live: Vec<(String, Option<Subscribed>)>,
 }
 
-/// Counts and one page of sessions, by session id.
+/// Counts and one page of sessions, by session id. A message to one session expects that
+/// session only (as subscribed, whatever its subscriptions), when it is live.
 pub(crate) fn report(rows: ReportRows, query: &ReportQuery) -> DeliveryReport {
     let channel = rows.message.channel.clone();
+    let target = rows.message.target.clone();
     let mut sessions: BTreeMap<String, SessionDelivery> = BTreeMap::new();
     for (session_id, subscriptions) in rows.live {
-        let subscribed = subscriptions.is_some_and(|s| s.receives(&channel));
+        let subscribed = match &target {
+            Some(target) => *target == session_id,
+            None => subscriptions.is_some_and(|s| s.receives(&channel)),
+        };
         sessions.insert(
             session_id.clone(),
             SessionDelivery {

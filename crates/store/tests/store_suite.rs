@@ -46,6 +46,7 @@ backend_suite! {
         a_version_1_store_is_migrated_to_the_current_schema,
         a_version_2_store_gets_its_counters_and_marks,
         a_version_3_store_gets_the_daemons_state,
+        a_version_4_store_gets_the_sessions_lifecycle,
         an_older_store_without_its_tables_is_left_for_verification,
         an_empty_store_is_missing_without_create,
         verify_reports_a_dropped_table,
@@ -101,6 +102,14 @@ backend_suite! {
         sightings_build_session_records,
         a_delivery_report_counts_live_subscribed_sessions,
         killed_writers_leave_every_change_with_its_entry,
+    ],
+    lifecycle: [
+        an_ended_session_is_not_live_until_it_is_seen_again,
+        a_subagent_is_its_own_recipient_and_ends_with_its_parent,
+        a_start_delivers_unacknowledged_alerts_again_and_no_info,
+        a_stop_shows_what_the_turn_published_once,
+        a_message_to_one_session_reaches_it_alone,
+        a_message_to_one_session_has_its_own_delivery_report,
     ],
     model: [
         operations_agree_with_the_model,

@@ -150,10 +150,13 @@ impl Admission for EventBudget {
 /// The hook text for one message, e.g.
 /// `[ALERT #12 deploys] db is down (ack: channel_acknowledge message_id=12)`: messages that
 /// repeat until acknowledged (alert, critical) say how to acknowledge; `info` ones are shown
-/// once and do not.
+/// once and do not. A message to the session alone says so (`[ALERT #12 deploys, to you]`).
 pub fn render_line(m: &Message) -> String {
     let level = m.severity.as_str().to_ascii_uppercase();
-    let mut line = format!("[{level} #{} {}] {}", m.id, m.channel, m.body);
+    let mut line = match &m.target {
+        None => format!("[{level} #{} {}] {}", m.id, m.channel, m.body),
+        Some(_) => format!("[{level} #{} {}, to you] {}", m.id, m.channel, m.body),
+    };
     if m.severity != Severity::Info {
         line.push_str(&format!(" (ack: channel_acknowledge message_id={})", m.id));
     }

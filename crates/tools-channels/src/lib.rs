@@ -116,6 +116,33 @@ struct PublishArgs {
     severity: Option<SeverityArg>,
     /// Seconds, 1-2592000 (default 3600).
     ttl_seconds: Option<i64>,
+    /// Only this session id.
+    to: Option<String>,
+}
+
+/// The longest session id a message can be addressed to.
+pub const TARGET_MAX_BYTES: usize = 256;
+
+/// Checks a session id a message is addressed to (`channel_publish`'s `to`): not blank, at
+/// most [`TARGET_MAX_BYTES`], no control characters; returns it trimmed.
+///
+/// # Errors
+/// What is wrong with it, for the caller to name the field.
+pub fn check_target(to: &str) -> Result<String, String> {
+    let to = to.trim();
+    if to.is_empty() {
+        return Err("is blank; give the session id of the one session the message is for".into());
+    }
+    if to.len() > TARGET_MAX_BYTES {
+        return Err(format!(
+            "is {} bytes; a session id is at most {TARGET_MAX_BYTES}",
+            to.len()
+        ));
+    }
+    if to.chars().any(char::is_control) {
+        return Err("contains control characters; give a session id".into());
+    }
+    Ok(to.to_owned())
 }
 
 fn publish(ctx: &CallContext<'_>, args: Value) -> Result<Value, ToolError> {
@@ -129,6 +156,12 @@ fn publish(ctx: &CallContext<'_>, args: Value) -> Result<Value, ToolError> {
             .and_then(check_ttl)
             .map_err(|e| invalid("ttl_seconds", e))?,
     };
+    let target = args
+        .to
+        .as_deref()
+        .map(check_target)
+        .transpose()
+        .map_err(|e| invalid("to", e))?;
     let store = ctx.service::<StoreHandle>()?;
     let now = ctx.now_ms();
     // Opportunistic housekeeping: one indexed DELETE keeps expired messages from piling up.
@@ -140,15 +173,20 @@ fn publish(ctx: &CallContext<'_>, args: Value) -> Result<Value, ToolError> {
             severity: args.severity.unwrap_or_default().into(),
             created_at: now,
             expires_at: now + i64::from(ttl) * 1000,
+            target,
         },
         &store::Actor::of_call(ctx, None),
     )?;
-    Ok(json!({
+    let mut answer = json!({
         "id": message.id,
         "channel": message.channel,
         "severity": message.severity.as_str(),
         "expires_at": store::to_rfc3339(message.expires_at),
-    }))
+    });
+    if let Some(to) = &message.target {
+        answer["to"] = json!(to);
+    }
+    Ok(answer)
 }
 
 catalogue::submit! {

@@ -532,6 +532,7 @@ fn render_delivery_writes_one_short_line_per_message() {
         severity,
         created_at: NOW,
         expires_at: NOW + 1,
+        target: None,
     };
     let text = render_delivery(&[
         message(3, "global", Severity::Info, "standup at 10"),
@@ -636,6 +637,7 @@ fn message(id: i64, channel: &str, severity: Severity, body: &str) -> Message {
         severity,
         created_at: NOW + id,
         expires_at: NOW + 3_600_000,
+        target: None,
     }
 }
 
@@ -814,4 +816,53 @@ fn a_channel_resource_keeps_the_newest_messages_within_the_budget() {
     let value: Value = serde_json::from_str(&all).unwrap();
     assert_eq!(ids(&value), [200, 199, 198]);
     assert!(value.get("more").is_none());
+}
+
+#[test]
+fn a_message_to_one_session_reaches_it_alone_and_says_so() {
+    let env = env();
+    let out = env
+        .call(
+            "channel_publish",
+            json!({"channel": "ops", "message": "rebase on main", "severity": "alert", "to": " s2 "}),
+        )
+        .unwrap();
+    assert_eq!(out["to"], json!("s2"), "{out}");
+    let to_s2 = env
+        .store
+        .deliver(
+            "s2",
+            Some(&["global".to_owned()]),
+            DeliveryPoint::Prompt,
+            NOW + 1,
+        )
+        .unwrap();
+    assert_eq!(to_s2.len(), 1, "whatever its subscriptions");
+    assert_eq!(
+        crate::render_line(&to_s2[0]),
+        format!(
+            "[ALERT #{} ops, to you] rebase on main (ack: channel_acknowledge message_id={})",
+            to_s2[0].id, to_s2[0].id
+        )
+    );
+    let others = env
+        .store
+        .deliver("s3", None, DeliveryPoint::Prompt, NOW + 1)
+        .unwrap();
+    assert!(others.is_empty(), "{others:?}");
+    for bad in [
+        json!(""),
+        json!("   "),
+        json!("a\nb"),
+        json!("x".repeat(300)),
+    ] {
+        let refused = env.call(
+            "channel_publish",
+            json!({"channel": "ops", "message": "m", "to": bad}),
+        );
+        match refused {
+            Err(ToolError::InvalidArguments(why)) => assert!(why.starts_with("to: "), "{why}"),
+            other => panic!("{bad}: {other:?}"),
+        }
+    }
 }

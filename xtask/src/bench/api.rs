@@ -391,6 +391,7 @@ fn fill(
             severity,
             created_at: now - 1_000_000 + i64::try_from(i).unwrap_or(0),
             expires_at: now + 86_400_000,
+            target: None,
         }
     };
     let threads = if parallel { 8 } else { 1 };

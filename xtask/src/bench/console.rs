@@ -206,6 +206,7 @@ fn live_latency(addr: SocketAddr, db: &std::path::Path, n: usize) -> anyhow::Res
                 severity: Severity::Info,
                 created_at: now,
                 expires_at: now + 60_000,
+                target: None,
             },
             &Actor::Daemon,
         )?;

@@ -150,6 +150,7 @@ pub(crate) fn message(i: usize, severity: Severity, now: Millis) -> NewMessage {
         severity,
         created_at: now,
         expires_at: now + 3_600_000,
+        target: None,
     }
 }
 

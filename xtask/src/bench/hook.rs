@@ -26,11 +26,15 @@
 //! on 127.0.0.1), and checks through the daemon's hook counter that every forwarded run was
 //! answered by the daemon.
 //!
+//! The lifecycle events beyond the four follow as extra series of `hooks-mcp-hook` (see
+//! [`lifecycle`]), compared with its `UserPromptSubmit` median.
+//!
 //! `--store-sizes 100,1000,10000,100000` measures instead how the hook's cost grows with the
 //! store: a known and a new session's events on stores of each size, side by side (see
 //! [`growth`]).
 
 mod growth;
+mod lifecycle;
 
 use std::ffi::OsString;
 use std::io::Write;
@@ -246,11 +250,19 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
         .map(|(label, payload, command)| (label, payload, command, Vec::new()))
         .collect();
     let mut results = measure_cases(args, &exe, home.path(), cases)?;
+    let lifecycle = lifecycle::measure(home.path(), &lean, |cases| {
+        measure_cases(args, &exe, home.path(), cases)
+    })?;
     let http = measure_http_hooks(args, &full, home.path())?;
     for (i, m) in http.into_iter().enumerate() {
         results.insert(per_event * (i + 1) + i, m);
     }
     print_report(&results, args.runs, args.smoke, Seed::of(args));
+    let prompt_median = results
+        .iter()
+        .find(|m| m.label.starts_with("hooks-mcp-hook hook UserPromptSubmit"))
+        .map_or(f64::NAN, |m| m.median_ms);
+    lifecycle::print(&lifecycle, prompt_median, args.smoke);
     Ok(())
 }
 

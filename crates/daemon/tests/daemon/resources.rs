@@ -67,6 +67,7 @@ fn publish(home: &std::path::Path, channel: &str) -> Instant {
                 severity: Severity::Info,
                 created_at: now,
                 expires_at: now + 3_600_000,
+                target: None,
             },
             &store::Actor::Daemon,
         )

@@ -173,6 +173,7 @@ fn publish(home: &std::path::Path, channel: &str, severity: Severity) -> i64 {
                 severity,
                 created_at: now,
                 expires_at: now + 3_600_000,
+                target: None,
             },
             &store::Actor::Operator("stateless-tests".into()),
         )

@@ -23,6 +23,7 @@
 //! ([`unplaced`]: the count and the last one, which `hooks-mcp status` shows).
 
 mod adapt;
+pub mod quiet;
 mod render;
 mod run;
 pub mod unplaced;
@@ -159,9 +160,11 @@ impl Client {
             Client::Copilot if is("userPromptSubmitted") => {
                 Some(Route::whole(Event::UserPromptSubmit))
             }
-            Client::Claude | Client::Codex | Client::Copilot | Client::VsCode => {
-                Event::parse(name).map(Route::whole)
-            }
+            Client::Claude => Event::parse(name).map(Route::whole),
+            // Claude Code's lifecycle events beyond the four are its own.
+            Client::Codex | Client::Copilot | Client::VsCode => Event::parse(name)
+                .filter(|e| Event::CORE.contains(e))
+                .map(Route::whole),
         }
     }
 }
@@ -206,6 +209,10 @@ impl Route {
             Event::UserPromptSubmit => &[Step::Part(Event::UserPromptSubmit)],
             Event::PreToolUse => &[Step::Part(Event::PreToolUse)],
             Event::PostToolUse => &[Step::Part(Event::PostToolUse)],
+            Event::Stop => &[Step::Part(Event::Stop)],
+            Event::SubagentStart => &[Step::Part(Event::SubagentStart)],
+            Event::SubagentStop => &[Step::Part(Event::SubagentStop)],
+            Event::SessionEnd => &[Step::Part(Event::SessionEnd)],
         };
         Route { event, steps }
     }

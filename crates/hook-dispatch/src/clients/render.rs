@@ -111,6 +111,8 @@ fn fields(pairs: Vec<(&str, Option<Value>)>) -> Map<String, Value> {
 fn codex(event: Event, response: &Response, notes: &mut Vec<String>) -> Option<Value> {
     let additional = context(response).map(Value::from);
     match event {
+        // Claude Code's own events: never routed to this client (`Client::route`).
+        Event::Stop | Event::SubagentStart | Event::SubagentStop | Event::SessionEnd => None,
         Event::SessionStart | Event::UserPromptSubmit => specific(
             event.name(),
             fields(vec![("additionalContext", additional)]),
@@ -192,6 +194,8 @@ fn codex(event: Event, response: &Response, notes: &mut Vec<String>) -> Option<V
 
 fn gemini(event: Event, response: &Response) -> Option<Value> {
     match event {
+        // Claude Code's own events: never routed to this client (`Client::route`).
+        Event::Stop | Event::SubagentStart | Event::SubagentStop | Event::SessionEnd => None,
         Event::SessionStart => specific(
             "SessionStart",
             fields(vec![(
@@ -268,6 +272,8 @@ fn copilot(event: Event, response: &Response) -> Option<Value> {
     let mut top = Map::new();
     let mut nested = Map::new();
     match event {
+        // Claude Code's own events: never routed to this client (`Client::route`).
+        Event::Stop | Event::SubagentStart | Event::SubagentStop | Event::SessionEnd => {}
         Event::SessionStart | Event::UserPromptSubmit => {
             if let Some(text) = context(response) {
                 top.insert("additionalContext".into(), text.clone().into());
@@ -319,6 +325,8 @@ fn copilot(event: Event, response: &Response) -> Option<Value> {
 
 fn cursor(event: Event, response: &Response) -> Option<Value> {
     match event {
+        // Claude Code's own events: never routed to this client (`Client::route`).
+        Event::Stop | Event::SubagentStart | Event::SubagentStop | Event::SessionEnd => None,
         Event::SessionStart => {
             context(response).map(|text| json!({ "additional_context": text, "continue": true }))
         }

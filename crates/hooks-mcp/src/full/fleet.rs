@@ -37,7 +37,7 @@ pub(crate) struct AuditArgs {
 #[derive(Debug, Args)]
 pub(crate) struct SessionsArgs {
     /// Every recorded session, not only the live ones (seen within
-    /// HOOKS_MCP_SESSION_LIVE_MINUTES).
+    /// HOOKS_MCP_SESSION_LIVE_MINUTES and not ended), the ended ones too.
     #[arg(long)]
     all: bool,
     /// Print the sessions as JSON.
@@ -116,6 +116,7 @@ pub(crate) fn sessions(args: SessionsArgs) -> ExitCode {
     let pages = operator::all_pages(PAGE as usize, Vec::len, |read: &[Vec<_>]| {
         store.sessions(&SessionQuery {
             seen_since: (!args.all).then_some(live_since),
+            include_ended: args.all,
             offset: PAGE.saturating_mul(u32::try_from(read.len()).unwrap_or(u32::MAX)),
             limit: PAGE,
         })

@@ -63,6 +63,9 @@ pub(crate) enum ChannelCmd {
         /// Lifetime in seconds (default 3600).
         #[arg(long)]
         ttl_seconds: Option<i64>,
+        /// Deliver it to this one session only (its id), whatever its subscriptions.
+        #[arg(long)]
+        to: Option<String>,
     },
     /// List channels with unexpired messages (channel_list).
     List,
@@ -219,7 +222,7 @@ fn given(options: Vec<(&str, Value)>) -> Map<String, Value> {
 /// Runs `hooks-mcp channel ...`.
 pub(crate) fn channel(args: ChannelArgs) -> ExitCode {
     let (tool, call) = tool_call!(args.command, ChannelCmd:
-        Publish { channel, message, severity, ttl_seconds } => "channel_publish",
+        Publish { channel, message, severity, ttl_seconds, to } => "channel_publish",
         List {} => "channel_list",
         Read { channel, session_id, include_acknowledged, limit } => "channel_read",
         Ack { message_id, session_id } => "channel_acknowledge",

@@ -704,6 +704,7 @@ async fn sessions(
     let read = read_page(&console.web, &mut frame, move |store| {
         let mut list = store.sessions(&store::SessionQuery {
             seen_since: (!all).then_some(live_since),
+            include_ended: all,
             offset,
             limit: SESSIONS_PER_PAGE + 1,
         })?;
@@ -1075,6 +1076,10 @@ async fn publish(
     if !severity.is_empty() {
         args["severity"] = severity.into();
     }
+    let to = field(&form, "to").trim();
+    if !to.is_empty() {
+        args["to"] = to.into();
+    }
     let ttl = field(&form, "ttl_seconds").trim();
     if !ttl.is_empty() {
         match ttl.parse::<u64>() {
@@ -1094,8 +1099,12 @@ async fn publish(
         &form,
         result
             .map(|answer| {
+                let to = answer["to"]
+                    .as_str()
+                    .map(|to| format!(" to session {to}"))
+                    .unwrap_or_default();
                 format!(
-                    "Published message #{} on {}",
+                    "Published message #{} on {}{to}",
                     answer["id"],
                     answer["channel"].as_str().unwrap_or("")
                 )

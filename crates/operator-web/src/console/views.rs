@@ -440,6 +440,10 @@ fn publish_form(frame: &Frame, channel: Option<&str>) -> Markup {
                     label for="ttl" { "Lifetime (s)" }
                     input #ttl name="ttl_seconds" type="number" min="1" max="2592000" value="3600";
                 }
+                div.row {
+                    label for="to" { "Only to session" }
+                    input #to name="to" maxlength="256" placeholder="every subscribed session" title="A session id: the message reaches that session alone";
+                }
                 button type="submit" { "Publish" }
             }
         }
@@ -612,7 +616,7 @@ fn sessions(frame: &Frame, s: &Sessions) -> Markup {
                         @let unacked = s.unacked.get(&r.session_id).copied().unwrap_or(0);
                         tr {
                             td data-label="Session" { code { (r.session_id) } }
-                            td data-label="State" { @if r.last_seen >= s.live_since { span.live { "live" } } @else { span.muted { "gone" } } }
+                            td data-label="State" { @if r.ended_at.is_some() { span.muted { "ended" } } @else if r.last_seen >= s.live_since { span.live { "live" } } @else { span.muted { "gone" } } }
                             td data-label="Last seen" { (ago(now, r.last_seen)) }
                             td data-label="Last event" { (r.last_event) " " span.muted { "(" (r.transport.as_str()) ")" } }
                             td.num data-label="Tool calls" { (r.tool_calls) }

@@ -16,11 +16,11 @@ use crate::{
 /// The message columns, in the order [`message_from_row`] reads them.
 macro_rules! message_columns {
     () => {
-        "m.id, m.channel, m.body, m.severity, m.created_at, m.expires_at"
+        "m.id, m.channel, m.body, m.severity, m.created_at, m.expires_at, m.target"
     };
 }
 
-/// Reads the first six columns (see [`message_columns`]) of a row.
+/// Reads the first seven columns (see [`message_columns`]) of a row.
 pub(super) fn message_from_row(row: &Row) -> Result<Message, Fail> {
     Ok(Message {
         id: row.try_get(0)?,
@@ -29,12 +29,14 @@ pub(super) fn message_from_row(row: &Row) -> Result<Message, Fail> {
         severity: parse_column(row.try_get::<_, &str>(3)?)?,
         created_at: row.try_get(4)?,
         expires_at: row.try_get(5)?,
+        target: row.try_get(6)?,
     })
 }
 
 /// The unexpired messages of the severities due at `point` every time until acknowledged
 /// ([`delivery::repeating`]), on `channels`, that the session did not acknowledge: one read of
-/// the urgent-message index (`<> 'info'` selects its partial index).
+/// the urgent-message index (`<> 'info'` selects its partial index), with the messages to the
+/// session alone that are due at `point` (one range of their index).
 fn urgent(
     db: &mut Db,
     session_id: &str,
@@ -57,21 +59,36 @@ fn urgent(
                        WHERE d.message_id = m.id AND d.session_id = $1)
              FROM messages m
              WHERE m.severity <> 'info' AND m.severity = ANY ($3::text[])
-               AND m.expires_at > $2
+               AND m.expires_at > $2 AND m.target IS NULL
                AND ($4::text[] IS NULL OR m.channel = ANY ($4::text[]))
+               AND NOT EXISTS (SELECT 1 FROM message_acks a
+                               WHERE a.message_id = m.id AND a.session_id = $1)
+             UNION ALL
+             SELECT ",
+            message_columns!(),
+            ", EXISTS (SELECT 1 FROM message_deliveries d
+                       WHERE d.message_id = m.id AND d.session_id = $1)
+             FROM messages m
+             WHERE m.target = $1 AND m.expires_at > $2
                AND NOT EXISTS (SELECT 1 FROM message_acks a
                                WHERE a.message_id = m.id AND a.session_id = $1)"
         ),
         &[&session_id, &now, &repeating, &channels],
     )?;
-    rows.iter()
-        .map(|row| {
-            Ok(Urgent {
-                message: message_from_row(row)?,
-                delivered_before: row.try_get(6)?,
-            })
-        })
-        .collect()
+    let mut out = Vec::with_capacity(rows.len());
+    for row in &rows {
+        let message = message_from_row(row)?;
+        let delivered_before: bool = row.try_get(7)?;
+        // A message to the session alone is due as its severity says (an `info` one until
+        // it is shown); the others were selected by the repeating severities.
+        if message.target.is_none() || message.severity.is_due(point, delivered_before, false) {
+            out.push(Urgent {
+                message,
+                delivered_before,
+            });
+        }
+    }
+    Ok(out)
 }
 
 /// The channels (of `channels`) whose newest info message is above the session's mark, by
@@ -117,7 +134,7 @@ impl InfoSource for Source<'_> {
                 "SELECT ",
                 message_columns!(),
                 " FROM messages m
-                 WHERE m.channel = $1 AND m.severity = 'info'
+                 WHERE m.channel = $1 AND m.severity = 'info' AND m.target IS NULL
                    AND m.id > $2 AND m.id < $3 AND m.expires_at > $4
                    AND NOT EXISTS (SELECT 1 FROM message_acks a
                                    WHERE a.message_id = m.id AND a.session_id = $5)
@@ -148,7 +165,7 @@ impl InfoSource for Source<'_> {
                        AS h (channel, mark, last, n)
                  CROSS JOIN LATERAL (
                      SELECT * FROM messages m
-                     WHERE m.channel = h.channel AND m.severity = 'info'
+                     WHERE m.channel = h.channel AND m.severity = 'info' AND m.target IS NULL
                        AND m.id > h.mark AND m.id <= h.last AND m.expires_at > $4
                        AND NOT EXISTS (SELECT 1 FROM message_acks a
                                        WHERE a.message_id = m.id AND a.session_id = $5)
@@ -174,6 +191,7 @@ impl InfoSource for Source<'_> {
                 severity: parse_column(row.try_get::<_, &str>(4)?)?,
                 created_at: row.try_get(5)?,
                 expires_at: row.try_get(6)?,
+                target: row.try_get(7)?,
             };
             let slot = usize::try_from(n - 1).ok().and_then(|i| pages.get_mut(i));
             if let Some(page) = slot {
@@ -196,13 +214,14 @@ impl InfoSource for Source<'_> {
             let rows = self.db.query(
                 "SELECT channel, sum(n)::bigint FROM (
                      SELECT channel, count(*) AS n FROM messages
-                     WHERE expires_at <= $1 AND severity = 'info' AND channel = ANY ($3::text[])
+                     WHERE expires_at <= $1 AND severity = 'info' AND target IS NULL
+                       AND channel = ANY ($3::text[])
                      GROUP BY channel
                      UNION ALL
                      SELECT m.channel, count(*) FROM message_acks a
                      JOIN messages m ON m.id = a.message_id
-                     WHERE a.session_id = $2 AND m.severity = 'info' AND m.expires_at > $1
-                       AND m.channel = ANY ($3::text[])
+                     WHERE a.session_id = $2 AND m.severity = 'info' AND m.target IS NULL
+                       AND m.expires_at > $1 AND m.channel = ANY ($3::text[])
                      GROUP BY m.channel) g
                  GROUP BY channel",
                 &[&self.now, &self.session_id, &counted],
@@ -221,7 +240,7 @@ impl InfoSource for Source<'_> {
             }
             let row = self.db.query_one(
                 "SELECT count(*) FROM messages m
-                 WHERE m.channel = $1 AND m.severity = 'info'
+                 WHERE m.channel = $1 AND m.severity = 'info' AND m.target IS NULL
                    AND m.id > $2 AND m.id <= $3 AND m.expires_at > $4
                    AND NOT EXISTS (SELECT 1 FROM message_acks a
                                    WHERE a.message_id = m.id AND a.session_id = $5)",
@@ -327,8 +346,8 @@ impl ChannelStore for PostgresStore {
             lock_channels(db, std::slice::from_ref(&message.channel))?;
             let row = db.query_one(
                 "WITH m AS (
-                     INSERT INTO messages (channel, body, severity, created_at, expires_at)
-                     VALUES ($1, $2, $3, $4, $5) RETURNING id)
+                     INSERT INTO messages (channel, body, severity, created_at, expires_at, target)
+                     VALUES ($1, $2, $3, $4, $5, $6) RETURNING id)
                  SELECT id, pg_notify('hooks_mcp_' || left(md5(current_schema()), 16),
                                       'message ' || id)
                  FROM m",
@@ -338,6 +357,7 @@ impl ChannelStore for PostgresStore {
                     &message.severity.as_str(),
                     &message.created_at,
                     &message.expires_at,
+                    &message.target,
                 ],
             )?;
             let stored = Message {
@@ -347,6 +367,7 @@ impl ChannelStore for PostgresStore {
                 severity: message.severity,
                 created_at: message.created_at,
                 expires_at: message.expires_at,
+                target: message.target.clone(),
             };
             audit::insert(
                 db,
@@ -400,7 +421,8 @@ impl ChannelStore for PostgresStore {
                     ", EXISTS (SELECT 1 FROM message_acks a
                                WHERE a.message_id = m.id AND a.session_id = $2) AS acked
                      FROM messages m
-                     WHERE m.expires_at > $1 ",
+                     WHERE m.expires_at > $1
+                       AND (m.target IS NULL OR $2::text IS NULL OR m.target = $2) ",
                     $channel,
                     " AND ($4 OR NOT EXISTS (SELECT 1 FROM message_acks a
                                              WHERE a.message_id = m.id AND a.session_id = $2)) ",
@@ -446,7 +468,7 @@ impl ChannelStore for PostgresStore {
                 .map(|row| {
                     Ok(MessageView {
                         message: message_from_row(row)?,
-                        acknowledged: row.try_get(6)?,
+                        acknowledged: row.try_get(7)?,
                     })
                 })
                 .collect()
@@ -575,6 +597,53 @@ impl ChannelStore for PostgresStore {
                 }
             }
             Ok(plan.delivery)
+        })
+    }
+
+    /// As the SQLite backend: one read bounded below by the start of the session's turn; the
+    /// shown messages' deliveries recorded in one statement when there are any.
+    fn deliver_at_stop(
+        &self,
+        session_id: &str,
+        channels: Option<&[String]>,
+        now: Millis,
+        admission: &mut dyn Admission,
+    ) -> StoreResult<Delivery> {
+        self.run(|db| {
+            let rows = db.query(
+                concat!(
+                    "SELECT ",
+                    message_columns!(),
+                    " FROM messages m
+                     WHERE m.severity <> 'info' AND m.expires_at > $2
+                       AND m.created_at > (SELECT coalesce(s.turn_started_at, s.first_seen)
+                                           FROM sessions s WHERE s.session_id = $1)
+                       AND ((m.target IS NULL
+                             AND ($3::text[] IS NULL OR m.channel = ANY ($3::text[])))
+                            OR m.target = $1)
+                       AND NOT EXISTS (SELECT 1 FROM message_deliveries d
+                                       WHERE d.message_id = m.id AND d.session_id = $1)
+                       AND NOT EXISTS (SELECT 1 FROM message_acks a
+                                       WHERE a.message_id = m.id AND a.session_id = $1)"
+                ),
+                &[&session_id, &now, &channels],
+            )?;
+            let unseen = rows
+                .iter()
+                .map(message_from_row)
+                .collect::<Result<Vec<_>, Fail>>()?;
+            let delivery = Delivery::select(unseen, admission);
+            if !delivery.shown.is_empty() {
+                let ids: Vec<i64> = delivery.shown.iter().map(|m| m.id).collect();
+                db.execute(
+                    "INSERT INTO message_deliveries (message_id, session_id, delivered_at)
+                     SELECT m.id, $2, $3 FROM messages m WHERE m.id = ANY ($1::bigint[])
+                     FOR KEY SHARE
+                     ON CONFLICT DO NOTHING",
+                    &[&ids, &session_id, &now],
+                )?;
+            }
+            Ok(delivery)
         })
     }
 }

@@ -38,6 +38,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("migrations/0002_fleet.sql"),
     include_str!("migrations/0003_delivery.sql"),
     include_str!("migrations/0004_daemon_state.sql"),
+    include_str!("migrations/0005_lifecycle.sql"),
 ];
 
 /// The table holding the schema version (one row).

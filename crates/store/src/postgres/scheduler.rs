@@ -299,6 +299,7 @@ impl ScheduleStore for PostgresStore {
                         severity: schedule.severity,
                         created_at: now,
                         expires_at,
+                        target: None,
                     };
                     audit::insert(
                         db,

@@ -14,15 +14,19 @@ use crate::{
 macro_rules! upsert_sql {
     () => {
         "INSERT INTO sessions AS s
-             (session_id, first_seen, last_seen, last_event, transport, cwd, subscriptions)
-         VALUES ($1, $2, $2, $3, $4, $5, $6)
+             (session_id, first_seen, last_seen, last_event, transport, cwd, subscriptions,
+              turn_started_at)
+         VALUES ($1, $2, $2, $3, $4, $5, $6,
+                 CASE WHEN $3::text = 'UserPromptSubmit' THEN $2::bigint END)
          ON CONFLICT (session_id) DO UPDATE SET
              first_seen = LEAST(s.first_seen, excluded.first_seen),
              last_seen = GREATEST(s.last_seen, excluded.last_seen),
              last_event = excluded.last_event,
              transport = excluded.transport,
              cwd = coalesce(excluded.cwd, s.cwd),
-             subscriptions = coalesce(excluded.subscriptions, s.subscriptions)"
+             subscriptions = coalesce(excluded.subscriptions, s.subscriptions),
+             ended_at = NULL,
+             turn_started_at = coalesce(excluded.turn_started_at, s.turn_started_at)"
     };
 }
 
@@ -74,10 +78,61 @@ impl SessionStore for PostgresStore {
         })
     }
 
+    fn end_session(&self, session_id: &str, at: Millis) -> StoreResult<bool> {
+        self.transaction(|db| {
+            let live = db
+                .query_opt(
+                    "SELECT ended_at IS NULL FROM sessions WHERE session_id = $1 FOR UPDATE",
+                    &[&session_id],
+                )?
+                .map(|r| r.try_get::<_, bool>(0))
+                .transpose()?
+                .unwrap_or(false);
+            db.execute(
+                "INSERT INTO sessions AS s
+                     (session_id, first_seen, last_seen, last_event, transport, ended_at)
+                 VALUES ($1, $2, $2, 'SessionEnd', 'hook', $2)
+                 ON CONFLICT (session_id) DO UPDATE SET
+                     last_seen = GREATEST(s.last_seen, excluded.last_seen),
+                     last_event = excluded.last_event,
+                     transport = excluded.transport,
+                     ended_at = excluded.ended_at",
+                &[&session_id, &at],
+            )?;
+            db.execute(
+                "UPDATE sessions SET ended_at = $2 WHERE parent_id = $1 AND ended_at IS NULL",
+                &[&session_id, &at],
+            )?;
+            Ok(live)
+        })
+    }
+
+    fn record_subagent(&self, sighting: &Sighting, parent_id: &str) -> StoreResult<()> {
+        let subscriptions = subscriptions_text(sighting.subscriptions.as_ref());
+        self.transaction(|db| {
+            db.execute(
+                upsert_sql!(),
+                &[
+                    &sighting.session_id,
+                    &sighting.at,
+                    &sighting.event,
+                    &sighting.transport.as_str(),
+                    &sighting.cwd,
+                    &subscriptions,
+                ],
+            )?;
+            db.execute(
+                "UPDATE sessions SET parent_id = $2 WHERE session_id = $1",
+                &[&sighting.session_id, &parent_id],
+            )?;
+            Ok(())
+        })
+    }
+
     fn count_sessions(&self, seen_since: Millis) -> StoreResult<u64> {
         self.run(|db| {
             let row = db.query_one(
-                "SELECT count(*) FROM sessions WHERE last_seen >= $1",
+                "SELECT count(*) FROM sessions WHERE last_seen >= $1 AND ended_at IS NULL",
                 &[&seen_since],
             )?;
             to_u64(row.try_get(0)?, "count")
@@ -88,15 +143,18 @@ impl SessionStore for PostgresStore {
         self.run(|db| {
             let rows = db.query(
                 "SELECT s.session_id, s.first_seen, s.last_seen, s.last_event, s.transport,
-                        s.cwd, s.subscriptions, coalesce(c.tool_calls, 0)
+                        s.cwd, s.subscriptions, coalesce(c.tool_calls, 0), s.ended_at,
+                        s.parent_id
                  FROM sessions s LEFT JOIN session_counters c ON c.session_id = s.session_id
-                 WHERE $1::bigint IS NULL OR s.last_seen >= $1
+                 WHERE ($1::bigint IS NULL OR s.last_seen >= $1)
+                   AND ($4::boolean OR s.ended_at IS NULL)
                  ORDER BY s.last_seen DESC, s.session_id COLLATE \"C\"
                  LIMIT $2 OFFSET $3",
                 &[
                     &query.seen_since,
                     &i64::from(query.limit),
                     &i64::from(query.offset),
+                    &query.include_ended,
                 ],
             )?;
             rows.iter()
@@ -111,6 +169,8 @@ impl SessionStore for PostgresStore {
                         transport: parse_column(r.try_get::<_, &str>(4)?)?,
                         cwd: r.try_get(5)?,
                         tool_calls: to_u64(r.try_get(7)?, "tool-call count")?,
+                        ended_at: r.try_get(8)?,
+                        parent_id: r.try_get(9)?,
                         session_id,
                     })
                 })
@@ -162,7 +222,7 @@ impl SessionStore for PostgresStore {
         self.transaction(|db| {
             db.batch("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")?;
             let Some(row) = db.query_opt(
-                "SELECT m.id, m.channel, m.body, m.severity, m.created_at, m.expires_at
+                "SELECT m.id, m.channel, m.body, m.severity, m.created_at, m.expires_at, m.target
                  FROM messages m WHERE m.id = $1",
                 &[&query.message_id],
             )?
@@ -186,7 +246,8 @@ impl SessionStore for PostgresStore {
                 .collect::<Result<Vec<_>, Fail>>()?;
             let live = db
                 .query(
-                    "SELECT session_id, subscriptions FROM sessions WHERE last_seen >= $1",
+                    "SELECT session_id, subscriptions FROM sessions
+                     WHERE last_seen >= $1 AND ended_at IS NULL",
                     &[&query.live_since],
                 )?
                 .iter()

@@ -13,9 +13,10 @@ use crate::{
 };
 
 /// The message columns, in the order [`message_from_row`] reads them.
-const MESSAGE_COLUMNS: &str = "m.id, m.channel, m.body, m.severity, m.created_at, m.expires_at";
+const MESSAGE_COLUMNS: &str =
+    "m.id, m.channel, m.body, m.severity, m.created_at, m.expires_at, m.target";
 
-/// Reads the first six columns (see [`MESSAGE_COLUMNS`]) of a row.
+/// Reads the first seven columns (see [`MESSAGE_COLUMNS`]) of a row.
 fn message_from_row(row: &Row<'_>) -> rusqlite::Result<(Message, String)> {
     Ok((
         Message {
@@ -26,6 +27,7 @@ fn message_from_row(row: &Row<'_>) -> rusqlite::Result<(Message, String)> {
             severity: Severity::Info,
             created_at: row.get(4)?,
             expires_at: row.get(5)?,
+            target: row.get(6)?,
         },
         row.get(3)?,
     ))
@@ -56,7 +58,9 @@ fn channel_filter(column: &str, param: &str, listed: bool) -> String {
 
 /// The unexpired messages of the severities due at `point` every time until acknowledged
 /// ([`delivery::repeating`]), on `channels`, that the session did not acknowledge: one read of
-/// the urgent-message index.
+/// the urgent-message index; with, in the same statement, the messages to the session alone
+/// that are due at `point` ([`crate::Severity::is_due`]; an `info` one until it is shown): one
+/// range of their index, as long as the session's own unexpired messages.
 fn urgent(
     tx: &Connection,
     session_id: &str,
@@ -82,22 +86,35 @@ fn urgent(
                         WHERE d.message_id = m.id AND d.session_id = ?1)
          FROM messages m
          WHERE m.severity <> 'info' AND m.severity IN ({severities})
-           AND m.expires_at > ?2
+           AND m.expires_at > ?2 AND m.target IS NULL
            {filter}
+           AND NOT EXISTS (SELECT 1 FROM message_acks a
+                           WHERE a.message_id = m.id AND a.session_id = ?1)
+         UNION ALL
+         SELECT {MESSAGE_COLUMNS},
+                EXISTS (SELECT 1 FROM message_deliveries d
+                        WHERE d.message_id = m.id AND d.session_id = ?1)
+         FROM messages m INDEXED BY messages_targeted
+         WHERE m.target = ?1 AND m.expires_at > ?2
            AND NOT EXISTS (SELECT 1 FROM message_acks a
                            WHERE a.message_id = m.id AND a.session_id = ?1)"
     );
     let mut stmt = tx.prepare_cached(&sql)?;
     let rows = stmt.query_map(params![session_id, now, channels], |row| {
-        Ok((message_from_row(row)?, row.get::<_, bool>(6)?))
+        Ok((message_from_row(row)?, row.get::<_, bool>(7)?))
     })?;
     let mut out = Vec::new();
     for row in rows {
         let (raw, delivered_before) = row?;
-        out.push(Urgent {
-            message: finish(raw)?,
-            delivered_before,
-        });
+        let message = finish(raw)?;
+        // A message to the session alone is due as its severity says; the others were
+        // selected by the repeating severities.
+        if message.target.is_none() || message.severity.is_due(point, delivered_before, false) {
+            out.push(Urgent {
+                message,
+                delivered_before,
+            });
+        }
     }
     Ok(out)
 }
@@ -139,7 +156,7 @@ impl InfoSource for Source<'_> {
     fn page(&mut self, head: &Head, below: i64, limit: usize) -> Result<Vec<Message>, Fail> {
         let sql = format!(
             "SELECT {MESSAGE_COLUMNS} FROM messages m
-             WHERE m.channel = ?1 AND m.severity = 'info'
+             WHERE m.channel = ?1 AND m.severity = 'info' AND m.target IS NULL
                AND m.id > ?2 AND m.id < ?3 AND m.expires_at > ?4
                AND NOT EXISTS (SELECT 1 FROM message_acks a
                                WHERE a.message_id = m.id AND a.session_id = ?5)
@@ -177,7 +194,8 @@ impl InfoSource for Source<'_> {
             // the planner prefers for the grouping).
             let mut stmt = self.tx.prepare_cached(
                 "SELECT channel, count(*) FROM messages INDEXED BY messages_by_expiry
-                 WHERE expires_at <= ?1 AND severity = 'info' GROUP BY channel",
+                 WHERE expires_at <= ?1 AND severity = 'info' AND target IS NULL
+                 GROUP BY channel",
             )?;
             for row in stmt.query_map([self.now], |r| Ok((r.get(0)?, r.get(1)?)))? {
                 let (channel, n): (String, i64) = row?;
@@ -186,7 +204,8 @@ impl InfoSource for Source<'_> {
             let mut stmt = self.tx.prepare_cached(
                 "SELECT m.channel, count(*) FROM message_acks a
                  JOIN messages m ON m.id = a.message_id
-                 WHERE a.session_id = ?1 AND m.severity = 'info' AND m.expires_at > ?2
+                 WHERE a.session_id = ?1 AND m.severity = 'info' AND m.target IS NULL
+                   AND m.expires_at > ?2
                  GROUP BY m.channel",
             )?;
             for row in stmt.query_map(params![self.session_id, self.now], |r| {
@@ -208,7 +227,7 @@ impl InfoSource for Source<'_> {
                 .tx
                 .prepare_cached(
                     "SELECT count(*) FROM messages m
-                     WHERE m.channel = ?1 AND m.severity = 'info'
+                     WHERE m.channel = ?1 AND m.severity = 'info' AND m.target IS NULL
                        AND m.id > ?2 AND m.id <= ?3 AND m.expires_at > ?4
                        AND NOT EXISTS (SELECT 1 FROM message_acks a
                                        WHERE a.message_id = m.id AND a.session_id = ?5)",
@@ -257,14 +276,15 @@ impl ChannelStore for SqliteStore {
     fn publish(&self, message: &NewMessage, actor: &Actor) -> StoreResult<Message> {
         self.write(|tx| {
             let id: i64 = tx.query_row(
-                "INSERT INTO messages (channel, body, severity, created_at, expires_at)
-                 VALUES (?1, ?2, ?3, ?4, ?5) RETURNING id",
+                "INSERT INTO messages (channel, body, severity, created_at, expires_at, target)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6) RETURNING id",
                 params![
                     message.channel,
                     message.body,
                     message.severity.as_str(),
                     message.created_at,
-                    message.expires_at
+                    message.expires_at,
+                    message.target
                 ],
                 |r| r.get(0),
             )?;
@@ -275,6 +295,7 @@ impl ChannelStore for SqliteStore {
                 severity: message.severity,
                 created_at: message.created_at,
                 expires_at: message.expires_at,
+                target: message.target.clone(),
             };
             audit::insert(
                 tx,
@@ -340,6 +361,7 @@ impl ChannelStore for SqliteStore {
                  FROM messages m INDEXED BY {index}
                  WHERE m.expires_at > ?1
                    {channel}
+                   AND (m.target IS NULL OR ?2 IS NULL OR m.target = ?2)
                    AND (?4 OR NOT acked)
                    {cursor}
                  ORDER BY m.created_at DESC, m.id DESC
@@ -358,7 +380,7 @@ impl ChannelStore for SqliteStore {
                     query.before.map(|c| c.created_at),
                     query.before.map(|c| c.id)
                 ],
-                |row| Ok((message_from_row(row)?, row.get::<_, bool>(6)?)),
+                |row| Ok((message_from_row(row)?, row.get::<_, bool>(7)?)),
             )?;
             let mut out = Vec::new();
             for row in rows {
@@ -491,6 +513,54 @@ impl ChannelStore for SqliteStore {
             let plan = delivery::plan(&mut source, urgent, heads, admission)?;
             record(tx, session_id, now, &plan)?;
             Ok(plan.delivery)
+        })
+    }
+
+    /// One read of the urgent-message index (and of the session's own messages), bounded
+    /// below by the start of its turn; writes only when something is shown.
+    fn deliver_at_stop(
+        &self,
+        session_id: &str,
+        channels: Option<&[String]>,
+        now: Millis,
+        admission: &mut dyn Admission,
+    ) -> StoreResult<Delivery> {
+        let channels = channels.map(|list| json_list(list.iter().map(String::as_str)));
+        let channels = channels.as_deref();
+        let unseen = |tx: &Connection| -> Result<Vec<Message>, Fail> {
+            let filter = channel_filter("m.channel", "?3", channels.is_some());
+            let sql = format!(
+                "SELECT {MESSAGE_COLUMNS} FROM messages m
+                 WHERE m.severity <> 'info' AND m.expires_at > ?2
+                   AND m.created_at > (SELECT coalesce(s.turn_started_at, s.first_seen)
+                                       FROM sessions s WHERE s.session_id = ?1)
+                   AND ((m.target IS NULL {filter}) OR m.target = ?1)
+                   AND NOT EXISTS (SELECT 1 FROM message_deliveries d
+                                   WHERE d.message_id = m.id AND d.session_id = ?1)
+                   AND NOT EXISTS (SELECT 1 FROM message_acks a
+                                   WHERE a.message_id = m.id AND a.session_id = ?1)"
+            );
+            let mut stmt = tx.prepare_cached(&sql)?;
+            let rows = stmt.query_map(params![session_id, now, channels], message_from_row)?;
+            let mut out = Vec::new();
+            for row in rows {
+                out.push(finish(row?)?);
+            }
+            Ok(out)
+        };
+        if self.read(unseen)?.is_empty() {
+            return Ok(Delivery::default());
+        }
+        self.write(|tx| {
+            let delivery = Delivery::select(unseen(tx)?, admission);
+            let mut record = tx.prepare_cached(
+                "INSERT OR IGNORE INTO message_deliveries (message_id, session_id, delivered_at)
+                 VALUES (?1, ?2, ?3)",
+            )?;
+            for message in &delivery.shown {
+                record.execute(params![message.id, session_id, now])?;
+            }
+            Ok(delivery)
         })
     }
 }

@@ -307,6 +307,7 @@ impl ScheduleStore for SqliteStore {
                         severity: schedule.severity,
                         created_at: now,
                         expires_at,
+                        target: None,
                     };
                     audit::insert(
                         tx,

@@ -34,7 +34,10 @@ fn upsert(tx: &Connection, sighting: &Sighting) -> Result<(), Fail> {
                  last_event = ?3,
                  transport = ?4,
                  cwd = coalesce(?5, cwd),
-                 subscriptions = coalesce(?6, subscriptions)
+                 subscriptions = coalesce(?6, subscriptions),
+                 ended_at = NULL,
+                 turn_started_at = CASE WHEN ?3 = 'UserPromptSubmit' THEN ?2
+                                        ELSE turn_started_at END
              WHERE session_id = ?1",
         )?
         .execute(args)?;
@@ -43,15 +46,18 @@ fn upsert(tx: &Connection, sighting: &Sighting) -> Result<(), Fail> {
     }
     tx.prepare_cached(
         "INSERT INTO sessions
-             (session_id, first_seen, last_seen, last_event, transport, cwd, subscriptions)
-         VALUES (?1, ?2, ?2, ?3, ?4, ?5, ?6)
+             (session_id, first_seen, last_seen, last_event, transport, cwd, subscriptions,
+              turn_started_at)
+         VALUES (?1, ?2, ?2, ?3, ?4, ?5, ?6, CASE WHEN ?3 = 'UserPromptSubmit' THEN ?2 END)
          ON CONFLICT (session_id) DO UPDATE SET
              first_seen = min(first_seen, excluded.first_seen),
              last_seen = max(last_seen, excluded.last_seen),
              last_event = excluded.last_event,
              transport = excluded.transport,
              cwd = coalesce(excluded.cwd, cwd),
-             subscriptions = coalesce(excluded.subscriptions, subscriptions)",
+             subscriptions = coalesce(excluded.subscriptions, subscriptions),
+             ended_at = NULL,
+             turn_started_at = coalesce(excluded.turn_started_at, turn_started_at)",
     )?
     .execute(args)?;
     Ok(())
@@ -99,10 +105,47 @@ impl SessionStore for SqliteStore {
         })
     }
 
+    fn end_session(&self, session_id: &str, at: Millis) -> StoreResult<bool> {
+        self.write(|tx| {
+            let live: Option<bool> = tx
+                .prepare_cached("SELECT ended_at IS NULL FROM sessions WHERE session_id = ?1")?
+                .query_row([session_id], |r| r.get(0))
+                .optional()?;
+            tx.prepare_cached(
+                "INSERT INTO sessions
+                     (session_id, first_seen, last_seen, last_event, transport, ended_at)
+                 VALUES (?1, ?2, ?2, 'SessionEnd', 'hook', ?2)
+                 ON CONFLICT (session_id) DO UPDATE SET
+                     last_seen = max(last_seen, excluded.last_seen),
+                     last_event = excluded.last_event,
+                     transport = excluded.transport,
+                     ended_at = excluded.ended_at",
+            )?
+            .execute(params![session_id, at])?;
+            tx.prepare_cached(
+                "UPDATE sessions SET ended_at = ?2
+                 WHERE parent_id = ?1 AND ended_at IS NULL",
+            )?
+            .execute(params![session_id, at])?;
+            Ok(live.unwrap_or(false))
+        })
+    }
+
+    fn record_subagent(&self, sighting: &Sighting, parent_id: &str) -> StoreResult<()> {
+        self.write(|tx| {
+            upsert(tx, sighting)?;
+            tx.prepare_cached("UPDATE sessions SET parent_id = ?2 WHERE session_id = ?1")?
+                .execute(params![sighting.session_id, parent_id])?;
+            Ok(())
+        })
+    }
+
     fn count_sessions(&self, seen_since: Millis) -> StoreResult<u64> {
         self.read(|tx| {
             let n: i64 = tx
-                .prepare_cached("SELECT count(*) FROM sessions WHERE last_seen >= ?1")?
+                .prepare_cached(
+                    "SELECT count(*) FROM sessions WHERE last_seen >= ?1 AND ended_at IS NULL",
+                )?
                 .query_row([seen_since], |r| r.get(0))?;
             Ok(u64::try_from(n).unwrap_or(0))
         })
@@ -112,29 +155,47 @@ impl SessionStore for SqliteStore {
         self.read(|tx| {
             let mut stmt = tx.prepare_cached(
                 "SELECT s.session_id, s.first_seen, s.last_seen, s.last_event, s.transport,
-                        s.cwd, s.subscriptions, coalesce(c.tool_calls, 0)
+                        s.cwd, s.subscriptions, coalesce(c.tool_calls, 0), s.ended_at,
+                        s.parent_id
                  FROM sessions s LEFT JOIN session_counters c ON c.session_id = s.session_id
-                 WHERE ?1 IS NULL OR s.last_seen >= ?1
+                 WHERE (?1 IS NULL OR s.last_seen >= ?1) AND (?4 OR s.ended_at IS NULL)
                  ORDER BY s.last_seen DESC, s.session_id
                  LIMIT ?2 OFFSET ?3",
             )?;
-            let rows =
-                stmt.query_map(params![query.seen_since, query.limit, query.offset], |r| {
-                    Ok((
-                        r.get::<_, String>(0)?,
-                        r.get::<_, i64>(1)?,
-                        r.get::<_, i64>(2)?,
-                        r.get::<_, String>(3)?,
-                        r.get::<_, String>(4)?,
-                        r.get::<_, Option<String>>(5)?,
-                        r.get::<_, Option<String>>(6)?,
-                        r.get::<_, i64>(7)?,
-                    ))
-                })?;
+            let args = params![
+                query.seen_since,
+                query.limit,
+                query.offset,
+                query.include_ended
+            ];
+            let rows = stmt.query_map(args, |r| {
+                Ok((
+                    r.get::<_, String>(0)?,
+                    r.get::<_, i64>(1)?,
+                    r.get::<_, i64>(2)?,
+                    r.get::<_, String>(3)?,
+                    r.get::<_, String>(4)?,
+                    r.get::<_, Option<String>>(5)?,
+                    r.get::<_, Option<String>>(6)?,
+                    r.get::<_, i64>(7)?,
+                    r.get::<_, Option<i64>>(8)?,
+                    r.get::<_, Option<String>>(9)?,
+                ))
+            })?;
             let mut out = Vec::new();
             for row in rows {
-                let (session_id, first_seen, last_seen, last_event, transport, cwd, subs, calls) =
-                    row?;
+                let (
+                    session_id,
+                    first_seen,
+                    last_seen,
+                    last_event,
+                    transport,
+                    cwd,
+                    subs,
+                    calls,
+                    ended_at,
+                    parent_id,
+                ) = row?;
                 out.push(SessionRecord {
                     subscriptions: subscriptions_from_text(&session_id, subs.as_deref())?,
                     session_id,
@@ -144,6 +205,8 @@ impl SessionStore for SqliteStore {
                     transport: parse_column(&transport)?,
                     cwd,
                     tool_calls: u64::try_from(calls).unwrap_or(0),
+                    ended_at,
+                    parent_id,
                 });
             }
             Ok(out)
@@ -202,7 +265,7 @@ impl SessionStore for SqliteStore {
         self.read(|tx| {
             let raw = tx
                 .query_row(
-                    "SELECT id, channel, body, severity, created_at, expires_at
+                    "SELECT id, channel, body, severity, created_at, expires_at, target
                      FROM messages WHERE id = ?1",
                     [query.message_id],
                     |r| {
@@ -214,6 +277,7 @@ impl SessionStore for SqliteStore {
                                 severity: crate::Severity::Info,
                                 created_at: r.get(4)?,
                                 expires_at: r.get(5)?,
+                                target: r.get(6)?,
                             },
                             r.get::<_, String>(3)?,
                         ))
@@ -240,7 +304,8 @@ impl SessionStore for SqliteStore {
                 .collect::<Result<Vec<_>, _>>()?;
             let live_rows = tx
                 .prepare_cached(
-                    "SELECT session_id, subscriptions FROM sessions WHERE last_seen >= ?1",
+                    "SELECT session_id, subscriptions FROM sessions
+                     WHERE last_seen >= ?1 AND ended_at IS NULL",
                 )?
                 .query_map([query.live_since], |r| {
                     Ok((r.get::<_, String>(0)?, r.get::<_, Option<String>>(1)?))

@@ -31,6 +31,7 @@ fn publish(store: &SqliteStore, channel: &str, severity: Severity, at: i64, ttl:
                 severity,
                 created_at: at,
                 expires_at: at + ttl,
+                target: None,
             },
             &crate::Actor::Daemon,
         )
@@ -125,6 +126,7 @@ fn a_read_only_store_reports_read_only() {
                 severity: Severity::Info,
                 created_at: T0,
                 expires_at: T0 + HOUR,
+                target: None,
             },
             &crate::Actor::Daemon,
         )
@@ -151,6 +153,7 @@ fn a_long_foreign_write_lock_reports_locked() {
             severity: Severity::Info,
             created_at: T0,
             expires_at: T0 + HOUR,
+            target: None,
         },
         &crate::Actor::Daemon,
     );
@@ -186,6 +189,7 @@ fn closing_keeps_a_short_wal_and_truncates_a_long_one() {
                     severity: Severity::Info,
                     created_at: T0 + i,
                     expires_at: T0 + HOUR,
+                    target: None,
                 },
                 &crate::Actor::Daemon,
             )
@@ -236,6 +240,7 @@ fn a_no_wait_read_answers_beside_a_foreign_write_lock_and_a_write_refuses() {
                 severity: Severity::Info,
                 created_at: T0,
                 expires_at: T0 + HOUR,
+                target: None,
             },
             &crate::Actor::Daemon,
         )
@@ -287,6 +292,7 @@ fn the_change_version_moves_on_every_commit_and_only_then() {
         severity: crate::Severity::Info,
         created_at: 1,
         expires_at: i64::MAX,
+        target: None,
     };
     crate::ChannelStore::publish(&store, &message, &crate::Actor::Daemon).unwrap();
     let second = store.change_version().unwrap().unwrap();
@@ -450,6 +456,7 @@ fn closing_at_exit_truncates_a_long_wal_as_closing_does() {
                     severity: Severity::Info,
                     created_at: T0 + i,
                     expires_at: T0 + HOUR,
+                    target: None,
                 },
                 &crate::Actor::Daemon,
             )

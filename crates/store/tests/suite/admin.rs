@@ -26,8 +26,49 @@ const TABLES: [&str; 15] = [
     "http_sessions",
 ];
 
+/// Takes a store back to schema version 4, behind its back: the sessions' lifecycle columns
+/// and the messages' target go, and the counters' triggers count every info message again.
+fn undo_version_5(location: &dyn Location) {
+    let common = "DROP INDEX messages_targeted; DROP INDEX sessions_by_parent;";
+    if location.spec().starts_with("postgres") {
+        // The trigger functions are replaced by the migration; PL/pgSQL reads columns late.
+        location.execute(&format!(
+            "{common} ALTER TABLE messages DROP COLUMN target;
+             ALTER TABLE sessions DROP COLUMN ended_at, DROP COLUMN parent_id,
+                 DROP COLUMN turn_started_at;"
+        ));
+    } else {
+        location.execute(&format!(
+            "DROP TRIGGER messages_counted; DROP TRIGGER messages_uncounted; {common}
+             ALTER TABLE messages DROP COLUMN target;
+             ALTER TABLE sessions DROP COLUMN ended_at;
+             ALTER TABLE sessions DROP COLUMN parent_id;
+             ALTER TABLE sessions DROP COLUMN turn_started_at;
+             CREATE TRIGGER messages_counted AFTER INSERT ON messages
+             BEGIN
+                 INSERT INTO channel_stats (channel, messages, info, last_info_id)
+                 VALUES (NEW.channel, 1, NEW.severity = 'info',
+                         CASE WHEN NEW.severity = 'info' THEN NEW.id ELSE 0 END)
+                 ON CONFLICT (channel) DO UPDATE SET
+                     messages = messages + 1,
+                     info = info + excluded.info,
+                     last_info_id = max(last_info_id, excluded.last_info_id);
+             END;
+             CREATE TRIGGER messages_uncounted AFTER DELETE ON messages
+             BEGIN
+                 UPDATE channel_stats
+                 SET messages = messages - 1, info = info - (OLD.severity = 'info')
+                 WHERE channel = OLD.channel;
+                 DELETE FROM channel_stats WHERE channel = OLD.channel AND messages <= 0;
+             END;"
+        ));
+    }
+    location.set_schema_version(4);
+}
+
 /// Takes a store back to schema version 3, behind its back: the daemons' shared state goes.
 fn undo_version_4(location: &dyn Location) {
+    undo_version_5(location);
     location.execute("DROP TABLE signing_keys; DROP TABLE http_sessions;");
     location.set_schema_version(3);
 }
@@ -66,6 +107,7 @@ pub(crate) fn a_fresh_store_has_the_current_schema_and_reopening_keeps_it(b: &dy
                 severity: Severity::Info,
                 created_at: T0,
                 expires_at: T0 + HOUR,
+                target: None,
             },
             &store::Actor::Daemon,
         )
@@ -105,6 +147,7 @@ pub(crate) fn a_version_1_store_is_migrated_to_the_current_schema(b: &dyn Backen
                 severity: Severity::Info,
                 created_at: T0,
                 expires_at: T0 + 60_000,
+                target: None,
             },
             &store::Actor::Daemon,
         )
@@ -221,6 +264,7 @@ pub(crate) fn the_change_version_moves_when_another_handle_publishes_or_clears(b
                 severity: Severity::Info,
                 created_at: T0,
                 expires_at: T0 + HOUR,
+                target: None,
             },
             &store::Actor::Daemon,
         )
@@ -268,6 +312,7 @@ pub(crate) fn a_version_2_store_gets_its_counters_and_marks(b: &dyn Backend) {
                     severity,
                     created_at: T0,
                     expires_at: T0 + HOUR,
+                    target: None,
                 },
                 &store::Actor::Daemon,
             )
@@ -331,6 +376,67 @@ pub(crate) fn an_older_store_without_its_tables_is_left_for_verification(b: &dyn
 
 /// A store of schema version 3 gets the daemons' shared state (signing keys, resumable HTTP
 /// sessions), keeping its data.
+pub(crate) fn a_version_4_store_gets_the_sessions_lifecycle(b: &dyn Backend) {
+    let store = fresh(b);
+    store
+        .publish(
+            &NewMessage {
+                channel: "a".into(),
+                body: "kept".into(),
+                severity: Severity::Info,
+                created_at: T0,
+                expires_at: T0 + HOUR,
+                target: None,
+            },
+            &store::Actor::Daemon,
+        )
+        .unwrap();
+    store
+        .record_sighting(&store::Sighting {
+            session_id: "s1".into(),
+            at: T0,
+            event: "SessionStart".into(),
+            transport: store::Transport::Hook,
+            cwd: None,
+            subscriptions: None,
+        })
+        .unwrap();
+    undo_version_5(&*store.location);
+    let (reopened, opened) = store.location.open(false).unwrap();
+    assert_eq!(opened, Opened::Existing);
+    assert_eq!(store.location.schema_version(), SCHEMA_VERSION);
+    assert_eq!(reopened.verify().unwrap().tables, TABLES);
+    assert_eq!(reopened.count_sessions(T0).unwrap(), 1);
+    assert!(reopened.end_session("s1", T0 + 1).unwrap());
+    assert_eq!(reopened.count_sessions(T0).unwrap(), 0);
+    // A message to one session is not an info message every session counts.
+    reopened
+        .publish(
+            &NewMessage {
+                channel: "a".into(),
+                body: "yours".into(),
+                severity: Severity::Info,
+                created_at: T0 + 2,
+                expires_at: T0 + HOUR,
+                target: Some("s2".into()),
+            },
+            &store::Actor::Daemon,
+        )
+        .unwrap();
+    assert_eq!(
+        store
+            .location
+            .scalar("SELECT info FROM channel_stats WHERE channel = 'a'"),
+        1
+    );
+    assert_eq!(
+        store
+            .location
+            .scalar("SELECT messages FROM channel_stats WHERE channel = 'a'"),
+        2
+    );
+}
+
 pub(crate) fn a_version_3_store_gets_the_daemons_state(b: &dyn Backend) {
     let store = fresh(b);
     store
@@ -341,6 +447,7 @@ pub(crate) fn a_version_3_store_gets_the_daemons_state(b: &dyn Backend) {
                 severity: Severity::Info,
                 created_at: T0,
                 expires_at: T0 + HOUR,
+                target: None,
             },
             &store::Actor::Daemon,
         )

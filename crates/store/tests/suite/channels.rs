@@ -16,6 +16,7 @@ fn publish(store: &Fixture, channel: &str, severity: Severity, at: i64, ttl: i64
                 severity,
                 created_at: at,
                 expires_at: at + ttl,
+                target: None,
             },
             &store::Actor::Daemon,
         )
@@ -506,6 +507,7 @@ fn fill(store: &Fixture, n: usize, channels: &[&str], at: i64) -> Vec<Message> {
                         severity,
                         created_at: at + i as i64,
                         expires_at: at + HOUR,
+                        target: None,
                     },
                     &store::Actor::Daemon,
                 )

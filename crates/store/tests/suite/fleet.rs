@@ -33,6 +33,7 @@ fn message(channel: &str, at: i64) -> NewMessage {
         severity: Severity::Alert,
         created_at: at,
         expires_at: at + HOUR,
+        target: None,
     }
 }
 
@@ -419,6 +420,7 @@ pub(crate) fn sightings_build_session_records(b: &dyn Backend) {
     let all = store
         .sessions(&SessionQuery {
             seen_since: None,
+            include_ended: false,
             offset: 0,
             limit: 10,
         })
@@ -450,6 +452,7 @@ pub(crate) fn sightings_build_session_records(b: &dyn Backend) {
         store
             .sessions(&SessionQuery {
                 seen_since: Some(since),
+                include_ended: false,
                 offset: 0,
                 limit: 10,
             })
@@ -463,6 +466,7 @@ pub(crate) fn sightings_build_session_records(b: &dyn Backend) {
     let second_page = store
         .sessions(&SessionQuery {
             seen_since: None,
+            include_ended: false,
             offset: 1,
             limit: 10,
         })

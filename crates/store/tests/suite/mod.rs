@@ -16,6 +16,7 @@ pub(crate) mod channels;
 pub(crate) mod daemon_state;
 pub(crate) mod enforcement_conditions;
 pub(crate) mod fleet;
+pub(crate) mod lifecycle;
 pub(crate) mod model;
 pub(crate) mod multiprocess;
 #[cfg(feature = "postgres")]

@@ -478,6 +478,7 @@ impl Model {
             severity: new.severity,
             created_at: new.created_at,
             expires_at: new.expires_at,
+            target: new.target.clone(),
         };
         self.next_message_id += 1;
         self.messages.insert(message.id, message.clone());
@@ -641,6 +642,7 @@ impl Model {
                             severity: schedule.severity,
                             created_at: now,
                             expires_at: now + Millis::from(schedule.ttl_seconds) * 1_000,
+                            target: None,
                         });
                         firings.push(Firing {
                             schedule_id: schedule.id,
@@ -836,6 +838,7 @@ fn new_message(op: &Op, now: Millis) -> NewMessage {
         severity: *severity,
         created_at: now,
         expires_at: now + ttl_ms,
+        target: None,
     }
 }
 

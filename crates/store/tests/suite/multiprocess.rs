@@ -43,6 +43,7 @@ pub(crate) fn child_writer(store: Arc<dyn Store>, worker: &str) {
                     },
                     created_at: T0 + i as i64,
                     expires_at: T0 + HOUR,
+                    target: None,
                 },
                 &store::Actor::Daemon,
             )

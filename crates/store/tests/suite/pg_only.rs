@@ -20,6 +20,7 @@ fn message(body: &str) -> NewMessage {
         severity: Severity::Alert,
         created_at: T0,
         expires_at: T0 + HOUR,
+        target: None,
     }
 }
 

@@ -229,6 +229,7 @@ fn fill(
             severity,
             created_at: now - 3_600_000 + i64::try_from(i).unwrap_or(0) % 3_000_000,
             expires_at: now + 86_400_000,
+            target: None,
         }
     };
     let session = |s: usize| {
