@@ -1079,6 +1079,7 @@ pub trait Store:
     + AuditStore
     + SessionStore
     + DaemonStateStore
+    + crate::PushStore
     + StoreAdmin
     + Send
     + Sync
@@ -1093,6 +1094,7 @@ impl<T> Store for T where
         + AuditStore
         + SessionStore
         + DaemonStateStore
+        + crate::PushStore
         + StoreAdmin
         + Send
         + Sync
