@@ -101,13 +101,20 @@ fn info_then_alert(s: &mut Server, env: &[(&str, &str)], tag: &str) {
 
 #[test]
 fn an_idle_legacy_session_is_pushed_alerts_not_info_on_one_thread() {
-    let mut s = Server::with_env(&[PUSH]);
     // Published before the session started: the hooks deliver it, no push.
-    publish(&s, &[], "ops", "critical", "before start");
+    let home = tempfile::tempdir().unwrap();
+    let home_env = [("HOOKS_MCP_HOME", home.path().to_str().unwrap())];
+    let out = Command::new(full_bin())
+        .args(["channel", "publish", "ops", "before", "--severity", "critical"])
+        .envs(home_env)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let mut s = Server::with_env(&[PUSH, home_env[0]]);
     let init = s.handshake();
     assert_eq!(capability(&init["result"]), &json!({}), "{init}");
-    info_then_alert(&mut s, &[], "legacy");
-    publish(&s, &[], "global", "critical", "everyone");
+    info_then_alert(&mut s, &home_env, "legacy");
+    publish(&s, &home_env, "global", "critical", "everyone");
     let params = pushed(&mut s);
     assert_eq!(params["meta"]["severity"], "critical");
     assert_eq!(params["meta"]["channel"], "global");
