@@ -86,7 +86,7 @@ impl Session {
 
     /// Publishes through a store handle of its own (as another process would); returns the id.
     fn publish(&self, severity: store::Severity, body: &str) -> i64 {
-        let writer = store::SqliteStore::open(&self.path).unwrap();
+        let writer = store::SqliteStore::create(&self.path).unwrap();
         let now = server_full::now_ms();
         writer
             .publish(
