@@ -105,7 +105,14 @@ fn an_idle_legacy_session_is_pushed_alerts_not_info_on_one_thread() {
     let home = tempfile::tempdir().unwrap();
     let home_env = [("HOOKS_MCP_HOME", home.path().to_str().unwrap())];
     let out = Command::new(full_bin())
-        .args(["channel", "publish", "ops", "before", "--severity", "critical"])
+        .args([
+            "channel",
+            "publish",
+            "ops",
+            "before",
+            "--severity",
+            "critical",
+        ])
         .envs(home_env)
         .output()
         .unwrap();

@@ -486,8 +486,15 @@ fn a_pushing_session_declares_the_channel_and_opens_with_either_revision() {
     assert!(!modern.is_open(), "a refused request opens nothing");
     let discover = br#"{"jsonrpc":"2.0","id":2,"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}"#;
     let r = reply(modern.handle(discover));
-    assert_eq!(r["result"]["capabilities"]["experimental"]["claude/channel"], json!({}));
+    assert_eq!(
+        r["result"]["capabilities"]["experimental"]["claude/channel"],
+        json!({})
+    );
     assert!(modern.is_open());
     let plain = reply(session().handle(INIT.as_bytes()));
-    assert!(plain["result"]["capabilities"].get("experimental").is_none());
+    assert!(
+        plain["result"]["capabilities"]
+            .get("experimental")
+            .is_none()
+    );
 }
