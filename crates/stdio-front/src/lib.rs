@@ -80,10 +80,6 @@ pub fn run() -> ExitCode {
         let args = rest.into_iter().map(OsString::from);
         return launch::exec(&launch::full_binary(), args, None, &mode);
     }
-    let (filter, warnings) = Filter::from_env();
-    for w in &warnings {
-        protocol_lite::diag!("hooks-mcp: warning: {w}");
-    }
     let store = sqlite_store_file(|name| std::env::var_os(name)).filter(|_| watch::CAN_WATCH);
     let pushing = match Decision::from_vars(|name| std::env::var(name).ok()) {
         Decision::Off => None,
@@ -109,6 +105,11 @@ pub fn run() -> ExitCode {
             }
         }
     };
+    // After the exec above: the full server prints these itself.
+    let (filter, warnings) = Filter::from_env();
+    for w in &warnings {
+        protocol_lite::diag!("hooks-mcp: warning: {w}");
+    }
     let session = match light_session(&filter, &mode, pushing.is_some()) {
         Ok(session) => session,
         Err(message) => {

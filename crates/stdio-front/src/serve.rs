@@ -1,7 +1,8 @@
 //! The light session's loop: one thread `poll`ing stdin and, while a subscription asks for
-//! resource list changes or push is on, the watches on the store. It answers what the light session answers,
-//! fetches the store's listing from a child when it must, and hands the session to the full
-//! server by `exec` on the first request it cannot serve.
+//! resource list changes or push is on, the watches on the store. It answers what the light
+//! session answers, fetches the store's listing (or the messages to push) from a child when it
+//! must, and hands the session to the full server by `exec` on the first request it cannot
+//! serve.
 
 use std::io::{self, Stdin, StdoutLock, Write};
 use std::ops::Range;
