@@ -17,6 +17,7 @@ mod errors;
 mod handoff;
 mod handshake;
 mod lazy;
+mod push;
 mod python_clients;
 mod resources;
 mod stateless;

@@ -125,6 +125,12 @@ impl Server {
         serde_json::from_str(&line).unwrap_or_else(|e| panic!("bad JSON {line:?}: {e}"))
     }
 
+    /// The next line within `limit`, parsed; `None` when none came.
+    pub fn recv_within(&mut self, limit: Duration) -> Option<Value> {
+        let line = self.lines.recv_timeout(limit).ok()?;
+        Some(serde_json::from_str(&line).unwrap_or_else(|e| panic!("bad JSON {line:?}: {e}")))
+    }
+
     /// The next raw response line.
     pub fn recv_line(&mut self) -> String {
         self.lines

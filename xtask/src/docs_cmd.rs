@@ -32,6 +32,10 @@ pub(crate) fn groups() -> Vec<(&'static str, &'static [Setting])> {
         ("Stdio front end", protocol_lite::setting::LAUNCH_SETTINGS),
         ("Store", store::SETTINGS),
         ("Sessions", server_full::SESSION_SETTINGS),
+        (
+            "Push into an idle session",
+            protocol_lite::setting::PUSH_SETTINGS,
+        ),
         ("Network service", daemon::lifecycle::NETWORK_SETTINGS),
         (
             "Hooks: forwarding to the daemon",

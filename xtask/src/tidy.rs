@@ -20,7 +20,7 @@ const SKIPPED_DIRS: [&str; 3] = ["target", "fixtures", "node_modules"];
 
 /// Line budgets: (folder, most lines all its `.rs` files may add up to).
 const LINE_BUDGETS: [(&str, usize); 2] = [
-    ("crates/server-full/src", 3_000),
+    ("crates/server-full/src", 3_200),
     ("crates/hooks-mcp/src", 1_200),
 ];
 

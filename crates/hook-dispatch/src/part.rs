@@ -343,31 +343,9 @@ impl Subscriptions {
 
     /// Parses a [`CHANNELS_ENV`] value: comma separated names, `global` always included;
     /// blank, `all` or `*` for every channel. Invalid names go to `warn` and are skipped.
-    pub fn parse(value: &str, mut warn: impl FnMut(String)) -> Subscriptions {
-        let names: Vec<&str> = value
-            .split(',')
-            .map(str::trim)
-            .filter(|n| !n.is_empty())
-            .collect();
-        if names.is_empty()
-            || names
-                .iter()
-                .any(|n| *n == "*" || n.eq_ignore_ascii_case("all"))
-        {
-            return Subscriptions { channels: None };
-        }
-        let mut channels = vec![store::rules::GLOBAL_CHANNEL.to_owned()];
-        for name in names {
-            match store::rules::check_channel_name(name) {
-                Ok(()) if !channels.iter().any(|c| c == name) => channels.push(name.to_owned()),
-                Ok(()) => {}
-                Err(e) => warn(format!(
-                    "{CHANNELS_ENV}: channel `{name}` {e}; it is skipped"
-                )),
-            }
-        }
+    pub fn parse(value: &str, warn: impl FnMut(String)) -> Subscriptions {
         Subscriptions {
-            channels: Some(channels),
+            channels: tools_channels::subscribed_channels(value, warn),
         }
     }
 }

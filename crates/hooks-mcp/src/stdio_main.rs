@@ -6,20 +6,24 @@
 //! operator's pages or the operator commands that `hooks-mcp-full` carries, so a session that
 //! called a tool keeps less memory. Started without a handed-over session, it serves stdio from
 //! the start, as `hooks-mcp-full serve` does. `--list-resources` prints the store's
-//! `resources/list` result and exits (the front end's child while it holds a subscription).
+//! `resources/list` result and exits (the front end's child while it holds a subscription);
+//! `--pending-pushes CURSOR` prints the urgent messages to push into the session after the
+//! cursor and exits (the front end's child while push is on).
 
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
     // A stdio server stays quiet: warnings only, unless HOOKS_MCP_LOG says otherwise.
     server_full::logging::init("warn,rmcp=error");
-    let listing = std::env::args()
-        .nth(1)
-        .is_some_and(|a| a == protocol_lite::setting::LIST_RESOURCES_ARG);
-    let outcome = if listing {
-        server_full::stdio::print_resources_from_env()
-    } else {
-        server_full::stdio::serve_from_env()
+    let mut args = std::env::args().skip(1);
+    let outcome = match args.next().as_deref() {
+        Some(protocol_lite::setting::LIST_RESOURCES_ARG) => {
+            server_full::stdio::print_resources_from_env().map_err(|e| e.to_string())
+        }
+        Some(protocol_lite::setting::PENDING_PUSHES_ARG) => {
+            server_full::print_pending_from_env(&args.next().unwrap_or_default())
+        }
+        _ => server_full::stdio::serve_from_env().map_err(|e| e.to_string()),
     };
     match outcome {
         Ok(()) => ExitCode::SUCCESS,

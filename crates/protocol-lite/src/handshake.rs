@@ -49,6 +49,9 @@ pub fn negotiate(requested: &str) -> &'static str {
 pub struct ServerIdentity {
     /// Instructions for the model, if any (every token is paid by every session).
     pub instructions: Option<String>,
+    /// Whether the server pushes messages into the session: it then declares
+    /// `experimental["claude/channel"]` (see [`crate::push`]).
+    pub channel: bool,
 }
 
 // Field order and omissions follow rmcp's `InitializeResult`, so the light path's bytes equal
@@ -86,6 +89,8 @@ struct DiscoverMeta {
 
 #[derive(Serialize)]
 struct Capabilities {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    experimental: Option<Experimental>,
     logging: Empty,
     #[serde(skip_serializing_if = "Option::is_none")]
     completions: Option<Empty>,
@@ -94,6 +99,13 @@ struct Capabilities {
     #[serde(skip_serializing_if = "Option::is_none")]
     resources: Option<ResourcesCapability>,
     tools: ToolsCapability,
+}
+
+/// The experimental capabilities: Claude Code's channel, when the server pushes.
+#[derive(Serialize)]
+struct Experimental {
+    #[serde(rename = "claude/channel")]
+    channel: Empty,
 }
 
 #[derive(Serialize)]
@@ -156,7 +168,7 @@ impl ServerIdentity {
     pub fn initialize_result_with(&self, requested_version: &str, features: Features) -> Value {
         let result = InitializeResult {
             protocol_version: negotiate(requested_version),
-            capabilities: Capabilities::of(features),
+            capabilities: Capabilities::of(features, self.channel),
             server_info: ServerInfo::HOOKS_MCP,
             instructions: self.instructions.as_deref(),
         };
@@ -179,7 +191,7 @@ impl ServerIdentity {
         let result = DiscoverResult {
             result_type: "complete",
             supported_versions: SUPPORTED_VERSIONS,
-            capabilities: Capabilities::of(features),
+            capabilities: Capabilities::of(features, self.channel),
             instructions: self.instructions.as_deref(),
             ttl_ms: STABLE_TTL_MS,
             cache_scope: "public",
@@ -193,8 +205,9 @@ impl ServerIdentity {
 }
 
 impl Capabilities {
-    fn of(features: Features) -> Self {
+    fn of(features: Features, channel: bool) -> Self {
         Capabilities {
+            experimental: channel.then_some(Experimental { channel: Empty {} }),
             logging: Empty {},
             completions: features.completions.then_some(Empty {}),
             prompts: features.prompts.then_some(PromptsCapability {

@@ -25,6 +25,9 @@
 //!   `POST` per call to a loopback address only, with the daemon's bearer token and short
 //!   timeouts. The hook command hands events to the daemon through it instead of opening a
 //!   database connection of its own.
+//! - [`push`]: pushing urgent messages into a session (Claude Code's channels): whether a
+//!   process pushes, the `notifications/claude/channel` line, the cursor carried across the
+//!   handoff and the batch the store's child prints for the front end.
 //! - [`setting`]: the [`setting::Setting`] record every crate documents its settings with, and
 //!   the front end's own settings.
 //!
@@ -64,4 +67,5 @@ pub mod jsonrpc;
 pub mod light;
 pub mod local_daemon;
 pub mod modern;
+pub mod push;
 pub mod setting;

@@ -75,6 +75,8 @@ pub struct LightSession {
     replay: Vec<u8>,
     initialize_id: Option<Value>,
     held: Vec<Held>,
+    /// Whether a 2026-07-28 request was served (the client knows the server).
+    modern: bool,
 }
 
 impl LightSession {
@@ -95,6 +97,7 @@ impl LightSession {
             replay: Vec::new(),
             initialize_id: None,
             held: Vec::new(),
+            modern: false,
         }
     }
 
@@ -122,6 +125,12 @@ impl LightSession {
     /// to the replayed request must be suppressed.
     pub fn initialize_id(&self) -> Option<&Value> {
         self.initialize_id.as_ref()
+    }
+
+    /// Whether the client opened the session: `initialize` was answered, or a 2026-07-28
+    /// request (`server/discover`, a list...) was served. Nothing is pushed before.
+    pub fn is_open(&self) -> bool {
+        self.initialize_id.is_some() || self.modern
     }
 
     /// The ids of the subscriptions this session holds, oldest first; the full server's own
@@ -312,6 +321,7 @@ impl LightSession {
         if version != STATELESS_VERSION {
             return Step::Handoff(format!("`{method}` for protocol version {version}"));
         }
+        self.modern = true;
         let result = match method {
             "server/discover" => {
                 return Step::Reply(jsonrpc::result_line(&id, &self.identity.discover_result()));

@@ -38,6 +38,20 @@ pub const SUPPRESS_ACKS_ENV: &str = "HOOKS_MCP_SUPPRESS_ACKS";
 /// (2026-07-28 form, one JSON object) and exit (internal): how the front end answers
 /// `resources/list` and watches the list for a held subscription without linking the store.
 pub const LIST_RESOURCES_ARG: &str = "--list-resources";
+/// The argument that makes `hooks-mcp-stdio` print the urgent messages waiting to be pushed
+/// into its session after a cursor (the next argument, [`crate::push::Cursor`]'s text) as one
+/// [`crate::push::Batch`] and exit (internal): how the front end pushes into an idle session
+/// without linking the store.
+pub const PENDING_PUSHES_ARG: &str = "--pending-pushes";
+/// Turns on pushing urgent messages into the session (`notifications/claude/channel`).
+pub const PUSH_ENV: &str = "HOOKS_MCP_CHANNEL_PUSH";
+/// The channels allowed to push into the session (default: every channel it receives).
+pub const PUSH_CHANNELS_ENV: &str = "HOOKS_MCP_PUSH_CHANNELS";
+/// Tells the full server where the front end's pushes stopped (internal): the
+/// [`crate::push::Cursor`] text, so that nothing is pushed twice or lost across the handoff.
+pub const PUSH_CURSOR_ENV: &str = "HOOKS_MCP_PUSH_CURSOR";
+/// Environment variables naming the agent session a stdio server acts for, in priority order.
+pub const SESSION_ENV: [&str; 2] = ["HOOKS_MCP_SESSION_ID", "CLAUDE_CODE_SESSION_ID"];
 
 /// The front end's settings.
 pub const LAUNCH_SETTINGS: &[Setting] = &[
@@ -68,5 +82,28 @@ pub const LAUNCH_SETTINGS: &[Setting] = &[
         flag: "",
         default: "warn",
         effect: "Log filter for stderr (`debug` reports when and why the handoff happened).",
+    },
+];
+
+/// The settings of pushing into an idle session (docs/hooks.md, "Push into an idle session").
+pub const PUSH_SETTINGS: &[Setting] = &[
+    Setting {
+        env: PUSH_ENV,
+        flag: "",
+        default: "off",
+        effect: "stdio only: `on` declares Claude Code's `claude/channel` capability and pushes \
+                 each new unacknowledged `alert` or `critical` message of the session's channels \
+                 into the session as `notifications/claude/channel`, idle or not, within a \
+                 second of its publication. Needs the session's id (`HOOKS_MCP_SESSION_ID` or \
+                 `CLAUDE_CODE_SESSION_ID`) and Claude Code started with the server named in \
+                 `--channels` or `--dangerously-load-development-channels server:<name>`.",
+    },
+    Setting {
+        env: PUSH_CHANNELS_ENV,
+        flag: "",
+        default: "every channel received",
+        effect: "With push on: comma-separated channels allowed to push (of those the session \
+                 receives, `HOOKS_MCP_CHANNELS`); `global` only when listed. Unset, blank, `all` \
+                 or `*`: every channel the session receives.",
     },
 ];

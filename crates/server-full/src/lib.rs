@@ -15,6 +15,9 @@
 //! - [`StoreChanges`]: the process's one feed of store changes (SQLite's data version or
 //!   PostgreSQL's LISTEN), which resource subscriptions, the daemon's scheduler and the
 //!   console's live pages all subscribe to.
+//! - [`ChannelPush`]: pushing urgent messages into a stdio session (`HOOKS_MCP_CHANNEL_PUSH`,
+//!   Claude Code's channels): the batches the front end's child prints, and after a handoff a
+//!   task woken by [`StoreChanges`] that sends them through rmcp's peer.
 //! - [`CallObserver`]: how a host (the network daemon's metrics) hears of each tool call.
 //! - [`link_tools`]: names every tools crate, so their registrations are linked into any
 //!   binary that uses this crate.
@@ -32,6 +35,7 @@ pub mod logging;
 mod memory;
 mod modern;
 mod observe;
+mod push;
 mod registry;
 mod resources_and_prompts;
 mod server;
@@ -42,6 +46,7 @@ mod watch;
 
 pub use modern::SESSION_META_KEY;
 pub use observe::{CallObserver, CallOutcome};
+pub use push::{ChannelPush, print_pending_from_env};
 pub use registry::{ToolEntry, link_tools};
 pub use server::HooksServer;
 pub use settings::{SESSION_ENV, SESSION_SETTINGS, Settings, SettingsError, mode_from_env, now_ms};

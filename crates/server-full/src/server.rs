@@ -29,6 +29,7 @@ use crate::client_link::CallClient;
 use crate::discovery;
 use crate::modern::{self, Cache, Cacheable};
 use crate::observe::{CallObserver, CallOutcome};
+use crate::push::ChannelPush;
 use crate::registry::{self, Registry, ToolEntry};
 use crate::resources_and_prompts::{self, CompletionTarget};
 use crate::settings::{Settings, SettingsError, now_ms};
@@ -93,6 +94,7 @@ impl HooksServer {
         let (registry, warnings) = registry::build(&settings.filter, &settings.mode)?;
         let identity = ServerIdentity {
             instructions: registry.instructions.clone(),
+            channel: settings.extensions.get::<ChannelPush>().is_some(),
         };
         let info = server_config(&identity)?;
         let tools_of = |values: Vec<Value>| {
@@ -171,6 +173,16 @@ impl HooksServer {
     /// The process's feed of store changes, shared by every consumer (none without a store).
     pub fn store_changes(&self) -> Option<&StoreChanges> {
         self.inner.changes.as_ref()
+    }
+
+    /// What this server pushes into its session, when it pushes (stdio only).
+    pub fn channel_push(&self) -> Option<&ChannelPush> {
+        self.inner.extensions.get::<ChannelPush>()
+    }
+
+    /// The store, when the server has one.
+    pub(crate) fn store(&self) -> Option<store::StoreHandle> {
+        self.inner.extensions.get::<store::StoreHandle>().cloned()
     }
 
     /// Every tool name a call may name: the discovery tools and each tool the filters expose
@@ -934,7 +946,10 @@ impl ServerHandler for HooksServer {
         {
             *text = format!("{}\n{rest}", catalogue::SESSIONLESS_LEAD);
         }
-        let identity = ServerIdentity { instructions };
+        let identity = ServerIdentity {
+            instructions,
+            channel: self.channel_push().is_some(),
+        };
         typed(identity.discover_result_with(resources_and_prompts::features()))
     }
 

@@ -7,7 +7,7 @@ use catalogue::{Extensions, Filter, FilterWarning, SessionPolicy, StartMode};
 use store::{Opened, StoreError, StoreHandle};
 
 /// Environment variables naming the agent session a stdio server acts for, in priority order.
-pub const SESSION_ENV: [&str; 2] = ["HOOKS_MCP_SESSION_ID", "CLAUDE_CODE_SESSION_ID"];
+pub use protocol_lite::setting::SESSION_ENV;
 
 /// The settings this module parses, for the generated configuration reference.
 pub const SESSION_SETTINGS: &[catalogue::Setting] = &[
@@ -73,6 +73,9 @@ impl Settings {
         let (store, opened) = store::open_from_env(true)?;
         let mut extensions = Settings::extensions(store);
         extensions.insert(store::Transport::Stdio);
+        if let Some(push) = crate::ChannelPush::from_env() {
+            extensions.insert(push);
+        }
         let settings = Settings {
             filter,
             session,

@@ -215,12 +215,19 @@ where
         subscribed: server.subscribed_signal(),
         listening,
     };
+    let pusher = crate::push::Pusher::of(&server);
     let outcome = match server.serve(transport).await {
-        Ok(running) => running
-            .waiting()
-            .await
-            .map(|_| ())
-            .map_err(|e| StdioError::Session(e.to_string())),
+        Ok(running) => {
+            // Once the session is open: what is pending, then each new urgent message.
+            let pushing = pusher.map(|p| tokio::spawn(p.run(running.peer().clone())));
+            let waited = running.waiting().await;
+            if let Some(task) = pushing {
+                task.abort();
+            }
+            waited
+                .map(|_| ())
+                .map_err(|e| StdioError::Session(e.to_string()))
+        }
         // The client left before opening a session: a probe (`server/discover`) and nothing
         // else, or no request at all. Nothing failed.
         Err(rmcp::service::ServerInitializeError::ConnectionClosed(_)) => Ok(()),

@@ -17,6 +17,11 @@
 //! - The store's resource list, fetched from a short-lived child
 //!   (`hooks-mcp-stdio --list-resources`) to answer `resources/list` and to tell a watched
 //!   list's changes, at a bounded rate.
+//! - Pushing into an idle session (`HOOKS_MCP_CHANNEL_PUSH`): a second inotify descriptor on
+//!   the store's directory, and after a write a short-lived child
+//!   (`hooks-mcp-stdio --pending-pushes`) that prints the urgent messages to push; the front
+//!   end writes them as `notifications/claude/channel` and hands its cursor to the full server.
+//!   Push on a store it cannot watch (PostgreSQL) starts the full server at once.
 //! - The handoff: the replay file and the environment that tells the full server what was
 //!   already answered, and the `exec`.
 //!
@@ -30,6 +35,7 @@
 mod child;
 mod error;
 mod launch;
+mod push;
 mod resources;
 mod serve;
 mod watch;
@@ -44,6 +50,7 @@ use catalogue::{
 use protocol_lite::handshake::ServerIdentity;
 use protocol_lite::light::LightSession;
 use protocol_lite::modern::CacheHints;
+use protocol_lite::push::Decision;
 use protocol_lite::setting::{CATALOGUE_BIN_ENV, CATALOGUE_TIMEOUT_ENV};
 
 pub use watch::{DATABASE_URL_ENV, HOME_ENV, sqlite_store_file};
@@ -73,26 +80,59 @@ pub fn run() -> ExitCode {
         let args = rest.into_iter().map(OsString::from);
         return launch::exec(&launch::full_binary(), args, None, &mode);
     }
+    let store = sqlite_store_file(|name| std::env::var_os(name)).filter(|_| watch::CAN_WATCH);
+    let pushing = match Decision::from_vars(|name| std::env::var(name).ok()) {
+        Decision::Off => None,
+        Decision::Refused(why) => {
+            protocol_lite::diag!("hooks-mcp: warning: {why}");
+            None
+        }
+        Decision::On { .. } => {
+            // Before the catalogue child: nothing published from now on is missed.
+            let since = now_ms();
+            match store.as_deref().map(|db| push::Pushing::start(db, since)) {
+                Some(Ok(pushing)) => Some(pushing),
+                failed => {
+                    // PostgreSQL, or no watch: the full server hears the store's changes.
+                    let why = match failed {
+                        Some(Err(e)) => e.to_string(),
+                        _ => "the store is not a local SQLite file".into(),
+                    };
+                    debug(|| format!("push on, served by the full server from the start: {why}"));
+                    let args = std::iter::once(OsString::from("serve-stdio"));
+                    return launch::exec(&launch::stdio_binary(), args, None, &mode);
+                }
+            }
+        }
+    };
+    // After the exec above: the full server prints these itself.
     let (filter, warnings) = Filter::from_env();
     for w in &warnings {
         protocol_lite::diag!("hooks-mcp: warning: {w}");
     }
-    let session = match light_session(&filter, &mode) {
+    let session = match light_session(&filter, &mode, pushing.is_some()) {
         Ok(session) => session,
         Err(message) => {
             protocol_lite::diag!("hooks-mcp: cannot start: {message}");
             return ExitCode::FAILURE;
         }
     };
-    let store = sqlite_store_file(|name| std::env::var_os(name)).filter(|_| watch::CAN_WATCH);
     let session = session.with_resource_watch(store.is_some());
-    serve::serve(session, &mode, store)
+    serve::serve(session, &mode, store, pushing)
+}
+
+/// The current time in Unix milliseconds (the clock publications are stamped with).
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
 }
 
 /// The session for `mode` and `filter`: the listing (every tool as MCP JSON text) is filtered
 /// and serialized into the one `tools/list` answer, then freed, so the session keeps that text
 /// and no JSON tree.
-fn light_session(filter: &Filter, mode: &StartMode) -> Result<LightSession, String> {
+/// `channel`: the session pushes urgent messages (it declares `claude/channel`).
+fn light_session(filter: &Filter, mode: &StartMode, channel: bool) -> Result<LightSession, String> {
     let dump = generate_listing().map_err(|e| e.to_string())?;
     let listing = Listing::from_json(&dump)
         .map_err(|e| format!("the catalogue child's output is unusable: {e}"))?;
@@ -102,6 +142,7 @@ fn light_session(filter: &Filter, mode: &StartMode) -> Result<LightSession, Stri
     }
     let identity = ServerIdentity {
         instructions: visible.instructions(mode),
+        channel,
     };
     let tools = visible.tools_list_json(mode);
     debug(|| format!("light path ready ({mode}): {} tools visible", visible.len()));

@@ -1,7 +1,8 @@
 //! The light session's loop: one thread `poll`ing stdin and, while a subscription asks for
-//! resource list changes, the watch on the store. It answers what the light session answers,
-//! fetches the store's listing from a child when it must, and hands the session to the full
-//! server by `exec` on the first request it cannot serve.
+//! resource list changes or push is on, the watches on the store. It answers what the light
+//! session answers, fetches the store's listing (or the messages to push) from a child when it
+//! must, and hands the session to the full server by `exec` on the first request it cannot
+//! serve.
 
 use std::io::{self, Stdin, StdoutLock, Write};
 use std::ops::Range;
@@ -13,11 +14,13 @@ use std::time::{Duration, Instant};
 use catalogue::StartMode;
 use protocol_lite::light::{LightSession, Step};
 use protocol_lite::modern::{self, Listen};
+use protocol_lite::setting::PUSH_CURSOR_ENV;
 use rustix::event::{PollFd, PollFlags, poll};
 
 use crate::child::timespec;
 use crate::error::{FrontError, debug};
 use crate::launch;
+use crate::push::Pushing;
 use crate::resources;
 use crate::watch::{Pacer, StoreWatch};
 
@@ -144,12 +147,20 @@ struct Front<'a> {
     /// `hooks-mcp-stdio`: the listing child and the handoff's target.
     stdio: PathBuf,
     watching: Option<Watching>,
+    /// Pushing urgent messages into the session, when push is on.
+    pushing: Option<Pushing>,
 }
 
 /// Serves `session` until stdin ends (exit 0) or a handoff (which does not return unless the
 /// full server cannot be started). `store`: the SQLite database to watch for held
-/// `resourcesListChanged` subscriptions (the session hands those off without one).
-pub(crate) fn serve(session: LightSession, mode: &StartMode, store: Option<PathBuf>) -> ExitCode {
+/// `resourcesListChanged` subscriptions (the session hands those off without one); `pushing`:
+/// the watch that pushes urgent messages, when push is on.
+pub(crate) fn serve(
+    session: LightSession,
+    mode: &StartMode,
+    store: Option<PathBuf>,
+    pushing: Option<Pushing>,
+) -> ExitCode {
     let stdin = io::stdin();
     let mut input = Input::new();
     let mut front = Front {
@@ -159,6 +170,7 @@ pub(crate) fn serve(session: LightSession, mode: &StartMode, store: Option<PathB
         store,
         stdio: launch::stdio_binary(),
         watching: None,
+        pushing,
     };
     loop {
         while let Some(line) = input.next_line() {
@@ -179,13 +191,40 @@ pub(crate) fn serve(session: LightSession, mode: &StartMode, store: Option<PathB
             }
             continue;
         }
-        let (readable, woken) = {
+        // Nothing is pushed before the client opened the session.
+        let push_wait = match &front.pushing {
+            Some(p) if front.session.is_open() => p.wait(now),
+            _ => None,
+        };
+        if push_wait == Some(Duration::ZERO) {
+            if let Flow::Exit(code) = front.push() {
+                return code;
+            }
+            continue;
+        }
+        let wait = match (wait, push_wait) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        let (readable, woken, pushed) = {
             let watch_fd = front.watching.as_ref().map(|w| w.watch.fd());
+            let push_fd = front.pushing.as_ref().map(Pushing::fd);
+            // stdin, then the watches there are (the unused places are never polled).
             let mut fds = [
                 PollFd::new(&stdin, PollFlags::IN),
-                PollFd::from_borrowed_fd(watch_fd.unwrap_or(stdin.as_fd()), PollFlags::IN),
+                PollFd::new(&stdin, PollFlags::IN),
+                PollFd::new(&stdin, PollFlags::IN),
             ];
-            let polled = if watch_fd.is_some() { 2 } else { 1 };
+            let mut polled = 1;
+            let mut places = [None, None];
+            for (fd, place) in [watch_fd, push_fd].into_iter().zip(&mut places) {
+                if let Some(fd) = fd {
+                    fds[polled] = PollFd::from_borrowed_fd(fd, PollFlags::IN);
+                    *place = Some(polled);
+                    polled += 1;
+                }
+            }
+            let [watch_at, push_at] = places;
             let timeout = wait.map(timespec);
             match poll(&mut fds[..polled], timeout.as_ref()) {
                 Ok(_) => {}
@@ -196,16 +235,20 @@ pub(crate) fn serve(session: LightSession, mode: &StartMode, store: Option<PathB
                 }
             }
             let ready = PollFlags::IN | PollFlags::HUP | PollFlags::ERR | PollFlags::NVAL;
-            (
-                fds[0].revents().intersects(ready),
-                polled == 2 && fds[1].revents().intersects(ready),
-            )
+            let is_ready = |at: Option<usize>| {
+                at.and_then(|i| fds.get(i))
+                    .is_some_and(|f| f.revents().intersects(ready))
+            };
+            (is_ready(Some(0)), is_ready(watch_at), is_ready(push_at))
         };
         if woken
             && let Some(watching) = &mut front.watching
             && drain(&watching.watch)
         {
             watching.pacer.woken();
+        }
+        if pushed && let Some(pushing) = &mut front.pushing {
+            pushing.woken();
         }
         if readable && let Err(e) = input.fill(&stdin) {
             protocol_lite::diag!("hooks-mcp: cannot read stdin: {e}");
@@ -272,6 +315,22 @@ impl Front<'_> {
         self.write(&ack)
     }
 
+    /// Runs the push child and writes what it found.
+    fn push(&mut self) -> Flow {
+        let Some(pushing) = &mut self.pushing else {
+            return Flow::Continue;
+        };
+        let lines = pushing.run(&self.stdio);
+        let mut flow = Flow::Continue;
+        for line in lines {
+            flow = self.write(&line);
+            if matches!(flow, Flow::Exit(_)) {
+                break;
+            }
+        }
+        flow
+    }
+
     /// Runs the listing child for the watch and tells every subscription that asked when the
     /// list changed.
     fn check_resources(&mut self) -> Flow {
@@ -319,7 +378,12 @@ impl Front<'_> {
     /// Hands the session to the full server: `raw` is the trigger, `read_ahead` what followed.
     fn handoff(&mut self, raw: &[u8], read_ahead: &[u8], reason: &str) -> ExitCode {
         debug(|| format!("handing the session to the full server: {reason}"));
-        let handoff = self.session.handoff(raw, read_ahead);
+        let mut handoff = self.session.handoff(raw, read_ahead);
+        if let Some(pushing) = &self.pushing {
+            handoff
+                .env
+                .push((PUSH_CURSOR_ENV, pushing.cursor().to_string()));
+        }
         let _ = self.out.flush();
         launch::exec(
             &self.stdio,

@@ -1140,6 +1140,7 @@ pub trait Store:
     + AuditStore
     + SessionStore
     + DaemonStateStore
+    + crate::PushStore
     + StoreAdmin
     + Send
     + Sync
@@ -1154,6 +1155,7 @@ impl<T> Store for T where
         + AuditStore
         + SessionStore
         + DaemonStateStore
+        + crate::PushStore
         + StoreAdmin
         + Send
         + Sync

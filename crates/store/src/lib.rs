@@ -21,6 +21,7 @@
 //!   ([`open_sqlite_from_env`] for a program that links no PostgreSQL client).
 //! - [`StoreLocation`]: where the database lives (`HOOKS_MCP_HOME`, else the XDG state directory).
 //! - [`StoreError`]: typed failures that say what is wrong and how to repair it.
+//! - [`PushStore`]: the urgent messages to push into one session (Claude Code's channels).
 //! - [`no_wait`]: store calls that answer at once or refuse, for servers that run read-only
 //!   tools on their async thread.
 //!
@@ -40,6 +41,7 @@ mod location;
 pub mod no_wait;
 #[cfg(feature = "postgres")]
 mod postgres;
+mod push;
 mod retention;
 pub mod rules;
 mod sqlite;
@@ -52,6 +54,7 @@ pub use location::{HOME_ENV, StoreLocation};
 pub use postgres::{
     CONNECT_TIMEOUT_ENV, POOL_SIZE_ENV, PgOptions, PostgresStore, STATEMENT_TIMEOUT_ENV,
 };
+pub use push::{PushQuery, PushStore};
 pub use retention::{
     AUDIT_RETENTION_ENV, Pruned, Retention, SESSION_LIVE_ENV, SESSION_RETENTION_ENV, housekeeping,
 };

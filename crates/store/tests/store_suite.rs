@@ -70,6 +70,11 @@ backend_suite! {
         session_state_holds_across_handles,
         a_new_session_receives_its_budget_and_a_count_of_the_rest,
     ],
+    push: [
+        only_new_unacknowledged_urgent_messages_are_pushed_in_id_order,
+        pushes_follow_the_channel_list,
+        a_message_to_one_session_is_pushed_to_it_alone,
+    ],
     daemon_state: [
         signing_keys_are_made_once_shared_rotated_and_retired,
         concurrent_first_callers_agree_on_one_key,

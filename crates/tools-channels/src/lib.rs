@@ -11,6 +11,8 @@
 //!   fill the budget by severity, newest first, and one summary line names what is left out
 //!   ([`summary_line`]). The same budget bounds a channel resource's text
 //!   ([`fit_channel_resource`]).
+//! - Which channels reach a session: [`subscribed_channels`] (`HOOKS_MCP_CHANNELS`, the hooks'
+//!   rule) and [`push_channels`] (those allowed to push into it, `HOOKS_MCP_PUSH_CHANNELS`).
 //!
 //! # What it must not depend on
 //!
@@ -28,6 +30,7 @@ use store::rules::{
 use store::{Message, MessageQuery, MessageScope, NewMessage, Severity, StoreHandle};
 
 mod budget;
+mod subscriptions;
 #[cfg(test)]
 mod tests;
 
@@ -36,6 +39,7 @@ pub use budget::{
     MIN_BUDGET_TOKENS, SUMMARY_MAX_BYTES, estimate_tokens, fit_channel_resource, render_bounded,
     render_line, summary_line,
 };
+pub use subscriptions::{PUSH_CHANNELS_ENV, push_channels, subscribed_channels};
 
 /// Environment variable of the hook command: the channels a session receives broadcasts from.
 pub const SUBSCRIPTIONS_ENV: &str = "HOOKS_MCP_CHANNELS";

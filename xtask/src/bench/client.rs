@@ -54,6 +54,17 @@ impl Proc {
         home: &Path,
         full_bin: &Path,
     ) -> anyhow::Result<Proc> {
+        Proc::spawn_with(program, args, home, full_bin, &[])
+    }
+
+    /// [`Proc::spawn`] with `env` added to that environment.
+    pub(crate) fn spawn_with(
+        program: &Path,
+        args: &[&str],
+        home: &Path,
+        full_bin: &Path,
+        env: &[(&str, &str)],
+    ) -> anyhow::Result<Proc> {
         let mut command = Command::new(program);
         command
             .args(args)
@@ -62,6 +73,7 @@ impl Proc {
             .env("HOOKS_MCP_HOME", home)
             .env("HOOKS_MCP_FULL_BIN", full_bin)
             .env("HOOKS_MCP_SESSION_ID", "bench-session")
+            .envs(env.iter().copied())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());

@@ -15,6 +15,7 @@ mod fixtures;
 mod hook;
 mod http;
 mod openings;
+mod push;
 pub(crate) mod stats;
 mod stdio;
 mod store_bench;

@@ -9,7 +9,9 @@
 //! - empty home: the same timings when the store does not exist yet;
 //! - side by side: several idle sessions of one program at once, sharing its code pages;
 //! - openings: the front end after the legacy opening and after the 2026-07-28 one
-//!   (`super::openings`).
+//!   (`super::openings`);
+//! - push: idle sessions of the front end with push on beside push off, and a push's delay
+//!   (`super::push`).
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -48,6 +50,12 @@ pub(crate) struct Args {
     /// Run only the openings series.
     #[arg(long)]
     only_openings: bool,
+    /// Pairs of idle sessions in the push series (push on against off; 0: skip it).
+    #[arg(long, default_value_t = 20)]
+    push_pairs: usize,
+    /// Run only the push series.
+    #[arg(long)]
+    only_push: bool,
     /// Use the binaries already built.
     #[arg(long)]
     skip_build: bool,
@@ -70,6 +78,7 @@ impl Args {
             side_by_side: 2,
             side_rounds: 1,
             opening_pairs: 1,
+            push_pairs: 1,
             ..self.clone()
         }
     }
@@ -134,11 +143,22 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
         }
         super::openings::series(&bins.front, &bins.full, pairs, idle, args.smoke)
     };
+    let push = |pairs: usize| -> anyhow::Result<String> {
+        if pairs == 0 {
+            return Ok(String::new());
+        }
+        super::push::series(&bins.front, &bins.full, pairs, idle, args.smoke)
+    };
     if args.only_openings {
         print!("{}", openings(args.opening_pairs.max(1))?);
         return Ok(());
     }
+    if args.only_push {
+        print!("{}", push(args.push_pairs.max(1))?);
+        return Ok(());
+    }
     let openings = openings(args.opening_pairs)?;
+    let push = push(args.push_pairs)?;
     let floor = bins
         .floor
         .clone()
@@ -208,6 +228,7 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
         print!("{side}");
     }
     print!("{openings}");
+    print!("{push}");
     if args.smoke {
         println!("Smoke run (dev binaries, one session per series): no target judged.");
     } else {

@@ -459,3 +459,42 @@ fn a_legacy_session_ignores_the_2026_rules() {
         Step::Handoff(_)
     ));
 }
+
+#[test]
+fn a_pushing_session_declares_the_channel_and_opens_with_either_revision() {
+    let tools = json!({"tools": []}).to_string();
+    let identity = ServerIdentity {
+        instructions: None,
+        channel: true,
+    };
+    let mut legacy = LightSession::new(identity.clone(), tools.clone());
+    assert!(!legacy.is_open());
+    let r = reply(legacy.handle(br#"{"jsonrpc":"2.0","id":0,"method":"ping"}"#));
+    assert_eq!(r["result"], json!({}));
+    assert!(!legacy.is_open(), "a ping opens nothing");
+    let r = reply(legacy.handle(INIT.as_bytes()));
+    assert!(legacy.is_open());
+    // rmcp's order: `experimental` first, so both paths write the same bytes.
+    let text = serde_json::to_string(&r["result"]["capabilities"]).unwrap();
+    assert!(
+        text.starts_with(r#"{"experimental":{"claude/channel":{}},"logging":{}"#),
+        "{text}"
+    );
+    let mut modern = LightSession::new(identity, tools);
+    let bad = reply(modern.handle(br#"{"jsonrpc":"2.0","id":1,"method":"server/discover"}"#));
+    assert_eq!(bad["error"]["code"], -32602);
+    assert!(!modern.is_open(), "a refused request opens nothing");
+    let discover = br#"{"jsonrpc":"2.0","id":2,"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}"#;
+    let r = reply(modern.handle(discover));
+    assert_eq!(
+        r["result"]["capabilities"]["experimental"]["claude/channel"],
+        json!({})
+    );
+    assert!(modern.is_open());
+    let plain = reply(session().handle(INIT.as_bytes()));
+    assert!(
+        plain["result"]["capabilities"]
+            .get("experimental")
+            .is_none()
+    );
+}

@@ -117,6 +117,7 @@ fn complete_results_lead_with_the_result_type_and_hints() {
 fn discover_lists_every_version_the_initialize_capabilities_and_the_identity() {
     let identity = ServerIdentity {
         instructions: Some("use find_tools".into()),
+        channel: false,
     };
     let discover = identity.discover_result();
     let initialize = identity.initialize_result("2025-11-25");

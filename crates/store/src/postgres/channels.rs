@@ -19,6 +19,7 @@ macro_rules! message_columns {
         "m.id, m.channel, m.body, m.severity, m.created_at, m.expires_at, m.target"
     };
 }
+pub(super) use message_columns;
 
 /// Reads the first seven columns (see [`message_columns`]) of a row.
 pub(super) fn message_from_row(row: &Row) -> Result<Message, Fail> {

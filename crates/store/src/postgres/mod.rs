@@ -14,6 +14,7 @@ mod conditions;
 mod config;
 mod daemon_state;
 mod enforcement;
+mod push;
 mod scheduler;
 mod sessions;
 mod tls;

@@ -13,11 +13,11 @@ use crate::{
 };
 
 /// The message columns, in the order [`message_from_row`] reads them.
-const MESSAGE_COLUMNS: &str =
+pub(super) const MESSAGE_COLUMNS: &str =
     "m.id, m.channel, m.body, m.severity, m.created_at, m.expires_at, m.target";
 
 /// Reads the first seven columns (see [`MESSAGE_COLUMNS`]) of a row.
-fn message_from_row(row: &Row<'_>) -> rusqlite::Result<(Message, String)> {
+pub(super) fn message_from_row(row: &Row<'_>) -> rusqlite::Result<(Message, String)> {
     Ok((
         Message {
             id: row.get(0)?,
@@ -34,13 +34,13 @@ fn message_from_row(row: &Row<'_>) -> rusqlite::Result<(Message, String)> {
 }
 
 /// Sets the severity read as text by [`message_from_row`].
-fn finish((mut message, severity): (Message, String)) -> Result<Message, Fail> {
+pub(super) fn finish((mut message, severity): (Message, String)) -> Result<Message, Fail> {
     message.severity = parse_column(&severity)?;
     Ok(message)
 }
 
 /// A JSON array of strings, for `json_each`.
-fn json_list<'a>(items: impl IntoIterator<Item = &'a str>) -> String {
+pub(super) fn json_list<'a>(items: impl IntoIterator<Item = &'a str>) -> String {
     serde_json::Value::from(items.into_iter().collect::<Vec<_>>()).to_string()
 }
 
@@ -48,7 +48,7 @@ fn json_list<'a>(items: impl IntoIterator<Item = &'a str>) -> String {
 /// a no-op on that parameter without one. The filter goes into the statement only when there
 /// is a list: a hook prepares each statement once per process, and a `json_each` table costs
 /// its preparation more than the whole filter saves.
-fn channel_filter(column: &str, param: &str, listed: bool) -> String {
+pub(super) fn channel_filter(column: &str, param: &str, listed: bool) -> String {
     if listed {
         format!("AND {column} IN (SELECT value FROM json_each({param}))")
     } else {

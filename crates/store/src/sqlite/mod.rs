@@ -6,6 +6,7 @@ mod channels;
 mod conditions;
 mod daemon_state;
 mod enforcement;
+mod push;
 mod scheduler;
 mod sessions;
 #[cfg(test)]

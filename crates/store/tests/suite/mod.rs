@@ -21,6 +21,7 @@ pub(crate) mod model;
 pub(crate) mod multiprocess;
 #[cfg(feature = "postgres")]
 pub(crate) mod pg_only;
+pub(crate) mod push;
 pub(crate) mod scheduler;
 
 use std::path::PathBuf;

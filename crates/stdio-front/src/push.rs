@@ -1,0 +1,242 @@
+//! Pushing urgent messages into an idle session (`HOOKS_MCP_CHANNEL_PUSH`), at no cost while
+//! nothing is written: an inotify watch on the SQLite store's directory (its own descriptor,
+//! woken only by writes to the database or its WAL) and, after such a write, a short-lived
+//! child (`hooks-mcp-stdio --pending-pushes CURSOR`) that prints the alert and critical
+//! messages to push after the cursor. The front end writes them as
+//! `notifications/claude/channel` lines and keeps the cursor, which the full server takes over
+//! at a handoff.
+//!
+//! The cursor starts at this process's start: what was published before is the hooks' to
+//! deliver (an unacknowledged alert reaches the session at its next prompt anyway).
+
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use protocol_lite::push::{Batch, Cursor, notification_line};
+use protocol_lite::setting::{FULL_BIN_ENV, PENDING_PUSHES_ARG};
+
+use crate::child::{self, Named};
+use crate::error::{FrontError, debug};
+use crate::watch::StoreWatch;
+
+/// How long the child may take: it opens the store and reads it.
+const LIMIT: Duration = Duration::from_secs(10);
+/// The shortest gap between two runs of the child: writes in between are coalesced.
+pub(crate) const MIN_GAP: Duration = Duration::from_millis(200);
+/// The longest: each run that found nothing doubles the gap up to this, so a store written all
+/// the time (every hook writes it) costs an idle session about two children a second, and a
+/// message still reaches it within a second of its publication.
+pub(crate) const MAX_GAP: Duration = Duration::from_millis(600);
+
+/// When to run the child: after a write, no sooner than the gap since the last run.
+#[derive(Debug, Clone)]
+pub(crate) struct Pacer {
+    gap: Duration,
+    last: Option<Instant>,
+    pending: bool,
+}
+
+impl Default for Pacer {
+    fn default() -> Self {
+        Pacer {
+            gap: MIN_GAP,
+            last: None,
+            pending: false,
+        }
+    }
+}
+
+impl Pacer {
+    /// The store was written (or a batch said more are waiting).
+    pub(crate) fn woken(&mut self) {
+        self.pending = true;
+    }
+
+    /// How long until the child should run: `None` when nothing is pending.
+    pub(crate) fn wait(&self, now: Instant) -> Option<Duration> {
+        if !self.pending {
+            return None;
+        }
+        Some(self.last.map_or(Duration::ZERO, |last| {
+            (last + self.gap).saturating_duration_since(now)
+        }))
+    }
+
+    /// A run ended at `now`; `found`: it had something to push.
+    pub(crate) fn ran(&mut self, now: Instant, found: bool) {
+        self.pending = false;
+        self.last = Some(now);
+        self.gap = if found {
+            MIN_GAP
+        } else {
+            (self.gap * 2).min(MAX_GAP)
+        };
+    }
+}
+
+/// The push state of one light session.
+#[derive(Debug)]
+pub(crate) struct Pushing {
+    watch: StoreWatch,
+    pacer: Pacer,
+    cursor: Cursor,
+}
+
+impl Pushing {
+    /// Watches the store at `db`; nothing published before `since_ms` is pushed.
+    ///
+    /// # Errors
+    /// [`FrontError::Watch`] when the directory cannot be created or watched.
+    pub(crate) fn start(db: &Path, since_ms: i64) -> Result<Pushing, FrontError> {
+        let watch = StoreWatch::open(db).map_err(|source| FrontError::Watch {
+            dir: db.parent().unwrap_or(Path::new(".")).to_path_buf(),
+            source,
+        })?;
+        Ok(Pushing {
+            watch,
+            pacer: Pacer::default(),
+            cursor: Cursor::starting(since_ms),
+        })
+    }
+
+    /// The descriptor to poll.
+    pub(crate) fn fd(&self) -> std::os::fd::BorrowedFd<'_> {
+        self.watch.fd()
+    }
+
+    /// The descriptor was readable: reads its events, and a write to the store makes a run due.
+    pub(crate) fn woken(&mut self) {
+        if self.drain() {
+            self.pacer.woken();
+        }
+    }
+
+    /// How long until a run is due (`None`: none is).
+    pub(crate) fn wait(&self, now: Instant) -> Option<Duration> {
+        self.pacer.wait(now)
+    }
+
+    /// Where pushing stands, for the full server at a handoff.
+    pub(crate) fn cursor(&self) -> Cursor {
+        self.cursor
+    }
+
+    /// Runs the child and returns the lines to write, moving the cursor past them. A failed
+    /// run is reported and pushes nothing (the next write tries again).
+    pub(crate) fn run(&mut self, stdio: &Path) -> Vec<Vec<u8>> {
+        // Writes queued before this run are what it answers.
+        self.drain();
+        let batch = pending(stdio, self.cursor);
+        let written = self.drain();
+        let (lines, more) = match batch {
+            Ok(batch) => match Cursor::parse(&batch.cursor) {
+                Ok(cursor) => {
+                    self.cursor = cursor;
+                    let lines: Vec<Vec<u8>> = batch.pushes.iter().map(notification_line).collect();
+                    (lines, batch.more)
+                }
+                Err(e) => {
+                    protocol_lite::diag!("hooks-mcp: cannot push: {e}");
+                    (Vec::new(), false)
+                }
+            },
+            Err(e) => {
+                protocol_lite::diag!("hooks-mcp: cannot read the messages to push: {e}");
+                (Vec::new(), false)
+            }
+        };
+        self.pacer.ran(Instant::now(), !lines.is_empty());
+        if more || written {
+            self.pacer.woken();
+        }
+        debug(|| format!("push run: {} to push, cursor {}", lines.len(), self.cursor));
+        lines
+    }
+
+    /// [`StoreWatch::drain`], a read error counting as no event.
+    fn drain(&self) -> bool {
+        self.watch.drain().unwrap_or_else(|e| {
+            debug(|| format!("cannot read the push watch: {e}"));
+            false
+        })
+    }
+}
+
+/// Runs `stdio` (`hooks-mcp-stdio`) with [`PENDING_PUSHES_ARG`] and `cursor` in this process's
+/// environment (so it opens the same store, for the same session) and reads its batch.
+///
+/// # Errors
+/// What running the child or reading its output failed with.
+fn pending(stdio: &Path, cursor: Cursor) -> Result<Batch, FrontError> {
+    let mut command = Command::new(stdio);
+    command.arg(PENDING_PUSHES_ARG).arg(cursor.to_string());
+    let hint = format!(
+        "it is built and installed beside hooks-mcp-full, or set {FULL_BIN_ENV} to the path of \
+         hooks-mcp-full (hooks-mcp-stdio lies beside it)"
+    );
+    let named = Named {
+        what: "push child",
+        hint: &hint,
+        limit_setting: None,
+    };
+    let output = child::output_of(command, LIMIT, named)?;
+    serde_json::from_slice(&output).map_err(|e| FrontError::Unusable {
+        what: "push child",
+        problem: format!("not a batch: {e}"),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn runs_follow_writes_no_sooner_than_the_gap_which_grows_while_nothing_is_found() {
+        let t0 = Instant::now();
+        let mut p = Pacer::default();
+        assert_eq!(p.wait(t0), None, "nothing written: no run, no timer");
+        p.woken();
+        assert_eq!(p.wait(t0), Some(Duration::ZERO), "the first run is at once");
+        p.ran(t0, false);
+        assert_eq!(p.wait(t0), None);
+        p.woken();
+        assert_eq!(p.wait(t0), Some(MIN_GAP * 2));
+        p.ran(t0, false);
+        p.ran(t0, false);
+        p.ran(t0, false);
+        p.woken();
+        assert_eq!(
+            p.wait(t0),
+            Some(MAX_GAP),
+            "bounded, so a push stays within a second"
+        );
+        p.ran(t0, true);
+        p.woken();
+        assert_eq!(
+            p.wait(t0),
+            Some(MIN_GAP),
+            "found something: back to the shortest gap"
+        );
+        assert_eq!(p.wait(t0 + MAX_GAP), Some(Duration::ZERO));
+    }
+
+    #[test]
+    fn a_missing_child_pushes_nothing_and_keeps_the_cursor() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut pushing = Pushing::start(&dir.path().join("state.db"), 5).unwrap();
+        let lines = pushing.run(Path::new("/nonexistent/hooks-mcp-stdio"));
+        assert!(lines.is_empty());
+        assert_eq!(pushing.cursor(), Cursor::starting(5));
+        let err = pending(
+            Path::new("/nonexistent/hooks-mcp-stdio"),
+            Cursor::starting(5),
+        )
+        .unwrap_err();
+        assert!(
+            err.to_string()
+                .starts_with("cannot run the push child `/nonexistent/"),
+            "{err}"
+        );
+    }
+}

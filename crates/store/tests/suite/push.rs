@@ -1,0 +1,126 @@
+//! Pushing into a session: the urgent messages after a cursor (`PushStore::urgent_after`).
+
+use store::{Message, NewMessage, PushQuery, Severity};
+
+use super::{Backend, Fixture, fresh};
+
+const T0: i64 = 1_800_000_000_000;
+const HOUR: i64 = 3_600_000;
+
+fn publish(store: &Fixture, channel: &str, severity: Severity, at: i64, ttl: i64) -> Message {
+    publish_to(store, channel, severity, at, ttl, None)
+}
+
+fn publish_to(
+    store: &Fixture,
+    channel: &str,
+    severity: Severity,
+    at: i64,
+    ttl: i64,
+    target: Option<&str>,
+) -> Message {
+    store
+        .publish(
+            &NewMessage {
+                channel: channel.into(),
+                body: format!("{severity} on {channel} at {at}"),
+                severity,
+                created_at: at,
+                expires_at: at + ttl,
+                target: target.map(str::to_owned),
+            },
+            &store::Actor::Daemon,
+        )
+        .unwrap()
+}
+
+fn query<'a>(channels: Option<&'a [String]>, since: i64, after_id: i64) -> PushQuery<'a> {
+    PushQuery {
+        session_id: "s1",
+        channels,
+        since,
+        after_id,
+        now: T0 + 10,
+        limit: 20,
+    }
+}
+
+fn ids(store: &Fixture, q: &PushQuery<'_>) -> Vec<i64> {
+    store
+        .urgent_after(q)
+        .unwrap()
+        .iter()
+        .map(|m| m.id)
+        .collect()
+}
+
+pub(crate) fn only_new_unacknowledged_urgent_messages_are_pushed_in_id_order(b: &dyn Backend) {
+    let store = fresh(b);
+    let before = publish(&store, "ops", Severity::Alert, T0 - 5, HOUR);
+    let info = publish(&store, "ops", Severity::Info, T0, HOUR);
+    let alert = publish(&store, "ops", Severity::Alert, T0, HOUR);
+    let critical = publish(&store, "ci", Severity::Critical, T0 + 1, HOUR);
+    let expired = publish(&store, "ops", Severity::Critical, T0, 5);
+    let acked = publish(&store, "ops", Severity::Alert, T0 + 2, HOUR);
+    store
+        .acknowledge(acked.id, "s1", T0 + 3, &store::Actor::Session("s1".into()))
+        .unwrap();
+    let _ = (info, expired);
+    // Published before `since`, info, expired or acknowledged: never.
+    assert_eq!(ids(&store, &query(None, T0, 0)), [alert.id, critical.id]);
+    assert_eq!(
+        ids(&store, &query(None, T0 - 10, 0)),
+        [before.id, alert.id, critical.id]
+    );
+    // After the cursor only.
+    assert_eq!(ids(&store, &query(None, T0, alert.id)), [critical.id]);
+    assert!(ids(&store, &query(None, T0, critical.id)).is_empty());
+    // Another session acknowledged nothing.
+    let mut other = query(None, T0, 0);
+    other.session_id = "s2";
+    assert_eq!(ids(&store, &other), [alert.id, critical.id, acked.id]);
+    // The limit keeps the oldest.
+    let mut one = query(None, T0, 0);
+    one.limit = 1;
+    assert_eq!(ids(&store, &one), [alert.id]);
+    let read = store.urgent_after(&one).unwrap();
+    assert_eq!(read[0], alert);
+}
+
+pub(crate) fn pushes_follow_the_channel_list(b: &dyn Backend) {
+    let store = fresh(b);
+    let ops = publish(&store, "ops", Severity::Alert, T0, HOUR);
+    let ci = publish(&store, "ci", Severity::Critical, T0, HOUR);
+    let global = publish(&store, "global", Severity::Alert, T0, HOUR);
+    let listed = vec!["global".to_owned(), "ci".to_owned()];
+    assert_eq!(
+        ids(&store, &query(Some(&listed), T0, 0)),
+        [ci.id, global.id]
+    );
+    assert!(ids(&store, &query(Some(&[]), T0, 0)).is_empty());
+    // Another handle (another process) sees the same.
+    let another = store.open_another();
+    let seen: Vec<i64> = another
+        .urgent_after(&query(None, T0, 0))
+        .unwrap()
+        .iter()
+        .map(|m| m.id)
+        .collect();
+    assert_eq!(seen, [ops.id, ci.id, global.id]);
+}
+
+pub(crate) fn a_message_to_one_session_is_pushed_to_it_alone(b: &dyn Backend) {
+    let store = fresh(b);
+    let to_s1 = publish_to(&store, "ops", Severity::Alert, T0, HOUR, Some("s1"));
+    let to_s2 = publish_to(&store, "ops", Severity::Critical, T0, HOUR, Some("s2"));
+    let info_to_s1 = publish_to(&store, "ops", Severity::Info, T0, HOUR, Some("s1"));
+    let broadcast = publish(&store, "ci", Severity::Alert, T0 + 1, HOUR);
+    let _ = info_to_s1;
+    assert_eq!(ids(&store, &query(None, T0, 0)), [to_s1.id, broadcast.id]);
+    let mut other = query(None, T0, 0);
+    other.session_id = "s2";
+    assert_eq!(ids(&store, &other), [to_s2.id, broadcast.id]);
+    // A message to the session reaches it whatever channels it listens to.
+    let listed = vec!["global".to_owned()];
+    assert_eq!(ids(&store, &query(Some(&listed), T0, 0)), [to_s1.id]);
+}
