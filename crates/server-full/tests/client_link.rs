@@ -232,6 +232,20 @@ async fn connect(home: &std::path::Path) -> (Client, RunningService<RoleClient, 
     (client, running)
 }
 
+/// What `recorded` holds once it holds at least `count` entries (bounded: 5 s), and a moment
+/// more for any that should not have come. rmcp's client handles each notification in a task
+/// of its own, so a notification sent before a tool's result may be recorded after it.
+async fn settled<T: Clone>(recorded: &Mutex<Vec<T>>, count: usize) -> Vec<T> {
+    for _ in 0..100 {
+        if recorded.lock().unwrap().len() >= count {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    recorded.lock().unwrap().clone()
+}
+
 async fn call(running: &RunningService<RoleClient, Client>, tool: &str) -> Value {
     let result = running
         .call_tool(CallToolRequestParams::new(tool.to_owned()))
@@ -251,7 +265,7 @@ async fn progress_reaches_the_client_before_the_result() {
     assert_eq!(result["structuredContent"]["steps"], 3, "{result}");
     // rmcp's client handles each notification in a task of its own: the order it records
     // them in is not the order they were sent in.
-    let mut seen = client.progress.lock().unwrap().clone();
+    let mut seen = settled(&client.progress, 3).await;
     seen.sort_by(|a, b| a.0.total_cmp(&b.0));
     assert_eq!(
         seen,
@@ -260,7 +274,7 @@ async fn progress_reaches_the_client_before_the_result() {
     // Another call: its own three steps.
     let result = call(&running, "link_progress").await;
     assert_eq!(result["isError"], false, "{result}");
-    assert_eq!(client.progress.lock().unwrap().len(), 6);
+    assert_eq!(settled(&client.progress, 6).await.len(), 6);
     running.cancel().await.unwrap();
 }
 
@@ -271,7 +285,7 @@ async fn log_messages_follow_the_level_the_client_set() {
     // The default level is info: the debug line is held back.
     let result = call(&running, "link_logging").await;
     assert_eq!(result["isError"], false, "{result}");
-    let mut logs = client.logs.lock().unwrap().clone();
+    let mut logs = settled(&client.logs, 2).await;
     logs.sort_by_key(|l| l.0 as u8);
     assert_eq!(
         logs,
@@ -287,7 +301,7 @@ async fn log_messages_follow_the_level_the_client_set() {
         .unwrap();
     client.logs.lock().unwrap().clear();
     call(&running, "link_logging").await;
-    let levels: Vec<LoggingLevel> = client.logs.lock().unwrap().iter().map(|l| l.0).collect();
+    let levels: Vec<LoggingLevel> = settled(&client.logs, 1).await.iter().map(|l| l.0).collect();
     assert_eq!(levels, [LoggingLevel::Error]);
 
     running
@@ -296,7 +310,7 @@ async fn log_messages_follow_the_level_the_client_set() {
         .unwrap();
     client.logs.lock().unwrap().clear();
     call(&running, "link_logging").await;
-    assert_eq!(client.logs.lock().unwrap().len(), 3);
+    assert_eq!(settled(&client.logs, 3).await.len(), 3);
     running.cancel().await.unwrap();
 }
 

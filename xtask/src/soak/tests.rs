@@ -86,7 +86,8 @@ fn every_fixture_goes_to_the_http_hook_route_and_forwarded_events_also_to_the_fo
             .map(|e| e.path.as_str())
             .collect()
     };
-    assert_eq!(routes("Stop"), ["/hooks/Stop"]);
+    // Stop is one of the lifecycle events a command hook answers, and so forwards.
+    assert_eq!(routes("Stop"), ["/hook/Stop", "/hooks/Stop"]);
     assert_eq!(
         routes("PreToolUse"),
         ["/hook/PreToolUse", "/hooks/PreToolUse"]
@@ -95,4 +96,17 @@ fn every_fixture_goes_to_the_http_hook_route_and_forwarded_events_also_to_the_fo
         routes("SessionStart"),
         ["/hook/SessionStart", "/hooks/SessionStart"]
     );
+}
+
+#[test]
+fn an_event_the_hook_only_counts_goes_to_the_http_hook_route_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("notification.json"),
+        r#"{"session_id":"s1","hook_event_name":"Notification","message":"idle"}"#,
+    )
+    .unwrap();
+    let events = hook_events(dir.path()).unwrap();
+    let routes: Vec<&str> = events.iter().map(|e| e.path.as_str()).collect();
+    assert_eq!(routes, ["/hooks/Notification"]);
 }
