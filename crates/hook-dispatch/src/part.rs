@@ -109,13 +109,17 @@ fn event_calls(inputs: &Inputs<'_>, store: &dyn Store, part: &mut StorePart) {
             if let Err(e) = store.record_sighting(&sighting) {
                 part.report(event, "record the session", e);
             }
-            housekeeping(store, now, event, part);
+            // A compaction, resume or clear happens within a session whose start pruned
+            // already: it spends its time on what the context lost instead.
             if redelivers(payload.source()) {
                 redeliver(store, session, channels, budget, now, part);
+            } else {
+                housekeeping(store, now, event, part);
             }
         }
         Event::SubagentStart => {
-            fire_schedules(store, session, now, event, part);
+            // No schedules here: the parent's tool call that starts the subagent (its
+            // `PreToolUse`) fired them a moment before.
             let recipient = payload.subagent_recipient();
             let seen = Sighting {
                 session_id: recipient.clone(),
