@@ -201,6 +201,21 @@ function toolResult(result) {
     return { content: result.content, structuredContent: result.structuredContent ?? null };
 }
 
+/** A message to one session (`channel_publish`'s `to`), then `channel_read` as that session
+ *  and as another: `call(name, args)` is the era's tool call. */
+async function oneToOne(call) {
+    const to = 'one-to-one-recipient';
+    await step('channel_publish to', async () =>
+        toolResult(await call('channel_publish', { channel: CHANNEL, message: `only for ${to}`, to }))
+    );
+    await step('channel_read as the recipient', async () =>
+        toolResult(await call('channel_read', { channel: CHANNEL, session_id: to }))
+    );
+    await step('channel_read as another session', async () =>
+        toolResult(await call('channel_read', { channel: CHANNEL, session_id: 'another-session' }))
+    );
+}
+
 function readValue(read) {
     const text = read.contents?.[0]?.text;
     return { contents: read.contents, value: typeof text === 'string' ? JSON.parse(text) : null };
@@ -258,6 +273,7 @@ async function modern() {
     await step('resources/list', async () => (await client.listResources(undefined, opts)).resources);
     await step('resources/templates/list', async () => (await client.listResourceTemplates(undefined, opts)).resourceTemplates);
     await step('resources/read', async () => readValue(await client.readResource({ uri }, opts)));
+    await oneToOne((name, args) => client.callTool({ name, arguments: args }, opts));
     await step('completion/complete', async () =>
         (await client.complete({ ref: { type: 'ref/resource', uri: TEMPLATE }, argument: { name: 'channel', value: CHANNEL.slice(0, 8) } }, opts))
             .completion
@@ -381,6 +397,7 @@ async function legacy() {
     await step('resources/list', async () => (await client.listResources(undefined, opts)).resources);
     await step('resources/templates/list', async () => (await client.listResourceTemplates(undefined, opts)).resourceTemplates);
     await step('resources/read', async () => readValue(await client.readResource({ uri }, opts)));
+    await oneToOne((name, args) => client.callTool({ name, arguments: args }, undefined, opts));
     return client;
 }
 

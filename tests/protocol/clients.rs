@@ -270,6 +270,28 @@ fn strings(value: &Value) -> Vec<&str> {
         .collect()
 }
 
+/// A message to one session (`channel_publish`'s `to`): echoed in the answer, read by its
+/// recipient, hidden from another session.
+fn one_to_one_works(observed: &Observed) {
+    let published = &observed.step("channel_publish to")["structuredContent"];
+    assert_eq!(published["to"], "one-to-one-recipient", "{published}");
+    let id = &published["id"];
+    let read = |step: &str| -> Vec<Value> {
+        let messages = &observed.step(step)["structuredContent"]["messages"];
+        messages
+            .as_array()
+            .unwrap_or_else(|| panic!("{step}: {messages}"))
+            .iter()
+            .map(|m| m["id"].clone())
+            .collect()
+    };
+    assert!(read("channel_read as the recipient").contains(id));
+    let others = read("channel_read as another session");
+    assert!(!others.contains(id), "{others:?}");
+    // The broadcast published before it is still read by everyone.
+    assert!(!others.is_empty());
+}
+
 /// The 1.x SDK's scenario: the `initialize` handshake, tools, resources.
 fn legacy_sdk_works(observed: &Observed, transport: &str) {
     observed.all_passed();
@@ -325,6 +347,7 @@ fn legacy_sdk_works(observed: &Observed, transport: &str) {
         format!("published by the 1.x SDK over {transport}"),
         "{read}"
     );
+    one_to_one_works(observed);
 }
 
 #[test]
@@ -372,6 +395,7 @@ fn modern_tools_work(observed: &Observed) {
     assert!(published["id"].is_u64(), "{published}");
     let channels = &observed.step("channel_list")["structuredContent"]["channels"];
     assert_eq!(channels[0]["channel"], CHANNEL, "{channels}");
+    one_to_one_works(observed);
     observed.results_carry_result_type(&["tools/list", "tools/call"]);
 }
 

@@ -24,6 +24,7 @@
 
 mod adapt;
 pub mod quiet;
+mod record_file;
 mod render;
 mod run;
 pub mod unplaced;

@@ -3,15 +3,15 @@
 //! directory), for `hooks-mcp status` to show, so that an operator who registered them sees
 //! them arrive.
 //!
-//! Written as [`super::unplaced`] is: under an exclusive lock on the file, best effort, never
-//! creating the store.
+//! Written as [`super::unplaced`] is ([`super::record_file`]): under an exclusive lock on the
+//! file, best effort, never creating the store.
 
 use std::collections::BTreeMap;
-use std::fs::{File, OpenOptions};
-use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
+
+use super::record_file;
 
 /// The record's file name, in the store's directory.
 pub const FILE_NAME: &str = "quiet-hooks.json";
@@ -37,7 +37,7 @@ impl Quiet {
 /// The record's path: [`FILE_NAME`] in the store's directory; `None` when no directory can be
 /// told.
 pub fn path() -> Option<PathBuf> {
-    store::StoreLocation::from_env().map(|location| location.dir().join(FILE_NAME))
+    record_file::path(FILE_NAME)
 }
 
 /// Counts one quiet `event` answered at `at`. Best effort: a record that cannot be written
@@ -48,35 +48,15 @@ pub fn record(event: &str, at: i64) {
 }
 
 fn write_record(path: &Path, event: &str, at: i64) -> std::io::Result<()> {
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)?;
-    }
-    let mut file = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(path)?;
-    rustix::fs::flock(&file, rustix::fs::FlockOperation::LockExclusive)?;
-    let mut quiet = read_from(&mut file).unwrap_or_default();
-    let n = quiet.counts.entry(event.to_owned()).or_insert(0);
-    *n = n.saturating_add(1);
-    let record = json!({ "counts": quiet.counts, "last": event, "at": at });
-    file.set_len(0)?;
-    file.seek(SeekFrom::Start(0))?;
-    file.write_all(format!("{record}\n").as_bytes())?;
-    quiet.last = event.to_owned();
-    Ok(())
+    record_file::update(path, |old| {
+        let mut counts = old.and_then(parse).unwrap_or_default().counts;
+        let n = counts.entry(event.to_owned()).or_insert(0);
+        *n = n.saturating_add(1);
+        json!({ "counts": counts, "last": event, "at": at })
+    })
 }
 
-fn read_from(file: &mut File) -> Option<Quiet> {
-    let mut text = String::new();
-    file.read_to_string(&mut text).ok()?;
-    parse(&text)
-}
-
-fn parse(text: &str) -> Option<Quiet> {
-    let value: Value = serde_json::from_str(text).ok()?;
+fn parse(value: Value) -> Option<Quiet> {
     let counts = value
         .get("counts")?
         .as_object()?
@@ -96,8 +76,7 @@ fn parse(text: &str) -> Option<Quiet> {
 
 /// The record, `None` when no quiet event arrived (or it cannot be read).
 pub fn read() -> Option<Quiet> {
-    let mut file = File::open(path()?).ok()?;
-    read_from(&mut file)
+    parse(record_file::read(&path()?)?)
 }
 
 #[cfg(test)]
@@ -113,11 +92,15 @@ mod tests {
         write_record(&path, "Notification", 5).unwrap();
         write_record(&path, "PreCompact", 6).unwrap();
         write_record(&path, "Notification", 7).unwrap();
-        let quiet = parse(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        let quiet = parse(record_file::read(&path).unwrap()).unwrap();
         assert_eq!(quiet.counts.get("Notification"), Some(&2));
         assert_eq!(quiet.counts.get("PreCompact"), Some(&1));
         assert_eq!(quiet.total(), 3);
         assert_eq!((quiet.last.as_str(), quiet.at), ("Notification", 7));
-        assert_eq!(parse("garbage"), None);
+        std::fs::write(&path, "garbage").unwrap();
+        assert_eq!(record_file::read(&path), None);
+        // An unreadable record starts the count again rather than failing the hook.
+        write_record(&path, "Notification", 8).unwrap();
+        assert_eq!(parse(record_file::read(&path).unwrap()).unwrap().total(), 1);
     }
 }

@@ -6,11 +6,11 @@
 //! It is written under an exclusive lock on the file, so concurrent hooks count every payload.
 //! It never creates the store: only the directory and this file.
 
-use std::fs::{File, OpenOptions};
-use std::io::{Read, Seek, SeekFrom, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
+
+use super::record_file;
 
 /// The record's file name, in the store's directory.
 pub const FILE_NAME: &str = "unplaced-hooks.json";
@@ -33,7 +33,7 @@ pub struct Unplaced {
 /// The record's path: [`FILE_NAME`] in the store's directory (`HOOKS_MCP_HOME`, else the
 /// XDG state directory); `None` when no directory can be told.
 pub fn path() -> Option<PathBuf> {
-    store::StoreLocation::from_env().map(|location| location.dir().join(FILE_NAME))
+    record_file::path(FILE_NAME)
 }
 
 /// Counts one payload that could not be placed and keeps it as the last. Best effort: a
@@ -44,45 +44,25 @@ pub fn record(client: &str, event: &str, reason: &str, at: i64) {
 }
 
 fn write_record(
-    path: &std::path::Path,
+    path: &Path,
     client: &str,
     event: &str,
     reason: &str,
     at: i64,
 ) -> std::io::Result<()> {
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)?;
-    }
-    let mut file = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(path)?;
-    rustix::fs::flock(&file, rustix::fs::FlockOperation::LockExclusive)?;
-    let count = read_from(&mut file).map(|u| u.count).unwrap_or(0);
-    let record = json!({
-        "count": count.saturating_add(1),
-        "client": client,
-        "event": event,
-        "reason": reason,
-        "at": at,
-    });
-    file.set_len(0)?;
-    file.seek(SeekFrom::Start(0))?;
-    file.write_all(format!("{record}\n").as_bytes())?;
-    // The lock goes with the file.
-    Ok(())
+    record_file::update(path, |old| {
+        let count = old.and_then(parse).map(|u| u.count).unwrap_or(0);
+        json!({
+            "count": count.saturating_add(1),
+            "client": client,
+            "event": event,
+            "reason": reason,
+            "at": at,
+        })
+    })
 }
 
-fn read_from(file: &mut File) -> Option<Unplaced> {
-    let mut text = String::new();
-    file.read_to_string(&mut text).ok()?;
-    parse(&text)
-}
-
-fn parse(text: &str) -> Option<Unplaced> {
-    let value: Value = serde_json::from_str(text).ok()?;
+fn parse(value: Value) -> Option<Unplaced> {
     let field = |k: &str| {
         value
             .get(k)
@@ -101,8 +81,7 @@ fn parse(text: &str) -> Option<Unplaced> {
 
 /// The record, `None` when no payload went unplaced (or it cannot be read).
 pub fn read() -> Option<Unplaced> {
-    let mut file = File::open(path()?).ok()?;
-    read_from(&mut file)
+    parse(record_file::read(&path()?)?)
 }
 
 #[cfg(test)]
@@ -117,9 +96,8 @@ mod tests {
         let path = dir.path().join("nested").join(FILE_NAME);
         write_record(&path, "gemini", "BeforeTool", "no session id", 5).unwrap();
         write_record(&path, "unknown", "PreToolUse", "not JSON", 7).unwrap();
-        let text = std::fs::read_to_string(&path).unwrap();
         assert_eq!(
-            parse(&text),
+            parse(record_file::read(&path).unwrap()),
             Some(Unplaced {
                 count: 2,
                 client: "unknown".into(),
@@ -128,6 +106,7 @@ mod tests {
                 at: 7,
             })
         );
-        assert_eq!(parse("garbage"), None);
+        // A record without its count is not one.
+        assert_eq!(parse(json!({"client": "x"})), None);
     }
 }
