@@ -1,8 +1,8 @@
-//! Pushing into an idle session (`HOOKS_MCP_CHANNEL_PUSH`): a session that only opened (the
-//! legacy handshake or the 2026-07-28 `server/discover`) is sent
+//! Pushing into an idle session (`HOOKS_MCP_CHANNEL_PUSH`): a session that only opened with the
+//! legacy handshake is sent
 //! `notifications/claude/channel` within a second of another process publishing an alert or a
 //! critical message, never for `info`, while it stays the one-threaded front end; with push
-//! off nothing is declared or pushed; after a handoff the full server goes on from where the
+//! off nothing is declared or pushed; a 2026-07-28 session is never pushed into; after a handoff the full server goes on from where the
 //! front end stopped; on PostgreSQL the full server serves (and pushes) from the start.
 
 use std::path::PathBuf;
@@ -130,12 +130,27 @@ fn an_idle_legacy_session_is_pushed_alerts_not_info_on_one_thread() {
 }
 
 #[test]
-fn a_session_opened_with_server_discover_is_pushed_too() {
+fn a_2026_session_is_never_pushed_into() {
+    // The 2026-07-28 revision sends notifications only on a subscription the client holds:
+    // the capability is declared (a legacy session would be pushed), nothing is sent, on the
+    // light path and after the hand-off alike.
     let mut s = Server::with_env(&[PUSH]);
     let discover = s.ask(&modern(0, "server/discover", json!({})));
     assert_eq!(capability(&discover["result"]), &json!({}), "{discover}");
-    info_then_alert(&mut s, &[], "modern");
+    let listed = s.ask(&modern(1, "tools/list", json!({})));
+    assert!(listed["result"]["tools"].is_array(), "{listed}");
+    publish(&s, &[], "ops", "alert", "light path");
+    assert_nothing_pushed(&mut s);
     assert_light(&s);
+    let called = s.ask(&modern(
+        2,
+        "tools/call",
+        json!({"name": "channel_list", "arguments": {}}),
+    ));
+    assert!(called["result"].is_object(), "{called}");
+    assert!(exe(&s).ends_with("hooks-mcp-stdio"), "{:?}", exe(&s));
+    publish(&s, &[], "ops", "critical", "full server");
+    assert_nothing_pushed(&mut s);
 }
 
 #[test]

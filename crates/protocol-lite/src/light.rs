@@ -75,8 +75,6 @@ pub struct LightSession {
     replay: Vec<u8>,
     initialize_id: Option<Value>,
     held: Vec<Held>,
-    /// Whether a 2026-07-28 request was served (the client knows the server).
-    modern: bool,
 }
 
 impl LightSession {
@@ -97,7 +95,6 @@ impl LightSession {
             replay: Vec::new(),
             initialize_id: None,
             held: Vec::new(),
-            modern: false,
         }
     }
 
@@ -127,10 +124,12 @@ impl LightSession {
         self.initialize_id.as_ref()
     }
 
-    /// Whether the client opened the session: `initialize` was answered, or a 2026-07-28
-    /// request (`server/discover`, a list...) was served. Nothing is pushed before.
+    /// Whether the client opened a session that may be pushed into: `initialize` was
+    /// answered. A 2026-07-28 session never is: that revision sends notifications only on a
+    /// subscription the client holds (`subscriptions/listen`), and Claude Code does not load
+    /// such a session as a channel.
     pub fn is_open(&self) -> bool {
-        self.initialize_id.is_some() || self.modern
+        self.initialize_id.is_some()
     }
 
     /// The ids of the subscriptions this session holds, oldest first; the full server's own
@@ -321,7 +320,6 @@ impl LightSession {
         if version != STATELESS_VERSION {
             return Step::Handoff(format!("`{method}` for protocol version {version}"));
         }
-        self.modern = true;
         let result = match method {
             "server/discover" => {
                 return Step::Reply(jsonrpc::result_line(&id, &self.identity.discover_result()));

@@ -218,8 +218,13 @@ where
     let pusher = crate::push::Pusher::of(&server);
     let outcome = match server.serve(transport).await {
         Ok(running) => {
-            // Once the session is open: what is pending, then each new urgent message.
-            let pushing = pusher.map(|p| tokio::spawn(p.run(running.peer().clone())));
+            // Once a legacy session is open (`initialize` gave rmcp the client's info): what
+            // is pending, then each new urgent message. A 2026-07-28 session is never pushed
+            // into: that revision sends notifications only on a subscription the client holds.
+            let peer = running.peer().clone();
+            let pushing = pusher
+                .filter(|_| peer.peer_info().is_some())
+                .map(|p| tokio::spawn(p.run(peer)));
             let waited = running.waiting().await;
             if let Some(task) = pushing {
                 task.abort();

@@ -20,6 +20,8 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, Lines};
 const INIT: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"push","version":"1"}}}"#;
 const DISCOVER: &str = r#"{"jsonrpc":"2.0","id":"d","method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}"#;
 
+const MODERN_LIST: &str = r#"{"jsonrpc":"2.0","id":"l","method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"push","version":"1"}}}}"#;
+
 struct Session {
     input: DuplexStream,
     output: Lines<BufReader<DuplexStream>>,
@@ -146,7 +148,7 @@ async fn the_capability_is_the_light_paths_and_alerts_arrive_within_a_second() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_discover_result_is_the_light_paths_and_push_off_declares_nothing() {
+async fn the_discover_result_is_the_light_paths_a_2026_session_and_push_off_get_nothing() {
     let mut on = start(Some(Cursor::starting(0)));
     on.send(DISCOVER).await;
     let discover = on.next_within(Duration::from_secs(10)).await.unwrap();
@@ -158,6 +160,12 @@ async fn the_discover_result_is_the_light_paths_and_push_off_declares_nothing() 
         discover["result"],
         light.discover_result_with(Features::HOOKS_MCP)
     );
+    // A 2026-07-28 request opens rmcp's inline session: it is never pushed into.
+    on.send(MODERN_LIST).await;
+    let listed = on.next_within(Duration::from_secs(10)).await.unwrap();
+    assert!(listed["result"]["tools"].is_array(), "{listed}");
+    on.publish(store::Severity::Critical, "not pushed to a 2026 session");
+    assert!(on.next_within(Duration::from_millis(800)).await.is_none());
     let mut off = start(None);
     let init = off.handshake().await;
     assert!(

@@ -461,7 +461,7 @@ fn a_legacy_session_ignores_the_2026_rules() {
 }
 
 #[test]
-fn a_pushing_session_declares_the_channel_and_opens_with_either_revision() {
+fn a_pushing_session_declares_the_channel_and_only_initialize_opens_it() {
     let tools = json!({"tools": []}).to_string();
     let identity = ServerIdentity {
         instructions: None,
@@ -490,7 +490,10 @@ fn a_pushing_session_declares_the_channel_and_opens_with_either_revision() {
         r["result"]["capabilities"]["experimental"]["claude/channel"],
         json!({})
     );
-    assert!(modern.is_open());
+    assert!(
+        !modern.is_open(),
+        "a 2026-07-28 session is never pushed into"
+    );
     let plain = reply(session().handle(INIT.as_bytes()));
     assert!(
         plain["result"]["capabilities"]
