@@ -233,6 +233,13 @@ fn a_stop_is_blocked_once_for_a_message_published_during_the_turn() {
             .answer
             .is_none()
     );
+    // The setting holds on every path to the store, `hook --client claude` among them.
+    let off = env.hook_args(
+        &["hook", "--client", "claude", "Stop"],
+        &claude("stop", "s1").to_string(),
+        &[("HOOKS_MCP_STOP_BLOCK", "off")],
+    );
+    assert!(off.answer.is_none(), "{off:?}");
     let last = stop(&claude("stop", "s1"), &[]);
     assert!(
         last.answer.as_ref().unwrap()["reason"]

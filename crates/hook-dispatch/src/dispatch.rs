@@ -132,7 +132,13 @@ pub(crate) fn unknown_event(name: &str) -> String {
 /// continued (`stop_hook_active`), nor any `Stop` with blocking turned off
 /// ([`STOP_BLOCK_ENV`]).
 pub(crate) fn needs_store(event: Event, payload: &Payload) -> bool {
-    event != Event::Stop || (!payload.stop_hook_active() && stop_block_from_env())
+    event != Event::Stop || may_block_stop(payload)
+}
+
+/// Whether this `Stop` may be blocked: the setting is on ([`stop_block_from_env`]) and the
+/// client does not say a stop hook already made the agent go on.
+pub(crate) fn may_block_stop(payload: &Payload) -> bool {
+    !payload.stop_hook_active() && stop_block_from_env()
 }
 
 /// The setting that turns off blocking a `Stop` for a message published during the turn.

@@ -146,8 +146,9 @@ fn event_calls(inputs: &Inputs<'_>, store: &dyn Store, part: &mut StorePart) {
             }
         }
         Event::Stop => {
-            // The client says a stop hook already made the agent go on: never again this turn.
-            if payload.stop_hook_active() {
+            // Off by the setting, or the client says a stop hook already made the agent go on
+            // (never again this turn): every path to the store passes here.
+            if !crate::dispatch::may_block_stop(payload) {
                 return;
             }
             fire_schedules(store, session, now, event, part);
