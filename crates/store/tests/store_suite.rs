@@ -113,6 +113,7 @@ backend_suite! {
         a_subagent_is_its_own_recipient_and_ends_with_its_parent,
         a_start_delivers_unacknowledged_alerts_again_and_no_info,
         a_stop_shows_what_the_turn_published_once,
+        concurrent_stops_show_a_message_once,
         a_message_to_one_session_reaches_it_alone,
         a_message_to_one_session_has_its_own_delivery_report,
     ],

@@ -633,16 +633,25 @@ impl ChannelStore for PostgresStore {
                 .iter()
                 .map(message_from_row)
                 .collect::<Result<Vec<_>, Fail>>()?;
-            let delivery = Delivery::select(unseen, admission);
+            let mut delivery = Delivery::select(unseen, admission);
             if !delivery.shown.is_empty() {
                 let ids: Vec<i64> = delivery.shown.iter().map(|m| m.id).collect();
-                db.execute(
-                    "INSERT INTO message_deliveries (message_id, session_id, delivered_at)
-                     SELECT m.id, $2, $3 FROM messages m WHERE m.id = ANY ($1::bigint[])
-                     FOR KEY SHARE
-                     ON CONFLICT DO NOTHING",
-                    &[&ids, &session_id, &now],
-                )?;
+                // What another Stop of the session recorded between the read and this
+                // statement is its to show: only the deliveries this one inserted are shown,
+                // so a message blocks one Stop at most.
+                let recorded: Vec<i64> = db
+                    .query(
+                        "INSERT INTO message_deliveries (message_id, session_id, delivered_at)
+                         SELECT m.id, $2, $3 FROM messages m WHERE m.id = ANY ($1::bigint[])
+                         FOR KEY SHARE
+                         ON CONFLICT DO NOTHING
+                         RETURNING message_id",
+                        &[&ids, &session_id, &now],
+                    )?
+                    .iter()
+                    .map(|r| r.try_get(0))
+                    .collect::<Result<_, _>>()?;
+                delivery.shown.retain(|m| recorded.contains(&m.id));
             }
             Ok(delivery)
         })

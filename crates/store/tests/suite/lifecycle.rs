@@ -330,3 +330,34 @@ pub(crate) fn a_message_to_one_session_has_its_own_delivery_report(b: &dyn Backe
         .collect();
     assert_eq!(concerned, ["b"]);
 }
+
+pub(crate) fn concurrent_stops_show_a_message_once(b: &dyn Backend) {
+    // Two hook processes answering the same session's Stop at once (a retried hook, an HTTP
+    // hook beside a command hook): the message blocks one of them, never both.
+    for round in 0..10 {
+        let store = fresh(b);
+        seen(&store, "s", T0, "UserPromptSubmit");
+        let mid_turn = publish(&store, "ops", Severity::Critical, T0 + 1, None);
+        let handles: Vec<_> = (0..4).map(|_| store.open_another()).collect();
+        let barrier = std::sync::Barrier::new(handles.len());
+        let shown: usize = std::thread::scope(|scope| {
+            let runs: Vec<_> = handles
+                .iter()
+                .map(|h| {
+                    let barrier = &barrier;
+                    scope.spawn(move || {
+                        barrier.wait();
+                        h.deliver_at_stop("s", None, T0 + 2, &mut Unbounded)
+                            .unwrap()
+                            .shown
+                            .iter()
+                            .filter(|m| m.id == mid_turn.id)
+                            .count()
+                    })
+                })
+                .collect();
+            runs.into_iter().map(|r| r.join().unwrap()).sum()
+        });
+        assert_eq!(shown, 1, "round {round}: shown {shown} times");
+    }
+}
