@@ -109,6 +109,12 @@ impl JsonDoc {
         })
     }
 
+    /// Whether the file is exactly what writing its present value over `backup` makes, as
+    /// `init` wrote it: nobody added a comment or changed its layout since.
+    fn untouched_since(&self, backup: &str) -> bool {
+        rewrite_json(backup, &self.current()).as_deref() == self.text.as_deref()
+    }
+
     /// The change that makes the document `after`, with `changes` described (no changes: the
     /// text stays as it is).
     pub fn change(&self, mut after: Map<String, Value>, changes: Vec<String>) -> FileChange {
@@ -118,8 +124,13 @@ impl JsonDoc {
         let restores_backup = self.prior.as_ref() == Some(&after);
         let after_text = if changes.is_empty() || Value::Object(after.clone()) == self.current() {
             self.text.clone()
-        } else if let (true, Some(backup)) = (restores_backup, &self.prior_text) {
-            // Back to what the file held before `init`: its own bytes, formatting and all.
+        } else if let Some(backup) = self
+            .prior_text
+            .as_ref()
+            .filter(|backup| restores_backup && self.untouched_since(backup))
+        {
+            // Back to what the file held before `init`, which is all it holds since: its own
+            // bytes, formatting and all.
             Some(backup.clone())
         } else {
             match rewrite_json(self.text.as_deref().unwrap_or(""), &Value::Object(after)) {
@@ -533,6 +544,17 @@ mod tests {
         let removal = doc.change(after, vec!["remove".into()]).after.unwrap();
         assert!(
             removal.contains("light") && !removal.contains("hooks-mcp"),
+            "{removal}"
+        );
+        // Nor is a comment the user added since init, though the values are the backup's.
+        let commented = added_text.replacen('{', "{\n  // mine\n", 1);
+        std::fs::write(&path, &commented).unwrap();
+        let doc = JsonDoc::load(&path).unwrap();
+        let mut after = doc.value.clone();
+        after["mcpServers"].as_object_mut().unwrap().remove("hooks");
+        let removal = doc.change(after, vec!["remove".into()]).after.unwrap();
+        assert!(
+            removal.contains("// mine") && !removal.contains("hooks-mcp"),
             "{removal}"
         );
     }
