@@ -18,7 +18,7 @@ use protocol_lite::setting::{FULL_BIN_ENV, PENDING_PUSHES_ARG};
 
 use crate::child::{self, Named};
 use crate::error::{FrontError, debug};
-use crate::watch::StoreWatch;
+use crate::watch::{Pacer, StoreWatch};
 
 /// How long the child may take: it opens the store and reads it.
 const LIMIT: Duration = Duration::from_secs(10);
@@ -29,58 +29,14 @@ pub(crate) const MIN_GAP: Duration = Duration::from_millis(200);
 /// message still reaches it within a second of its publication.
 pub(crate) const MAX_GAP: Duration = Duration::from_millis(600);
 
-/// When to run the child: after a write, no sooner than the gap since the last run.
-#[derive(Debug, Clone)]
-pub(crate) struct Pacer {
-    gap: Duration,
-    last: Option<Instant>,
-    pending: bool,
-}
-
-impl Default for Pacer {
-    fn default() -> Self {
-        Pacer {
-            gap: MIN_GAP,
-            last: None,
-            pending: false,
-        }
-    }
-}
-
-impl Pacer {
-    /// The store was written (or a batch said more are waiting).
-    pub(crate) fn woken(&mut self) {
-        self.pending = true;
-    }
-
-    /// How long until the child should run: `None` when nothing is pending.
-    pub(crate) fn wait(&self, now: Instant) -> Option<Duration> {
-        if !self.pending {
-            return None;
-        }
-        Some(self.last.map_or(Duration::ZERO, |last| {
-            (last + self.gap).saturating_duration_since(now)
-        }))
-    }
-
-    /// A run ended at `now`; `found`: it had something to push.
-    pub(crate) fn ran(&mut self, now: Instant, found: bool) {
-        self.pending = false;
-        self.last = Some(now);
-        self.gap = if found {
-            MIN_GAP
-        } else {
-            (self.gap * 2).min(MAX_GAP)
-        };
-    }
-}
-
 /// The push state of one light session.
 #[derive(Debug)]
 pub(crate) struct Pushing {
     watch: StoreWatch,
     pacer: Pacer,
     cursor: Cursor,
+    /// The child cannot be started: pushing stopped for this session (said once).
+    stopped: bool,
 }
 
 impl Pushing {
@@ -95,8 +51,9 @@ impl Pushing {
         })?;
         Ok(Pushing {
             watch,
-            pacer: Pacer::default(),
+            pacer: Pacer::new(MIN_GAP, MAX_GAP),
             cursor: Cursor::starting(since_ms),
+            stopped: false,
         })
     }
 
@@ -112,9 +69,9 @@ impl Pushing {
         }
     }
 
-    /// How long until a run is due (`None`: none is).
+    /// How long until a run is due (`None`: none is, or pushing stopped).
     pub(crate) fn wait(&self, now: Instant) -> Option<Duration> {
-        self.pacer.wait(now)
+        self.pacer.wait(now).filter(|_| !self.stopped)
     }
 
     /// Where pushing stands, for the full server at a handoff.
@@ -127,6 +84,7 @@ impl Pushing {
     pub(crate) fn run(&mut self, stdio: &Path) -> Vec<Vec<u8>> {
         // Writes queued before this run are what it answers.
         self.drain();
+        let follow_up = self.pacer.start();
         let batch = pending(stdio, self.cursor);
         let written = self.drain();
         let (lines, more) = match batch {
@@ -142,12 +100,22 @@ impl Pushing {
                 }
             },
             Err(e) => {
-                protocol_lite::diag!("hooks-mcp: cannot read the messages to push: {e}");
+                // A child that cannot be started will not start at the next write either.
+                self.stopped = matches!(e, FrontError::Spawn { .. });
+                let stop = if self.stopped {
+                    "; pushing stops for this session (the hooks still deliver)"
+                } else {
+                    ""
+                };
+                protocol_lite::diag!("hooks-mcp: cannot read the messages to push: {e}{stop}");
                 (Vec::new(), false)
             }
         };
-        self.pacer.ran(Instant::now(), !lines.is_empty());
-        if more || written {
+        // Events during the run may be the child's own (folding a long WAL back): they start
+        // one follow-up run, which starts no other unless it finds something.
+        self.pacer
+            .ran(Instant::now(), follow_up, !lines.is_empty(), written);
+        if more {
             self.pacer.woken();
         }
         debug(|| format!("push run: {} to push, cursor {}", lines.len(), self.cursor));
@@ -192,42 +160,53 @@ mod tests {
     use super::*;
 
     #[test]
-    fn runs_follow_writes_no_sooner_than_the_gap_which_grows_while_nothing_is_found() {
+    fn push_runs_are_paced_within_a_second_and_never_wake_themselves() {
         let t0 = Instant::now();
-        let mut p = Pacer::default();
+        let mut p = Pacer::new(MIN_GAP, MAX_GAP);
         assert_eq!(p.wait(t0), None, "nothing written: no run, no timer");
         p.woken();
         assert_eq!(p.wait(t0), Some(Duration::ZERO), "the first run is at once");
-        p.ran(t0, false);
-        assert_eq!(p.wait(t0), None);
-        p.woken();
-        assert_eq!(p.wait(t0), Some(MIN_GAP * 2));
-        p.ran(t0, false);
-        p.ran(t0, false);
-        p.ran(t0, false);
+        for _ in 0..4 {
+            let follow_up = p.start();
+            p.ran(t0, follow_up, false, false);
+        }
         p.woken();
         assert_eq!(
             p.wait(t0),
             Some(MAX_GAP),
             "bounded, so a push stays within a second"
         );
-        p.ran(t0, true);
+        // A run that saw events (perhaps its own) starts one follow-up, and a follow-up that
+        // finds nothing starts none.
+        let follow_up = p.start();
+        p.ran(t0, follow_up, false, true);
+        assert!(p.wait(t0).is_some());
+        let follow_up = p.start();
+        assert!(follow_up);
+        p.ran(t0, follow_up, false, true);
+        assert_eq!(p.wait(t0), None, "its own echo starts nothing");
+        p.woken();
+        let follow_up = p.start();
+        p.ran(t0, follow_up, true, false);
         p.woken();
         assert_eq!(
             p.wait(t0),
             Some(MIN_GAP),
             "found something: back to the shortest gap"
         );
-        assert_eq!(p.wait(t0 + MAX_GAP), Some(Duration::ZERO));
     }
 
     #[test]
-    fn a_missing_child_pushes_nothing_and_keeps_the_cursor() {
+    fn a_missing_child_pushes_nothing_keeps_the_cursor_and_is_not_retried() {
         let dir = tempfile::tempdir().unwrap();
         let mut pushing = Pushing::start(&dir.path().join("state.db"), 5).unwrap();
+        pushing.pacer.woken();
         let lines = pushing.run(Path::new("/nonexistent/hooks-mcp-stdio"));
         assert!(lines.is_empty());
         assert_eq!(pushing.cursor(), Cursor::starting(5));
+        // Not retried at every later write.
+        pushing.pacer.woken();
+        assert_eq!(pushing.wait(Instant::now() + MAX_GAP), None);
         let err = pending(
             Path::new("/nonexistent/hooks-mcp-stdio"),
             Cursor::starting(5),

@@ -129,6 +129,10 @@ pub(crate) const MAX_GAP: Duration = Duration::from_secs(4);
 /// the list unchanged starts none, so the child can never keep waking itself.
 #[derive(Debug, Clone)]
 pub(crate) struct Pacer {
+    /// The gap after a run that found something, and the shortest.
+    min_gap: Duration,
+    /// The longest gap, reached by doubling while runs find nothing.
+    max_gap: Duration,
     gap: Duration,
     last: Option<Instant>,
     pending: bool,
@@ -136,17 +140,25 @@ pub(crate) struct Pacer {
 }
 
 impl Default for Pacer {
+    /// The listing's pacing: [`MIN_GAP`] to [`MAX_GAP`].
     fn default() -> Self {
+        Pacer::new(MIN_GAP, MAX_GAP)
+    }
+}
+
+impl Pacer {
+    /// A pacer whose gap runs from `min_gap` (after a run that found something) to `max_gap`.
+    pub(crate) fn new(min_gap: Duration, max_gap: Duration) -> Pacer {
         Pacer {
-            gap: MIN_GAP,
+            min_gap,
+            max_gap,
+            gap: min_gap,
             last: None,
             pending: false,
             follow_up: false,
         }
     }
-}
 
-impl Pacer {
     /// The store was written while no child ran.
     pub(crate) fn woken(&mut self) {
         self.pending = true;
@@ -173,7 +185,7 @@ impl Pacer {
     /// was written while it ran.
     pub(crate) fn baseline(&mut self, now: Instant, events: bool) {
         self.last = Some(now);
-        self.gap = MIN_GAP;
+        self.gap = self.min_gap;
         if events {
             self.pending = true;
             self.follow_up = true;
@@ -186,9 +198,9 @@ impl Pacer {
     pub(crate) fn ran(&mut self, now: Instant, follow_up: bool, changed: bool, events: bool) {
         self.last = Some(now);
         if changed {
-            self.gap = MIN_GAP;
+            self.gap = self.min_gap;
         } else if !follow_up {
-            self.gap = (self.gap * 2).min(MAX_GAP);
+            self.gap = (self.gap * 2).min(self.max_gap);
         }
         // A follow-up that found nothing new saw only its own echo.
         if events && (changed || !follow_up) {
