@@ -524,16 +524,27 @@ impl StoreSnapshot {
     /// Reads the snapshot from `store`: the fleet-wide gauges when `reporter` says this daemon
     /// reports them (blocking calls: run it on the blocking pool).
     ///
+    /// A lease that cannot be asked for (a PostgreSQL server out of connections, a lease file
+    /// that cannot be opened) is not the store being down: this daemon then reports no
+    /// fleet-wide gauges, says why, and asks again at the next scrape.
+    ///
     /// # Errors
-    /// The store's error.
+    /// The store's error when the gauges cannot be read.
     pub(crate) fn read(
         store: &dyn store::Store,
         reporter: &StoreReporter,
         now: i64,
         retention: &store::Retention,
     ) -> Result<StoreSnapshot, StoreError> {
-        if !reporter.reports(store)? {
-            return Ok(StoreSnapshot { fleet: None });
+        match reporter.reports(store) {
+            Ok(true) => {}
+            Ok(false) => return Ok(StoreSnapshot { fleet: None }),
+            Err(e) => {
+                tracing::warn!(
+                    "cannot ask for the store's metrics lease ({e}): this daemon reports no                      fleet-wide gauges until it can"
+                );
+                return Ok(StoreSnapshot { fleet: None });
+            }
         }
         Ok(StoreSnapshot {
             fleet: Some(FleetGauges {
@@ -852,6 +863,28 @@ fn scrape_registry(snapshot: &Snapshot) -> Registry {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_lease_that_cannot_be_asked_for_reports_no_fleet_gauges_and_no_store_error() {
+        use store::DaemonStateStore;
+        let retention = store::Retention::default();
+        let now = 1_800_000_000_000;
+        let dir = tempfile::tempdir().unwrap();
+        let store = store::SqliteStore::create(dir.path().join("state.db")).unwrap();
+        let held = StoreSnapshot::read(&store, &StoreReporter::default(), now, &retention);
+        assert!(held.unwrap().fleet.is_some(), "the only daemon reports");
+        // A store whose lease file cannot be opened (a directory stands in its place).
+        let dir = tempfile::tempdir().unwrap();
+        let store = store::SqliteStore::create(dir.path().join("state.db")).unwrap();
+        std::fs::create_dir(dir.path().join(format!("state.db.{STORE_LEASE}.lease"))).unwrap();
+        let err = store.try_lease(STORE_LEASE).err().unwrap();
+        assert!(
+            err.to_string().contains("cannot open the lease file"),
+            "{err}"
+        );
+        let other = StoreSnapshot::read(&store, &StoreReporter::default(), now, &retention);
+        assert!(other.unwrap().fleet.is_none());
+    }
 
     fn sample<'a>(text: &'a str, series: &str) -> Option<&'a str> {
         text.lines()

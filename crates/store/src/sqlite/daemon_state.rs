@@ -24,9 +24,12 @@ impl DaemonStateStore for SqliteStore {
     fn try_lease(&self, name: &str) -> StoreResult<Option<Box<dyn Lease>>> {
         let mut path = self.path.clone().into_os_string();
         path.push(format!(".{name}.lease"));
-        let unavailable = |e: std::io::Error| StoreError::Unavailable {
-            store: self.path.display().to_string(),
-            detail: format!("cannot take the lease {name:?} ({}): {e}", path.display()),
+        // A file beside the database: the directory must be writable, as for the database.
+        let path = std::path::PathBuf::from(path);
+        let unavailable = |source: std::io::Error| StoreError::Io {
+            action: "cannot open the lease file (the store's directory must be writable)",
+            path: path.clone(),
+            source,
         };
         let file = File::options()
             .create(true)
