@@ -240,12 +240,18 @@ fn a_stop_is_blocked_once_for_a_message_published_during_the_turn() {
         &[("HOOKS_MCP_STOP_BLOCK", "off")],
     );
     assert!(off.answer.is_none(), "{off:?}");
-    let last = stop(&claude("stop", "s1"), &[]);
+    // A value that is neither on nor off is named, and blocking stays on.
+    let last = stop(&claude("stop", "s1"), &[("HOOKS_MCP_STOP_BLOCK", "of")]);
     assert!(
         last.answer.as_ref().unwrap()["reason"]
             .as_str()
             .unwrap()
             .contains("another one"),
+        "{last:?}"
+    );
+    assert!(
+        last.stderr
+            .contains("HOOKS_MCP_STOP_BLOCK: `of` is neither on nor off"),
         "{last:?}"
     );
 }

@@ -155,13 +155,24 @@ pub const SETTINGS: &[protocol_lite::setting::Setting] = &[protocol_lite::settin
              message as the reason (docs/hooks.md, \"Lifecycle events\").",
 }];
 
-/// Whether a `Stop` may be blocked ([`STOP_BLOCK_ENV`]): on unless set to `off`, `0`,
-/// `false` or `no`.
+/// Whether a `Stop` may be blocked ([`STOP_BLOCK_ENV`], read as
+/// [`protocol_lite::setting::switch`]): on unless set to off; a value that is neither says so
+/// on stderr and leaves it on.
 pub fn stop_block_from_env() -> bool {
     let value = std::env::var(STOP_BLOCK_ENV).unwrap_or_default();
-    !["off", "0", "false", "no"]
-        .iter()
-        .any(|off| off.eq_ignore_ascii_case(value.trim()))
+    match protocol_lite::setting::switch(&value) {
+        Some(on) => on,
+        None => {
+            if !value.trim().is_empty() {
+                protocol_lite::diag!(
+                    "hooks-mcp hook: {STOP_BLOCK_ENV}: `{}` is neither on nor off; blocking a \
+                     Stop stays on (set it to `on` or `off`)",
+                    value.trim()
+                );
+            }
+            true
+        }
+    }
 }
 
 /// The hook's settings that the store's part depends on.

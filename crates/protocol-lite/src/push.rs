@@ -40,13 +40,15 @@ impl Decision {
     /// blank).
     pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> Decision {
         let value = var(PUSH_ENV).unwrap_or_default();
-        match value.trim().to_ascii_lowercase().as_str() {
-            "" | "off" | "0" | "false" | "no" => return Decision::Off,
-            "on" | "1" | "true" | "yes" => {}
-            other => {
+        match crate::setting::switch(&value) {
+            Some(true) => {}
+            Some(false) => return Decision::Off,
+            None if value.trim().is_empty() => return Decision::Off,
+            None => {
                 return Decision::Refused(format!(
-                    "{PUSH_ENV}: `{other}` is neither on nor off; push stays off (set it to \
-                     `on` or `off`)"
+                    "{PUSH_ENV}: `{}` is neither on nor off; push stays off (set it to `on` or \
+                     `off`)",
+                    value.trim()
                 ));
             }
         }

@@ -15,6 +15,21 @@ pub struct Setting {
     pub effect: &'static str,
 }
 
+/// An on/off setting's value: `Some(true)` for `on`, `1`, `true` or `yes`, `Some(false)` for
+/// `off`, `0`, `false` or `no` (any case, spaces around ignored), `None` for anything else,
+/// blank included, which each setting resolves to its default and names if not blank.
+pub fn switch(value: &str) -> Option<bool> {
+    let value = value.trim();
+    let is = |words: [&str; 4]| words.iter().any(|w| w.eq_ignore_ascii_case(value));
+    if is(["on", "1", "true", "yes"]) {
+        Some(true)
+    } else if is(["off", "0", "false", "no"]) {
+        Some(false)
+    } else {
+        None
+    }
+}
+
 /// Overrides where the full server binary is (default: `hooks-mcp-full` beside `hooks-mcp`).
 pub const FULL_BIN_ENV: &str = "HOOKS_MCP_FULL_BIN";
 /// Overrides where the catalogue child binary is (default: `hooks-mcp-catalogue` beside the
@@ -107,3 +122,21 @@ pub const PUSH_SETTINGS: &[Setting] = &[
                  or `*`: every channel the session receives.",
     },
 ];
+
+#[cfg(test)]
+mod tests {
+    use super::switch;
+
+    #[test]
+    fn switches_read_the_usual_words_and_nothing_else() {
+        for on in ["on", "ON", " 1 ", "true", "Yes"] {
+            assert_eq!(switch(on), Some(true), "{on:?}");
+        }
+        for off in ["off", "Off", "0", "false", " no"] {
+            assert_eq!(switch(off), Some(false), "{off:?}");
+        }
+        for neither in ["", "  ", "of", "disable", "2"] {
+            assert_eq!(switch(neither), None, "{neither:?}");
+        }
+    }
+}
