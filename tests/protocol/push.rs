@@ -239,3 +239,21 @@ fn on_postgres_the_full_server_serves_and_pushes_from_the_start() {
     let params = pushed(&mut s);
     assert_eq!(params["meta"]["channel"], channel.as_str());
 }
+
+#[test]
+fn a_bad_push_channel_is_named_once_not_at_every_run() {
+    let mut s = Server::with_env(&[PUSH, ("HOOKS_MCP_PUSH_CHANNELS", "ops,no good")]);
+    s.handshake();
+    for n in 0..3 {
+        publish(&s, &[], "ops", "alert", &format!("alert {n}"));
+        pushed(&mut s);
+    }
+    // Three children ran at least; the first said what is wrong with the setting.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let mut stderr = String::new();
+    while !stderr.contains("no good") && Instant::now() < deadline {
+        stderr += &s.stderr_text();
+    }
+    stderr += &s.stderr_text();
+    assert_eq!(stderr.matches("`no good`").count(), 1, "{stderr}");
+}

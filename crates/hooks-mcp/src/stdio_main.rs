@@ -7,7 +7,7 @@
 //! called a tool keeps less memory. Started without a handed-over session, it serves stdio from
 //! the start, as `hooks-mcp-full serve` does. `--list-resources` prints the store's
 //! `resources/list` result and exits (the front end's child while it holds a subscription);
-//! `--pending-pushes CURSOR` prints the urgent messages to push into the session after the
+//! `--pending-pushes CURSOR [--quiet]` prints the urgent messages to push into the session after the
 //! cursor and exits (the front end's child while push is on).
 
 use std::process::ExitCode;
@@ -20,9 +20,16 @@ fn main() -> ExitCode {
         Some(protocol_lite::setting::LIST_RESOURCES_ARG) => {
             server_full::stdio::print_resources_from_env().map_err(|e| e.to_string())
         }
-        Some(protocol_lite::setting::PENDING_PUSHES_ARG) => {
-            server_full::print_pending_from_env(&args.next().unwrap_or_default())
-        }
+        Some(protocol_lite::setting::PENDING_PUSHES_ARG) => match args.next() {
+            Some(cursor) => {
+                let quiet = args.next().as_deref() == Some(protocol_lite::setting::QUIET_ARG);
+                server_full::print_pending_from_env(&cursor, quiet)
+            }
+            None => Err(format!(
+                "{} needs the cursor to read after (as the front end passes it)",
+                protocol_lite::setting::PENDING_PUSHES_ARG
+            )),
+        },
         _ => server_full::stdio::serve_from_env().map_err(|e| e.to_string()),
     };
     match outcome {

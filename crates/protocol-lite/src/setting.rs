@@ -58,6 +58,10 @@ pub const LIST_RESOURCES_ARG: &str = "--list-resources";
 /// [`crate::push::Batch`] and exit (internal): how the front end pushes into an idle session
 /// without linking the store.
 pub const PENDING_PUSHES_ARG: &str = "--pending-pushes";
+/// After [`PENDING_PUSHES_ARG`] and its cursor: the child keeps the settings' warnings to
+/// itself (internal; the front end passes it from the second run on, the first having said
+/// them).
+pub const QUIET_ARG: &str = "--quiet";
 /// Turns on pushing urgent messages into the session (`notifications/claude/channel`).
 pub const PUSH_ENV: &str = "HOOKS_MCP_CHANNEL_PUSH";
 /// The channels allowed to push into the session (default: every channel it receives).

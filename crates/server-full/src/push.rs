@@ -27,20 +27,31 @@ pub struct ChannelPush {
 }
 
 impl ChannelPush {
-    /// From the environment: `None` unless push is on ([`Decision`]). The cursor is the handed
-    /// over one ([`PUSH_CURSOR_ENV`]), else the present instant (messages published before
-    /// this process started are the hooks' to deliver).
+    /// From the environment: `None` unless push is on ([`Decision`]; why it was refused is
+    /// logged at debug level, the front end having said it). The cursor is the handed over one
+    /// ([`PUSH_CURSOR_ENV`]), else the present instant (messages published before this process
+    /// started are the hooks' to deliver). Bad channel names are logged as warnings.
     pub fn from_env() -> Option<ChannelPush> {
+        match ChannelPush::from_env_with(&|w| tracing::warn!("{w}")) {
+            Ok(push) => push,
+            Err(why) => {
+                tracing::debug!("{why}");
+                None
+            }
+        }
+    }
+
+    /// [`ChannelPush::from_env`], each warning about a setting given to `warn`.
+    ///
+    /// # Errors
+    /// Why push was refused (on, but without a session id, or neither on nor off).
+    pub fn from_env_with(warn: &dyn Fn(String)) -> Result<Option<ChannelPush>, String> {
         let var = |name: &str| std::env::var(name).ok();
         let session = match Decision::from_vars(var) {
             Decision::On { session } => session,
-            Decision::Off => return None,
-            Decision::Refused(why) => {
-                tracing::debug!("{why}");
-                return None;
-            }
+            Decision::Off => return Ok(None),
+            Decision::Refused(why) => return Err(why),
         };
-        let warn = |w: String| tracing::warn!("{w}");
         let subscribed = tools_channels::subscribed_channels(
             &var(tools_channels::SUBSCRIPTIONS_ENV).unwrap_or_default(),
             warn,
@@ -53,11 +64,11 @@ impl ChannelPush {
         let cursor = var(PUSH_CURSOR_ENV)
             .and_then(|c| Cursor::parse(&c).ok())
             .unwrap_or_else(|| Cursor::starting(crate::now_ms()));
-        Some(ChannelPush {
+        Ok(Some(ChannelPush {
             session,
             channels,
             cursor,
-        })
+        }))
     }
 
     /// The next batch after `cursor`, which moves past it: each message's notification
@@ -93,13 +104,20 @@ impl ChannelPush {
 }
 
 /// Prints the [`Batch`] after `cursor` (the text of a [`Cursor`]) for the front end and exits:
-/// `hooks-mcp-stdio --pending-pushes CURSOR`.
+/// `hooks-mcp-stdio --pending-pushes CURSOR [--quiet]`; `quiet`: the settings' warnings are
+/// not logged (the front end's first run said them).
 ///
 /// # Errors
 /// A message saying what was wrong: push off, a bad cursor, the store, or stdout.
-pub fn print_pending_from_env(cursor: &str) -> Result<(), String> {
+pub fn print_pending_from_env(cursor: &str, quiet: bool) -> Result<(), String> {
     use std::io::Write as _;
-    let push = ChannelPush::from_env().ok_or("push is off: there is nothing to print")?;
+    let warn = |w: String| {
+        if !quiet {
+            tracing::warn!("{w}");
+        }
+    };
+    let push = ChannelPush::from_env_with(&warn)?
+        .ok_or("push is off (HOOKS_MCP_CHANNEL_PUSH is not on): there is nothing to print")?;
     let mut cursor = Cursor::parse(cursor)?;
     let (store, _) = store::open_from_env(true).map_err(|e| format!("opening the store: {e}"))?;
     let (pushes, more) = push

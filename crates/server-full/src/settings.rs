@@ -62,6 +62,14 @@ impl Settings {
     /// # Errors
     /// [`SettingsError::Store`] when the store cannot be located, opened or migrated.
     pub fn stdio_from_env() -> Result<(Settings, Vec<FilterWarning>, Opened), SettingsError> {
+        Settings::stdio_with(true)
+    }
+
+    /// [`Settings::stdio_from_env`]; `push`: whether the push settings are read (a listing
+    /// child pushes nothing, and would repeat their warnings at every run).
+    pub(crate) fn stdio_with(
+        push: bool,
+    ) -> Result<(Settings, Vec<FilterWarning>, Opened), SettingsError> {
         let (filter, warnings) = Filter::from_env();
         let mode = mode_from_env()?;
         let session = SessionPolicy::Fallback(
@@ -73,8 +81,8 @@ impl Settings {
         let (store, opened) = store::open_from_env(true)?;
         let mut extensions = Settings::extensions(store);
         extensions.insert(store::Transport::Stdio);
-        if let Some(push) = crate::ChannelPush::from_env() {
-            extensions.insert(push);
+        if let Some(channel_push) = push.then(crate::ChannelPush::from_env).flatten() {
+            extensions.insert(channel_push);
         }
         let settings = Settings {
             filter,

@@ -133,7 +133,7 @@ pub struct Suppress {
 /// listing cannot be read or written.
 pub fn print_resources_from_env() -> Result<(), StdioError> {
     use std::io::Write as _;
-    let (settings, _, _) = crate::Settings::stdio_from_env().map_err(StdioError::Store)?;
+    let (settings, _, _) = crate::Settings::stdio_with(false).map_err(StdioError::Store)?;
     let policy = catalogue::SessionPolicy::ExplicitOnly;
     let ctx = catalogue::CallContext::new(crate::now_ms(), &policy, &settings.extensions);
     let listed = crate::resources_and_prompts::list_resources(&ctx)

@@ -14,7 +14,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use protocol_lite::push::{Batch, Cursor, notification_line};
-use protocol_lite::setting::{FULL_BIN_ENV, PENDING_PUSHES_ARG};
+use protocol_lite::setting::{FULL_BIN_ENV, PENDING_PUSHES_ARG, QUIET_ARG};
 
 use crate::child::{self, Named};
 use crate::error::{FrontError, debug};
@@ -37,6 +37,8 @@ pub(crate) struct Pushing {
     cursor: Cursor,
     /// The child cannot be started: pushing stopped for this session (said once).
     stopped: bool,
+    /// A child ran: the next ones keep the settings' warnings to themselves.
+    ran: bool,
 }
 
 impl Pushing {
@@ -54,6 +56,7 @@ impl Pushing {
             pacer: Pacer::new(MIN_GAP, MAX_GAP),
             cursor: Cursor::starting(since_ms),
             stopped: false,
+            ran: false,
         })
     }
 
@@ -85,7 +88,7 @@ impl Pushing {
         // Writes queued before this run are what it answers.
         self.drain();
         let follow_up = self.pacer.start();
-        let batch = pending(stdio, self.cursor);
+        let batch = pending(stdio, self.cursor, std::mem::replace(&mut self.ran, true));
         let written = self.drain();
         let (lines, more) = match batch {
             Ok(batch) => match Cursor::parse(&batch.cursor) {
@@ -132,13 +135,17 @@ impl Pushing {
 }
 
 /// Runs `stdio` (`hooks-mcp-stdio`) with [`PENDING_PUSHES_ARG`] and `cursor` in this process's
-/// environment (so it opens the same store, for the same session) and reads its batch.
+/// environment (so it opens the same store, for the same session) and reads its batch;
+/// `quiet`: with [`QUIET_ARG`].
 ///
 /// # Errors
 /// What running the child or reading its output failed with.
-fn pending(stdio: &Path, cursor: Cursor) -> Result<Batch, FrontError> {
+fn pending(stdio: &Path, cursor: Cursor, quiet: bool) -> Result<Batch, FrontError> {
     let mut command = Command::new(stdio);
     command.arg(PENDING_PUSHES_ARG).arg(cursor.to_string());
+    if quiet {
+        command.arg(QUIET_ARG);
+    }
     let hint = format!(
         "it is built and installed beside hooks-mcp-full, or set {FULL_BIN_ENV} to the path of \
          hooks-mcp-full (hooks-mcp-stdio lies beside it)"
@@ -210,6 +217,7 @@ mod tests {
         let err = pending(
             Path::new("/nonexistent/hooks-mcp-stdio"),
             Cursor::starting(5),
+            false,
         )
         .unwrap_err();
         assert!(
