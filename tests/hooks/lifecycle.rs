@@ -310,7 +310,11 @@ fn every_claude_code_event_is_answered_and_the_quiet_ones_are_counted() {
     let status: Value = serde_json::from_slice(&status.stdout).unwrap();
     assert_eq!(status["quiet"]["count"], json!(quiet), "{status}");
     for event in hook_dispatch::QUIET_EVENTS {
-        assert_eq!(status["quiet"]["events"][event], json!(1), "{event}: {status}");
+        assert_eq!(
+            status["quiet"]["events"][event],
+            json!(1),
+            "{event}: {status}"
+        );
     }
     // Garbage still says what is wrong.
     let garbage = env.hook_with("NotAnEvent", "{}", &[]);

@@ -123,6 +123,14 @@ impl Proc {
         self.child.id()
     }
 
+    /// The program the process runs now (`/proc/PID/comm`): the front end, or the full server
+    /// it handed the session to.
+    pub(crate) fn program(&self) -> anyhow::Result<String> {
+        std::fs::read_to_string(format!("/proc/{}/comm", self.pid()))
+            .map(|s| s.trim().to_owned())
+            .with_context(|| format!("reading /proc/{}/comm", self.pid()))
+    }
+
     /// Writes one line (a newline is added).
     pub(crate) fn send(&mut self, line: &str) -> anyhow::Result<()> {
         let stdin = self.stdin.as_mut().context("stdin is closed")?;
@@ -190,4 +198,20 @@ impl Drop for Proc {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// Programs with how many sessions ran each, in first-seen order (`hooks-mcp ×20`).
+pub(crate) fn program_counts<'a>(programs: impl IntoIterator<Item = &'a str>) -> String {
+    let mut names: Vec<(&str, usize)> = Vec::new();
+    for program in programs {
+        match names.iter_mut().find(|(n, _)| *n == program) {
+            Some((_, count)) => *count += 1,
+            None => names.push((program, 1)),
+        }
+    }
+    names
+        .iter()
+        .map(|(n, c)| format!("{n} ×{c}"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }

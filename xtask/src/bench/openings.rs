@@ -114,9 +114,7 @@ fn open(
     };
     std::thread::sleep(idle);
     let sample = proc.sample()?;
-    let program = std::fs::read_to_string(format!("/proc/{}/comm", proc.pid()))
-        .map(|s| s.trim().to_owned())
-        .with_context(|| format!("reading /proc/{}/comm", proc.pid()))?;
+    let program = proc.program()?;
     Ok(Run {
         first,
         list,
@@ -129,20 +127,9 @@ fn summary(runs: &[Run], f: impl Fn(&Run) -> f64) -> Option<Summary> {
     Summary::of(&runs.iter().map(f).collect::<Vec<_>>())
 }
 
-/// The programs the sessions ran after their opening, with counts (`hooks-mcp ×20`).
+/// The programs the sessions ran, with counts (`hooks-mcp ×20`).
 fn programs(runs: &[Run]) -> String {
-    let mut names: Vec<(&str, usize)> = Vec::new();
-    for run in runs {
-        match names.iter_mut().find(|(n, _)| *n == run.program) {
-            Some((_, count)) => *count += 1,
-            None => names.push((&run.program, 1)),
-        }
-    }
-    names
-        .iter()
-        .map(|(n, c)| format!("{n} ×{c}"))
-        .collect::<Vec<_>>()
-        .join(", ")
+    super::client::program_counts(runs.iter().map(|r| r.program.as_str()))
 }
 
 /// The series as markdown, with the 2026 opening's targets.

@@ -58,13 +58,6 @@ pub(crate) fn series(
     Ok(report(&off, &on, idle, smoke))
 }
 
-/// The program `proc` runs now.
-fn program(proc: &Proc) -> anyhow::Result<String> {
-    std::fs::read_to_string(format!("/proc/{}/comm", proc.pid()))
-        .map(|s| s.trim().to_owned())
-        .with_context(|| format!("reading /proc/{}/comm", proc.pid()))
-}
-
 /// One session: the opening, the idle time, the reading; with push on, an alert and again.
 fn session(
     front: &Path,
@@ -88,10 +81,10 @@ fn session(
     proc.ask(&request(2, "tools/list", json!({})))?;
     std::thread::sleep(idle);
     let sample = proc.sample()?;
-    let program = program(&proc)?;
+    let program = proc.program()?;
     let pushed = if push {
         let writer = store::SqliteStore::create(home.join("state.db"))?;
-        let now = xtask_now_ms();
+        let now = super::now_ms();
         writer.publish(
             &store::NewMessage {
                 channel: "bench".into(),
@@ -122,31 +115,13 @@ fn session(
     })
 }
 
-/// The current time in Unix milliseconds.
-fn xtask_now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
-}
-
 fn summary(runs: &[Run], f: impl Fn(&Run) -> Option<f64>) -> Option<Summary> {
     Summary::of(&runs.iter().filter_map(f).collect::<Vec<_>>())
 }
 
 /// The programs the sessions ran, with counts (`hooks-mcp ×20`).
 fn programs(runs: &[Run]) -> String {
-    let mut names: Vec<(&str, usize)> = Vec::new();
-    for run in runs {
-        match names.iter_mut().find(|(n, _)| *n == run.program) {
-            Some((_, count)) => *count += 1,
-            None => names.push((&run.program, 1)),
-        }
-    }
-    names
-        .iter()
-        .map(|(n, c)| format!("{n} ×{c}"))
-        .collect::<Vec<_>>()
-        .join(", ")
+    super::client::program_counts(runs.iter().map(|r| r.program.as_str()))
 }
 
 /// The series as markdown, with its targets.
