@@ -14,8 +14,6 @@ use serde_json::{Value, json};
 
 use crate::setting::{PUSH_ENV, SESSION_ENV};
 
-/// The experimental capability a channel server declares (its value is always `{}`).
-pub const CHANNEL_CAPABILITY: &str = "claude/channel";
 /// The method of a pushed message.
 pub const CHANNEL_METHOD: &str = "notifications/claude/channel";
 /// Most messages one batch carries; the rest follow in the next.
@@ -65,11 +63,6 @@ impl Decision {
                 SESSION_ENV[0], SESSION_ENV[1]
             )),
         }
-    }
-
-    /// Whether to declare the capability and push.
-    pub fn is_on(&self) -> bool {
-        matches!(self, Decision::On { .. })
     }
 }
 
@@ -183,7 +176,6 @@ mod tests {
                 session: "claude".into()
             }
         );
-        assert!(on.is_on());
         let ours = Decision::from_vars(vars(&[
             (PUSH_ENV, "1"),
             (SESSION_ENV[0], "ours"),
