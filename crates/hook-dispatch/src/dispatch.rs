@@ -10,7 +10,9 @@ use std::time::Duration;
 use store::StoreError;
 
 use crate::output::{Response, answer_bytes};
-use crate::part::{CHANNELS_ENV, DeliveryBudget, StorePart, Subscriptions, store_part};
+use crate::part::{
+    CHANNELS_ENV, DeliveryBudget, StorePart, Subscriptions, may_block_stop, store_part,
+};
 use crate::payload::{Event, Payload};
 use crate::{conditions, forward, open};
 
@@ -130,49 +132,9 @@ pub(crate) fn unknown_event(name: &str) -> String {
 
 /// Whether `event` has anything to ask the store: not a `Stop` that a stop hook already
 /// continued (`stop_hook_active`), nor any `Stop` with blocking turned off
-/// ([`STOP_BLOCK_ENV`]).
+/// ([`crate::STOP_BLOCK_ENV`]).
 pub(crate) fn needs_store(event: Event, payload: &Payload) -> bool {
     event != Event::Stop || may_block_stop(payload)
-}
-
-/// Whether this `Stop` may be blocked: the setting is on ([`stop_block_from_env`]) and the
-/// client does not say a stop hook already made the agent go on.
-pub(crate) fn may_block_stop(payload: &Payload) -> bool {
-    !payload.stop_hook_active() && stop_block_from_env()
-}
-
-/// The setting that turns off blocking a `Stop` for a message published during the turn.
-pub const STOP_BLOCK_ENV: &str = "HOOKS_MCP_STOP_BLOCK";
-
-/// The settings of the lifecycle events, for the generated configuration reference.
-pub const SETTINGS: &[protocol_lite::setting::Setting] = &[protocol_lite::setting::Setting {
-    env: STOP_BLOCK_ENV,
-    flag: "",
-    default: "on",
-    effect: "Hook command (and the daemon, for HTTP hooks): `off` (or `0`, `false`, `no`) \
-             lets a session stop although an alert or critical message it was not shown was \
-             published during its turn; otherwise its `Stop` is blocked once with that \
-             message as the reason (docs/hooks.md, \"Lifecycle events\").",
-}];
-
-/// Whether a `Stop` may be blocked ([`STOP_BLOCK_ENV`], read as
-/// [`protocol_lite::setting::switch`]): on unless set to off; a value that is neither says so
-/// on stderr and leaves it on.
-pub fn stop_block_from_env() -> bool {
-    let value = std::env::var(STOP_BLOCK_ENV).unwrap_or_default();
-    match protocol_lite::setting::switch(&value) {
-        Some(on) => on,
-        None => {
-            if !value.trim().is_empty() {
-                protocol_lite::diag!(
-                    "hooks-mcp hook: {STOP_BLOCK_ENV}: `{}` is neither on nor off; blocking a \
-                     Stop stays on (set it to `on` or `off`)",
-                    value.trim()
-                );
-            }
-            true
-        }
-    }
 }
 
 /// The hook's settings that the store's part depends on.

@@ -47,10 +47,10 @@ mod part;
 mod payload;
 mod stdin_file;
 
-pub use dispatch::{
-    SETTINGS, STOP_BLOCK_ENV, banner, complete, run, run_from_args, run_from_args_with, run_with,
-    stop_block_from_env,
-};
+pub use dispatch::{banner, complete, run, run_from_args, run_from_args_with, run_with};
 pub use output::{Decision, Response, answer_bytes};
-pub use part::{CHANNELS_ENV, DeliveryBudget, StorePart, Subscriptions, store_part};
+pub use part::{
+    CHANNELS_ENV, DeliveryBudget, SETTINGS, STOP_BLOCK_ENV, StorePart, Subscriptions,
+    stop_block_from_env, store_part,
+};
 pub use payload::{Event, Payload, PayloadError, QUIET_EVENTS, quiet_event};

@@ -1,6 +1,6 @@
 //! Agent clients beside Claude Code: which client sent an event, how its events map onto what
-//! the dispatcher does, how its payload becomes the dispatcher's [`Payload`], and how the answer
-//! is written in its own output format (docs/clients.md).
+//! the dispatcher does, how its payload becomes the dispatcher's [`crate::Payload`], and how
+//! the answer is written in its own output format (docs/clients.md).
 //!
 //! A hook registered for another client names it: `hooks-mcp-hook hook --client codex
 //! PreToolUse`. A Claude Code hook (`hook <Event>`, no client) whose payload is not Claude

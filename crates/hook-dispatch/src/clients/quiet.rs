@@ -3,7 +3,7 @@
 //! directory), for `hooks-mcp status` to show, so that an operator who registered them sees
 //! them arrive.
 //!
-//! Written as [`super::unplaced`] is ([`super::record_file`]): under an exclusive lock on the
+//! Written as [`super::unplaced`] is (one shared locked read-update-write): under an exclusive lock on the
 //! file, best effort, never creating the store.
 
 use std::collections::BTreeMap;
