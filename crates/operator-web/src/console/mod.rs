@@ -877,6 +877,7 @@ async fn events(State(console): State<Console>, Query(query): Query<Params>) -> 
         seen,
         first: true,
         blind: false,
+        recheck: false,
     };
     let stream = futures_util::stream::unfold(state, move |mut w| {
         let web = web.clone();
@@ -885,13 +886,23 @@ async fn events(State(console): State<Console>, Query(query): Query<Params>) -> 
                 // Each pass waits for the store-change feed or, while the store cannot say its
                 // version, a second; the first one at most FIRST_LOOK, so that a change between
                 // the page's read and this stream's start is reported soon after the head.
-                let wait = if w.first { FIRST_LOOK } else { BLIND_REFRESH };
-                tokio::select! {
+                // After a wake that found the version unchanged, one more look as soon: the
+                // feed that woke the stream may hear of a change before the store's version
+                // does (on PostgreSQL each has a listening connection of its own).
+                let soon = w.first || w.recheck;
+                let wait = if soon { FIRST_LOOK } else { BLIND_REFRESH };
+                let woken = tokio::select! {
                     () = web.stop.cancelled() => return None,
-                    changed = w.rx.changed() => if changed.is_err() { return None },
-                    () = tokio::time::sleep(wait), if w.first || w.blind => {}
-                }
+                    changed = w.rx.changed() => {
+                        if changed.is_err() {
+                            return None;
+                        }
+                        true
+                    }
+                    () = tokio::time::sleep(wait), if soon || w.blind => false,
+                };
                 let first = std::mem::replace(&mut w.first, false);
+                w.recheck = false;
                 let data = match web.read(|s| Ok(change_version(s))).await.ok().flatten() {
                     Some(v) => {
                         w.blind = false;
@@ -899,7 +910,10 @@ async fn events(State(console): State<Console>, Query(query): Query<Params>) -> 
                         // The first version heard is the baseline when the page had none.
                         match previous {
                             Some(p) if p != v => v.to_string(),
-                            _ => continue,
+                            _ => {
+                                w.recheck = woken;
+                                continue;
+                            }
                         }
                     }
                     None => {
@@ -927,6 +941,8 @@ struct Watching {
     seen: Option<u64>,
     first: bool,
     blind: bool,
+    /// Woken by the feed, the version had not moved yet: look again after [`FIRST_LOOK`].
+    recheck: bool,
 }
 
 // --- Signing in ------------------------------------------------------------------------------
