@@ -105,13 +105,17 @@ fn event_calls(inputs: &Inputs<'_>, store: &dyn Store, part: &mut StorePart) {
     let sighting = sighting(event, payload, subscriptions, now);
     match event {
         Event::SessionStart => {
-            fire_schedules(store, session, now, event, part);
+            // A compaction, resume or clear happens within a session whose start pruned
+            // and fired already: it spends its time on what the context lost instead, and
+            // schedules that fall due meanwhile fire at its next prompt or tool call.
+            let redelivering = redelivers(payload.source());
+            if !redelivering {
+                fire_schedules(store, session, now, event, part);
+            }
             if let Err(e) = store.record_sighting(&sighting) {
                 part.report(event, "record the session", e);
             }
-            // A compaction, resume or clear happens within a session whose start pruned
-            // already: it spends its time on what the context lost instead.
-            if redelivers(payload.source()) {
+            if redelivering {
                 redeliver(store, session, channels, budget, now, part);
             } else {
                 housekeeping(store, now, event, part);

@@ -245,14 +245,19 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
     }
     // Each event has the same rows; its HTTP row goes after them.
     let per_event = cases.len() / 2;
+    let four = cases.len();
+    let lifecycle_cases = lifecycle::cases(home.path(), &lean)?;
     let cases = cases
         .into_iter()
+        .chain(
+            lifecycle_cases
+                .iter()
+                .map(|(label, file, command)| (label.clone(), file.as_path(), command.clone())),
+        )
         .map(|(label, payload, command)| (label, payload, command, Vec::new()))
         .collect();
     let mut results = measure_cases(args, &exe, home.path(), cases)?;
-    let lifecycle = lifecycle::measure(home.path(), &lean, |cases| {
-        measure_cases(args, &exe, home.path(), cases)
-    })?;
+    let lifecycle = results.split_off(four);
     let http = measure_http_hooks(args, &full, home.path())?;
     for (i, m) in http.into_iter().enumerate() {
         results.insert(per_event * (i + 1) + i, m);

@@ -10,14 +10,15 @@ use crate::{
     StoreResult,
 };
 
-/// The sighting upsert, `$1`-`$6`: session, time, event, transport, cwd, subscriptions.
+/// The sighting upsert, `$1`-`$7`: session, time, event, transport, cwd, subscriptions, and
+/// the parent session (a subagent's; `NULL` keeps what is recorded).
 macro_rules! upsert_sql {
     () => {
         "INSERT INTO sessions AS s
              (session_id, first_seen, last_seen, last_event, transport, cwd, subscriptions,
-              turn_started_at)
+              turn_started_at, parent_id)
          VALUES ($1, $2, $2, $3, $4, $5, $6,
-                 CASE WHEN $3::text = 'UserPromptSubmit' THEN $2::bigint END)
+                 CASE WHEN $3::text = 'UserPromptSubmit' THEN $2::bigint END, $7)
          ON CONFLICT (session_id) DO UPDATE SET
              first_seen = LEAST(s.first_seen, excluded.first_seen),
              last_seen = GREATEST(s.last_seen, excluded.last_seen),
@@ -26,7 +27,8 @@ macro_rules! upsert_sql {
              cwd = coalesce(excluded.cwd, s.cwd),
              subscriptions = coalesce(excluded.subscriptions, s.subscriptions),
              ended_at = NULL,
-             turn_started_at = coalesce(excluded.turn_started_at, s.turn_started_at)"
+             turn_started_at = coalesce(excluded.turn_started_at, s.turn_started_at),
+             parent_id = coalesce(excluded.parent_id, s.parent_id)"
     };
 }
 
@@ -43,6 +45,7 @@ impl SessionStore for PostgresStore {
                     &sighting.transport.as_str(),
                     &sighting.cwd,
                     &subscriptions,
+                    &None::<&str>,
                 ],
             )?;
             Ok(())
@@ -71,6 +74,7 @@ impl SessionStore for PostgresStore {
                         &sighting.transport.as_str(),
                         &sighting.cwd,
                         &subscriptions,
+                        &None::<&str>,
                     ],
                 )?
                 .try_get(0)?;
@@ -109,7 +113,7 @@ impl SessionStore for PostgresStore {
 
     fn record_subagent(&self, sighting: &Sighting, parent_id: &str) -> StoreResult<()> {
         let subscriptions = subscriptions_text(sighting.subscriptions.as_ref());
-        self.transaction(|db| {
+        self.run(|db| {
             db.execute(
                 upsert_sql!(),
                 &[
@@ -119,11 +123,8 @@ impl SessionStore for PostgresStore {
                     &sighting.transport.as_str(),
                     &sighting.cwd,
                     &subscriptions,
+                    &Some(parent_id),
                 ],
-            )?;
-            db.execute(
-                "UPDATE sessions SET parent_id = $2 WHERE session_id = $1",
-                &[&sighting.session_id, &parent_id],
             )?;
             Ok(())
         })

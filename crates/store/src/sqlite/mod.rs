@@ -23,7 +23,7 @@ use rusqlite::{Connection, ErrorCode, OpenFlags};
 use crate::{StoreError, StoreLocation, StoreResult, no_wait};
 
 /// The schema version this build writes and understands.
-pub const SCHEMA_VERSION: u32 = 5;
+pub const SCHEMA_VERSION: u32 = 6;
 
 /// Migrations, in order: `MIGRATIONS[i]` takes a database from version `i` to `i + 1`.
 const MIGRATIONS: &[&str] = &[
@@ -32,6 +32,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("migrations/0003_delivery.sql"),
     include_str!("migrations/0004_daemon_state.sql"),
     include_str!("migrations/0005_lifecycle.sql"),
+    include_str!("migrations/0006_expiry_counts.sql"),
 ];
 
 /// Tables [`crate::StoreAdmin::verify`] requires.

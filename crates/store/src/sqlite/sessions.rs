@@ -9,14 +9,15 @@ use crate::{
     Sighting, StoreError, StoreResult,
 };
 
-/// Records `sighting` inside the caller's transaction.
+/// Records `sighting` inside the caller's transaction, and `parent` as the session's parent
+/// when given (a subagent's `SubagentStart`; `None` keeps what is recorded).
 ///
 /// A known session (every event after its first) is one `UPDATE`; the upsert runs only when
 /// no row changed. A hook is a new process each time, so each statement it runs is prepared
 /// again, and an `UPDATE` is cheaper to prepare than an `INSERT … ON CONFLICT DO UPDATE`,
 /// which SQLite compiles as both (with the tool-call count below, 0.1 M instructions fewer
 /// per `PreToolUse` hook: docs/benchmarks.md).
-fn upsert(tx: &Connection, sighting: &Sighting) -> Result<(), Fail> {
+fn upsert(tx: &Connection, sighting: &Sighting, parent: Option<&str>) -> Result<(), Fail> {
     let subscriptions = subscriptions_text(sighting.subscriptions.as_ref());
     let args = params![
         sighting.session_id,
@@ -25,6 +26,7 @@ fn upsert(tx: &Connection, sighting: &Sighting) -> Result<(), Fail> {
         sighting.transport.as_str(),
         sighting.cwd,
         subscriptions,
+        parent,
     ];
     let changed = tx
         .prepare_cached(
@@ -37,7 +39,8 @@ fn upsert(tx: &Connection, sighting: &Sighting) -> Result<(), Fail> {
                  subscriptions = coalesce(?6, subscriptions),
                  ended_at = NULL,
                  turn_started_at = CASE WHEN ?3 = 'UserPromptSubmit' THEN ?2
-                                        ELSE turn_started_at END
+                                        ELSE turn_started_at END,
+                 parent_id = coalesce(?7, parent_id)
              WHERE session_id = ?1",
         )?
         .execute(args)?;
@@ -47,8 +50,8 @@ fn upsert(tx: &Connection, sighting: &Sighting) -> Result<(), Fail> {
     tx.prepare_cached(
         "INSERT INTO sessions
              (session_id, first_seen, last_seen, last_event, transport, cwd, subscriptions,
-              turn_started_at)
-         VALUES (?1, ?2, ?2, ?3, ?4, ?5, ?6, CASE WHEN ?3 = 'UserPromptSubmit' THEN ?2 END)
+              turn_started_at, parent_id)
+         VALUES (?1, ?2, ?2, ?3, ?4, ?5, ?6, CASE WHEN ?3 = 'UserPromptSubmit' THEN ?2 END, ?7)
          ON CONFLICT (session_id) DO UPDATE SET
              first_seen = min(first_seen, excluded.first_seen),
              last_seen = max(last_seen, excluded.last_seen),
@@ -57,7 +60,8 @@ fn upsert(tx: &Connection, sighting: &Sighting) -> Result<(), Fail> {
              cwd = coalesce(excluded.cwd, cwd),
              subscriptions = coalesce(excluded.subscriptions, subscriptions),
              ended_at = NULL,
-             turn_started_at = coalesce(excluded.turn_started_at, turn_started_at)",
+             turn_started_at = coalesce(excluded.turn_started_at, turn_started_at),
+             parent_id = coalesce(excluded.parent_id, parent_id)",
     )?
     .execute(args)?;
     Ok(())
@@ -90,12 +94,12 @@ pub(super) fn count_call(tx: &Connection, session_id: &str, at: Millis) -> Resul
 
 impl SessionStore for SqliteStore {
     fn record_sighting(&self, sighting: &Sighting) -> StoreResult<()> {
-        self.write(|tx| upsert(tx, sighting))
+        self.write(|tx| upsert(tx, sighting, None))
     }
 
     fn count_sighted_call(&self, sighting: &Sighting) -> StoreResult<u64> {
         self.write(|tx| {
-            upsert(tx, sighting)?;
+            upsert(tx, sighting, None)?;
             let n = count_call(tx, &sighting.session_id, sighting.at)?;
             u64::try_from(n).map_err(|_| {
                 Fail::Store(StoreError::InvalidData(format!(
@@ -132,12 +136,7 @@ impl SessionStore for SqliteStore {
     }
 
     fn record_subagent(&self, sighting: &Sighting, parent_id: &str) -> StoreResult<()> {
-        self.write(|tx| {
-            upsert(tx, sighting)?;
-            tx.prepare_cached("UPDATE sessions SET parent_id = ?2 WHERE session_id = ?1")?
-                .execute(params![sighting.session_id, parent_id])?;
-            Ok(())
-        })
+        self.write(|tx| upsert(tx, sighting, Some(parent_id)))
     }
 
     fn count_sessions(&self, seen_since: Millis) -> StoreResult<u64> {

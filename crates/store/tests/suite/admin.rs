@@ -26,9 +26,31 @@ const TABLES: [&str; 15] = [
     "http_sessions",
 ];
 
+/// Takes a store back to schema version 5, behind its back: PostgreSQL's index of the info
+/// messages' expiry goes (SQLite's version 6 changes nothing).
+fn undo_version_6(location: &dyn Location) {
+    if location.spec().starts_with("postgres") {
+        location.execute("DROP INDEX messages_info_expiry;");
+    }
+    location.set_schema_version(5);
+}
+
+/// Whether the store has PostgreSQL's index of the info messages' expiry.
+fn has_expiry_index(location: &dyn Location) -> bool {
+    if location.spec().starts_with("postgres") {
+        location.scalar("SELECT count(*) FROM (SELECT to_regclass('messages_info_expiry') AS i) r WHERE r.i IS NOT NULL") == 1
+    } else {
+        location.scalar(
+            "SELECT count(*) FROM sqlite_master WHERE type = 'index'
+             AND name = 'messages_info_expiry'",
+        ) == 1
+    }
+}
+
 /// Takes a store back to schema version 4, behind its back: the sessions' lifecycle columns
 /// and the messages' target go, and the counters' triggers count every info message again.
 fn undo_version_5(location: &dyn Location) {
+    undo_version_6(location);
     let common = "DROP INDEX messages_targeted; DROP INDEX sessions_by_parent;";
     if location.spec().starts_with("postgres") {
         // The trigger functions are replaced by the migration; PL/pgSQL reads columns late.
@@ -435,6 +457,32 @@ pub(crate) fn a_version_4_store_gets_the_sessions_lifecycle(b: &dyn Backend) {
             .scalar("SELECT messages FROM channel_stats WHERE channel = 'a'"),
         2
     );
+}
+
+pub(crate) fn a_version_5_store_gets_the_expiry_index_on_postgres(b: &dyn Backend) {
+    let store = fresh(b);
+    let postgres = store.location.spec().starts_with("postgres");
+    assert_eq!(has_expiry_index(&*store.location), postgres);
+    store
+        .publish(
+            &NewMessage {
+                channel: "a".into(),
+                body: "kept".into(),
+                severity: Severity::Info,
+                created_at: T0,
+                expires_at: T0 + HOUR,
+                target: None,
+            },
+            &store::Actor::Daemon,
+        )
+        .unwrap();
+    undo_version_6(&*store.location);
+    assert!(!has_expiry_index(&*store.location));
+    let (reopened, opened) = store.location.open(false).unwrap();
+    assert_eq!(opened, Opened::Existing);
+    assert_eq!(store.location.schema_version(), SCHEMA_VERSION);
+    assert_eq!(has_expiry_index(&*store.location), postgres);
+    assert_eq!(reopened.counts(T0).unwrap().active_messages, 1);
 }
 
 pub(crate) fn a_version_3_store_gets_the_daemons_state(b: &dyn Backend) {

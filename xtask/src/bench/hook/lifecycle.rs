@@ -2,13 +2,14 @@
 //! `hooks-mcp-hook hook <Event>` on `SessionStart` after a compaction (the unacknowledged
 //! alerts and the reminders again), `SubagentStart` (a recipient recorded, the urgent messages
 //! delivered into it), `Stop` (its common case: nothing published during the turn, one read)
-//! and `SessionEnd` (one write), each on the same store as the rest of the run, compared with
-//! the `UserPromptSubmit` hook's median of the same run (target: each at most that median).
+//! and `SessionEnd` (one write), each on the same store and in the same rounds as the rest of
+//! the run, compared with the `UserPromptSubmit` hook's median of the same run (target: each at
+//! most that median).
 
 use std::ffi::OsString;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-use super::{Case, KNOWN_SESSION, Measured};
+use super::{KNOWN_SESSION, Measured};
 
 /// The series: label, event, payload (Claude Code's documented examples, for the benchmark's
 /// session).
@@ -44,34 +45,22 @@ fn series() -> [(&'static str, &'static str, String); 4] {
     ]
 }
 
-/// Writes the series' payloads into `home` and measures `lean` (the hook `init` registers) on
-/// each, with `measure` (the benchmark's case runner).
-pub(super) fn measure(
+/// Writes the series' payloads into `home` and gives each one's label, payload file and
+/// command: `lean` (the hook `init` registers) on that event. The caller measures them in the
+/// same rounds as the `UserPromptSubmit` hook they are compared with, so that both see the
+/// machine alike.
+pub(super) fn cases(
     home: &Path,
     lean: &Path,
-    measure: impl FnOnce(Vec<Case<'_>>) -> anyhow::Result<Vec<Measured>>,
-) -> anyhow::Result<Vec<Measured>> {
-    let series = series();
-    let mut files = Vec::new();
-    for (i, (_, _, payload)) in series.iter().enumerate() {
+) -> anyhow::Result<Vec<(String, PathBuf, Vec<OsString>)>> {
+    let mut out = Vec::new();
+    for (i, (label, event, payload)) in series().into_iter().enumerate() {
         let file = home.join(format!("lifecycle-{i}.json"));
         std::fs::write(&file, payload)?;
-        files.push(file);
+        let command: Vec<OsString> = vec![lean.into(), "hook".into(), event.into()];
+        out.push((format!("hooks-mcp-hook hook {label}"), file, command));
     }
-    let cases: Vec<Case<'_>> = series
-        .iter()
-        .zip(&files)
-        .map(|((label, event, _), file)| {
-            let command: Vec<OsString> = vec![lean.into(), "hook".into(), (*event).into()];
-            (
-                format!("hooks-mcp-hook hook {label}"),
-                file.as_path(),
-                command,
-                Vec::new(),
-            )
-        })
-        .collect();
-    measure(cases)
+    Ok(out)
 }
 
 /// Prints the series beside `prompt_median` (the `UserPromptSubmit` hook's, same run).

@@ -1,0 +1,3 @@
+-- hooks-mcp store, schema version 6: on SQLite nothing changes. The PostgreSQL schema of this
+-- version adds an index its planner needs for counting a channel's expired info messages; the
+-- SQLite query names the expiry index it reads (`INDEXED BY messages_by_expiry`) instead.
