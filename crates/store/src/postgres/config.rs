@@ -215,9 +215,12 @@ pub(crate) fn parse(
         config.application_name("hooks-mcp");
     }
     // Server-side limits travel in the start-up packet: no extra round trip. Settings the URL
-    // already gives (`options=-c statement_timeout=...`) come later and win.
+    // already gives (`options=-c statement_timeout=...`) come later and win. JIT is off: the
+    // store's statements are short, and a plan costed on a table no `ANALYZE` has seen yet
+    // (a store just filled) can pass `jit_above_cost` and spend 60 to 100 ms compiling a
+    // statement that runs in one (the channel summary on 10,000 fresh messages).
     let limits = format!(
-        "-c statement_timeout={} -c lock_timeout={}",
+        "-c statement_timeout={} -c lock_timeout={} -c jit=off",
         options.statement_timeout.as_millis(),
         options.lock_timeout.as_millis()
     );
@@ -420,7 +423,7 @@ mod tests {
         .unwrap();
         assert_eq!(
             t.config.get_options(),
-            Some("-c statement_timeout=1234 -c lock_timeout=99 -c search_path=x")
+            Some("-c statement_timeout=1234 -c lock_timeout=99 -c jit=off -c search_path=x")
         );
         assert_eq!(t.config.get_application_name(), Some("hooks-mcp"));
     }
