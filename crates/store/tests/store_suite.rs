@@ -75,6 +75,7 @@ backend_suite! {
         only_new_unacknowledged_urgent_messages_are_pushed_in_id_order,
         pushes_follow_the_channel_list,
         a_message_to_one_session_is_pushed_to_it_alone,
+        a_cursor_never_passes_a_message_still_being_published,
     ],
     daemon_state: [
         signing_keys_are_made_once_shared_rotated_and_retired,

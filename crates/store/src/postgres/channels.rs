@@ -10,7 +10,7 @@ use super::{Db, Fail, PostgresStore, audit, parse_column, to_u64};
 use crate::delivery::{self, Head, InfoSource, Plan, Urgent};
 use crate::{
     Actor, Admission, ChannelStore, ChannelSummary, Delivery, DeliveryPoint, Message, MessageQuery,
-    MessageScope, MessageView, Millis, NewMessage, StoreError, StoreResult,
+    MessageScope, MessageView, Millis, NewMessage, Severity, StoreError, StoreResult,
 };
 
 /// The message columns, in the order [`message_from_row`] reads them.
@@ -319,6 +319,19 @@ pub(super) fn lock_channels(db: &mut Db, channels: &[String]) -> Result<(), Fail
     Ok(())
 }
 
+/// Takes the schema's lock on urgent publications (held to commit), before the channels' locks:
+/// `alert` and `critical` messages then commit in the order of their ids, across channels, so
+/// a reader that moves a cursor past one urgent id has every lower one visible (the push's
+/// cursor, [`crate::PushStore::urgent_after`]). Urgent messages are few, and info messages do
+/// not wait for it.
+pub(super) fn lock_urgent(db: &mut Db) -> Result<(), Fail> {
+    db.execute(
+        "SELECT pg_advisory_xact_lock(hashtext('hooks_mcp_urgent:' || current_schema()))",
+        &[],
+    )?;
+    Ok(())
+}
+
 /// Deletes the messages a filter selects and, when there were any, notifies the store's
 /// channel (`cleared N`) on commit; answers one row with the count, or none.
 macro_rules! cleared_notifying {
@@ -344,6 +357,9 @@ fn count_of(rows: &[Row]) -> Result<u64, Fail> {
 impl ChannelStore for PostgresStore {
     fn publish(&self, message: &NewMessage, actor: &Actor) -> StoreResult<Message> {
         self.transaction(|db| {
+            if message.severity != Severity::Info {
+                lock_urgent(db)?;
+            }
             lock_channels(db, std::slice::from_ref(&message.channel))?;
             let row = db.query_one(
                 "WITH m AS (

@@ -11,7 +11,7 @@ use postgres::Row;
 use super::{Fail, PostgresStore, audit, parse_column, to_i64, to_u64};
 use crate::{
     Actor, Firing, FiringRecord, Message, Millis, NewSchedule, NextFire, Schedule, ScheduleStatus,
-    ScheduleStore, StoreError, StoreResult, Trigger,
+    ScheduleStore, Severity, StoreError, StoreResult, Trigger,
 };
 
 /// The columns [`schedule_from_row`] reads, in order.
@@ -230,6 +230,9 @@ impl ScheduleStore for PostgresStore {
                 .iter()
                 .map(schedule_from_row)
                 .collect::<Result<Vec<_>, _>>()?;
+            if due.iter().any(|s| s.severity != Severity::Info) {
+                super::channels::lock_urgent(db)?;
+            }
             if !due.is_empty() {
                 let channels: Vec<String> = due.iter().map(|s| s.channel.clone()).collect();
                 super::channels::lock_channels(db, &channels)?;

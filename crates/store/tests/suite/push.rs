@@ -124,3 +124,83 @@ pub(crate) fn a_message_to_one_session_is_pushed_to_it_alone(b: &dyn Backend) {
     let listed = vec!["global".to_owned()];
     assert_eq!(ids(&store, &query(Some(&listed), T0, 0)), [to_s1.id]);
 }
+
+/// Publishers on several handles at once while a reader moves a cursor as the push does: the
+/// reader sees every urgent message once, none passed over by a cursor that moved beyond an
+/// id whose publication had not committed yet (PostgreSQL allocates ids before commit).
+pub(crate) fn a_cursor_never_passes_a_message_still_being_published(b: &dyn Backend) {
+    const PUBLISHERS: usize = 4;
+    const EACH: usize = 60;
+    let store = fresh(b);
+    let handles: Vec<_> = (0..PUBLISHERS).map(|_| store.open_another()).collect();
+    let done = std::sync::atomic::AtomicUsize::new(0);
+    let mut seen: Vec<i64> = Vec::new();
+    std::thread::scope(|scope| {
+        for (p, handle) in handles.iter().enumerate() {
+            let done = &done;
+            scope.spawn(move || {
+                for i in 0..EACH {
+                    let channel = format!("c{}", (p + i) % 3);
+                    handle
+                        .publish(
+                            &NewMessage {
+                                channel,
+                                body: format!("alert {p}/{i}"),
+                                severity: Severity::Alert,
+                                created_at: T0,
+                                expires_at: T0 + HOUR,
+                                target: None,
+                            },
+                            &store::Actor::Daemon,
+                        )
+                        .unwrap();
+                }
+                done.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            });
+        }
+        let mut after_id = 0;
+        // Bounded: the publishers finish, then one last read.
+        for _ in 0..100_000 {
+            let finished = done.load(std::sync::atomic::Ordering::SeqCst) == PUBLISHERS;
+            let read = store
+                .urgent_after(&PushQuery {
+                    limit: 1000,
+                    ..query(None, T0, after_id)
+                })
+                .unwrap();
+            for m in &read {
+                seen.push(m.id);
+                after_id = after_id.max(m.id);
+            }
+            if finished {
+                break;
+            }
+        }
+    });
+    let mut all: Vec<i64> = store
+        .urgent_after(&PushQuery {
+            limit: 10_000,
+            ..query(None, T0, 0)
+        })
+        .unwrap()
+        .iter()
+        .map(|m| m.id)
+        .collect();
+    all.sort_unstable();
+    assert_eq!(all.len(), PUBLISHERS * EACH);
+    let mut sorted = seen.clone();
+    sorted.sort_unstable();
+    sorted.dedup();
+    assert_eq!(sorted.len(), seen.len(), "a message was read twice");
+    let missed: Vec<i64> = all
+        .iter()
+        .filter(|id| !sorted.contains(id))
+        .copied()
+        .collect();
+    assert!(
+        missed.is_empty(),
+        "the cursor passed over {} of {} messages: {missed:?}",
+        missed.len(),
+        all.len()
+    );
+}
