@@ -2,10 +2,12 @@
 //! daemon's scheduler, the console's event streams) subscribes to it instead of polling the
 //! store on its own.
 //!
-//! One thread runs while anyone subscribes. Where the store pushes changes
-//! ([`store::StoreAdmin::changes`]: PostgreSQL's LISTEN/NOTIFY) it waits on that feed, logs what
-//! arrives (at debug) and reopens a lost feed (counting the reopening as a change: changes may
-//! have been missed meanwhile). Otherwise (SQLite) it asks the store's change version
+//! One thread runs while anyone subscribes. Where the store can wake it
+//! ([`store::StoreAdmin::changes`]: PostgreSQL's LISTEN/NOTIFY, SQLite's files watched on
+//! Linux) it sleeps on that feed, logs what arrives (at debug) and reopens a lost feed
+//! (counting the reopening as a change: changes may have been missed meanwhile); it wakes on
+//! its own only every [`LISTENERS_CHECK`], to see whether anyone still listens. Otherwise
+//! (SQLite where no watch can be had) it asks the store's change version
 //! ([`store::StoreAdmin::change_version`]: `PRAGMA data_version`, no table read) every
 //! [`POLL`]. Either way it publishes a [`Version`] on a `tokio::sync::watch` channel, so a burst
 //! of changes wakes each consumer once. The feed is a hint: consumers read the store for the
@@ -15,12 +17,14 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use store::{Change, ChangeFeed, StoreHandle};
+use store::{Change, ChangeFeed, StoreError, StoreHandle};
 use tokio::sync::watch;
 
-/// How often the thread polls a store without a push feed, and the longest single wait on a
-/// push feed (how soon the thread notices that nobody listens any more).
+/// How often the thread polls a store without a feed.
 pub(crate) const POLL: Duration = Duration::from_millis(200);
+/// The longest single wait on a feed: how soon the thread notices that nobody listens any
+/// more (and ends).
+const LISTENERS_CHECK: Duration = Duration::from_secs(5);
 /// Pause before reopening a lost feed, doubled after each failure up to [`MAX_RETRY`].
 const FIRST_RETRY: Duration = Duration::from_millis(250);
 /// Longest pause between attempts to reopen the feed.
@@ -107,6 +111,7 @@ impl Inner {
         match self.store.changes() {
             Ok(Some(feed)) => self.push(Some(feed)),
             Ok(None) => self.poll(),
+            Err(e @ StoreError::Io { .. }) => self.poll_instead(&e),
             Err(e) => {
                 tracing::warn!("cannot listen for store changes ({e}); retrying");
                 self.push(None);
@@ -128,7 +133,13 @@ impl Inner {
         }
     }
 
-    /// A store without a push feed: its change version, every [`POLL`].
+    /// A store whose files cannot be watched (no inotify descriptor left, say): polled.
+    fn poll_instead(&self, why: &StoreError) {
+        tracing::info!("{why}; polling the store for changes every {POLL:?} instead");
+        self.poll();
+    }
+
+    /// A store without a feed: its change version, every [`POLL`].
     fn poll(&self) {
         let mut seen: Option<u64> = None;
         while self.listening() {
@@ -164,6 +175,7 @@ impl Inner {
                         self.bump(true);
                     }
                     Ok(None) => return,
+                    Err(e @ StoreError::Io { .. }) => return self.poll_instead(&e),
                     Err(e) => {
                         if !lost {
                             tracing::warn!("cannot listen for store changes ({e}); retrying");
@@ -174,7 +186,7 @@ impl Inner {
                 continue;
             };
             self.connected.store(true, Ordering::Release);
-            match open.wait(POLL) {
+            match open.wait(LISTENERS_CHECK) {
                 Ok(None) => {}
                 Ok(Some(change)) => self.received(change),
                 Err(e) => {
@@ -199,6 +211,10 @@ impl Inner {
             }
             Change::Schedule(id) => {
                 tracing::debug!(schedule = id, "change received: schedule");
+                self.bump(true);
+            }
+            Change::Written => {
+                tracing::debug!("change received: a commit");
                 self.bump(true);
             }
         }

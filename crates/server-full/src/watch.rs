@@ -5,10 +5,12 @@
 //! filter names, through its own sink (which tags each notification with its id).
 //!
 //! One watcher task per process runs while any session has a subscription. It waits on the
-//! process's feed of store changes ([`crate::StoreChanges`]); when a change arrives, or once
-//! every [`RECHECK_EVERY`] (so contents that change with time alone, like messages expiring,
-//! are noticed too, and while the feed cannot reach the store), it reads the subscribed
-//! resources and the list again and compares digests. Subscriptions live in
+//! process's feed of store changes ([`crate::StoreChanges`]); when a change arrives, or when
+//! the next message expires (the one thing that changes what the resources show without a
+//! write: [`store::ChannelStore::next_expiry`]), it reads the subscribed resources and the
+//! list again and compares digests. While the feed cannot reach the store it reads them every
+//! [`RECHECK_EVERY`] instead, and in any case at least every [`QUIET_RECHECK`]. So a session
+//! that holds a subscription costs nothing while the store is quiet. Subscriptions live in
 //! their session's server and end with it (the watcher holds them weakly).
 
 use std::collections::hash_map::DefaultHasher;
@@ -27,10 +29,14 @@ use crate::resources_and_prompts;
 use crate::settings::now_ms;
 use crate::store_changes::{StoreChanges, Version};
 
-/// How often the watcher checks whether its sessions are still there.
-const CHECK_EVERY: Duration = Duration::from_millis(200);
-/// How often it re-reads regardless (changes with time alone; a feed that is down).
-pub(crate) const RECHECK_EVERY: Duration = Duration::from_millis(900);
+/// How often the watcher checks whether its sessions are still there (and ends when none is).
+const CHECK_EVERY: Duration = Duration::from_secs(5);
+/// How often it re-reads while the feed of store changes cannot reach the store.
+const RECHECK_EVERY: Duration = Duration::from_millis(900);
+/// The longest it goes without re-reading while the feed is connected.
+const QUIET_RECHECK: Duration = Duration::from_secs(60);
+/// Read a little after the next expiry, so that the message has expired by then.
+const EXPIRY_MARGIN: Duration = Duration::from_millis(20);
 
 /// One session's subscriptions and the peer to notify.
 #[derive(Debug, Default)]
@@ -206,7 +212,7 @@ impl Watch {
         *running = true;
         // A running task has its own baseline; a new one starts from this subscription's.
         *lock(&self.list_seed) = list_seed;
-        tokio::spawn(self.clone().run(changes.subscribe(), extensions));
+        tokio::spawn(self.clone().run(changes.clone(), extensions));
     }
 
     /// Whom live sessions ask to be told; forgets ended sessions.
@@ -220,18 +226,16 @@ impl Watch {
             .collect()
     }
 
-    async fn run(
-        self: Arc<Self>,
-        mut changes: watch::Receiver<Version>,
-        extensions: Arc<Extensions>,
-    ) {
+    async fn run(self: Arc<Self>, feed: StoreChanges, extensions: Arc<Extensions>) {
+        let mut changes: watch::Receiver<Version> = feed.subscribe();
         let mut digests: BTreeMap<String, u64> = BTreeMap::new();
         let mut listed: Option<u64> = None;
-        let mut last_read = Instant::now();
+        let mut read_again = Instant::now() + RECHECK_EVERY;
         loop {
             let changed = tokio::select! {
                 r = changes.changed() => r.is_ok(),
                 () = tokio::time::sleep(CHECK_EVERY) => false,
+                () = tokio::time::sleep_until(read_again.into()) => false,
             };
             let sessions = self.live();
             if sessions.is_empty() {
@@ -247,16 +251,21 @@ impl Watch {
             if listed.is_none() {
                 listed = lock(&self.list_seed).take();
             }
-            if listed.is_some() && !changed && last_read.elapsed() < RECHECK_EVERY {
+            if listed.is_some() && !changed && Instant::now() < read_again {
                 continue;
             }
-            last_read = Instant::now();
             let uris: BTreeSet<String> = sessions.iter().flat_map(Target::uris).collect();
             let ext = extensions.clone();
-            let read = tokio::task::spawn_blocking(move || digest_all(&ext, &uris)).await;
-            let Ok((new_digests, new_listed)) = read else {
+            let read = tokio::task::spawn_blocking(move || {
+                let now = now_ms();
+                (digest_all(&ext, &uris), next_expiry(&ext, now), now)
+            })
+            .await;
+            let Ok(((new_digests, new_listed), expiry, read_at)) = read else {
+                read_again = Instant::now() + RECHECK_EVERY;
                 continue;
             };
+            read_again = next_read(Instant::now(), feed.connected(), expiry, read_at);
             for (uri, seed) in std::mem::take(&mut *lock(&self.seeds)) {
                 digests.entry(uri).or_insert(seed);
             }
@@ -274,6 +283,26 @@ impl Watch {
             listed = new_listed;
         }
     }
+}
+
+/// When the watcher reads again without a change from the feed, at `now`: every
+/// [`RECHECK_EVERY`] while the feed is not `connected`; otherwise just after the next message
+/// expires (`expiry`, read at `read_at` in milliseconds), and at least every [`QUIET_RECHECK`].
+fn next_read(now: Instant, connected: bool, expiry: Option<i64>, read_at: i64) -> Instant {
+    if !connected {
+        return now + RECHECK_EVERY;
+    }
+    let until_expiry = expiry
+        .map(|at| Duration::from_millis(u64::try_from(at.saturating_sub(read_at)).unwrap_or(0)))
+        .map_or(QUIET_RECHECK, |d| (d + EXPIRY_MARGIN).min(QUIET_RECHECK));
+    now + until_expiry
+}
+
+/// When the next message of the store in `extensions` expires after `now` (`None` when none
+/// does, or the store cannot say: the quiet re-read covers that).
+fn next_expiry(extensions: &Extensions, now: i64) -> Option<i64> {
+    let store = extensions.get::<store::StoreHandle>()?;
+    store.next_expiry(now).ok().flatten()
 }
 
 /// Digests of each URI's contents (read with no session: nothing hidden) and of the list.

@@ -244,6 +244,9 @@ pub trait ChannelStore {
     fn clear_messages(&self, scope: &MessageScope, actor: &Actor, now: Millis) -> StoreResult<u64>;
     /// Deletes messages expired at `now`; returns how many.
     fn prune_expired(&self, now: Millis) -> StoreResult<u64>;
+    /// When the next message expires after `now` (`None`: no message is unexpired): what the
+    /// channels' resources show changes then without any write (one index probe).
+    fn next_expiry(&self, now: Millis) -> StoreResult<Option<Millis>>;
     /// Every message due for `session_id` at `point` on `channels` (`None`: every channel),
     /// oldest first, by [`Severity::is_due`]: [`ChannelStore::deliver_within`] admitting
     /// everything.
@@ -634,6 +637,9 @@ pub enum Change {
     Schedule(i64),
     /// Broadcasts were cleared or pruned, with how many.
     Cleared(i64),
+    /// Something was committed, not said what (SQLite: its files were written and its data
+    /// version moved): anything may have changed.
+    Written,
 }
 
 /// Changes pushed by the database, so that a long-running process (the daemon) waits for them
@@ -660,8 +666,9 @@ pub trait StoreAdmin {
     fn counts(&self, now: Millis) -> StoreResult<Counts>;
     /// Where the store is, for logs (a path or a URL; never credentials).
     fn describe(&self) -> String;
-    /// A feed of the changes other processes make, where the backend pushes them (PostgreSQL's
-    /// LISTEN/NOTIFY); `None` where callers must poll (SQLite, the default).
+    /// A feed of the changes other processes make, where the backend can wake a waiting caller
+    /// (PostgreSQL's LISTEN/NOTIFY; SQLite's files watched on Linux); `None` where callers
+    /// must poll (the default).
     fn changes(&self) -> StoreResult<Option<Box<dyn ChangeFeed>>> {
         Ok(None)
     }

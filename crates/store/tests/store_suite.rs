@@ -55,6 +55,7 @@ backend_suite! {
         the_change_version_moves_when_another_handle_publishes_or_clears,
     ],
     channels: [
+        the_next_expiry_is_the_earliest_still_ahead,
         publish_returns_the_stored_message,
         read_is_newest_first_filtered_limited_and_skips_expired,
         pages_follow_the_cursor_without_gaps_or_repeats,

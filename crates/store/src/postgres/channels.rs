@@ -574,6 +574,16 @@ impl ChannelStore for PostgresStore {
         })
     }
 
+    fn next_expiry(&self, now: Millis) -> StoreResult<Option<Millis>> {
+        self.run(|db| {
+            let row = db.query_one(
+                "SELECT min(expires_at) FROM messages WHERE expires_at > $1",
+                &[&now],
+            )?;
+            Ok(row.try_get(0)?)
+        })
+    }
+
     /// Reads first: the session's urgent messages and, at a prompt, the channels with info
     /// messages above its marks. With no such channel and every urgent message delivered
     /// before (the common case), there is nothing to record. Otherwise the plan reads what it

@@ -3,7 +3,7 @@
 use rusqlite::OptionalExtension;
 
 use super::{Fail, REQUIRED_TABLES, SCHEMA_VERSION, SqliteStore};
-use crate::{Counts, Millis, StoreAdmin, StoreError, StoreResult, VerifyReport};
+use crate::{ChangeFeed, Counts, Millis, StoreAdmin, StoreError, StoreResult, VerifyReport};
 
 impl StoreAdmin for SqliteStore {
     fn verify(&self) -> StoreResult<VerifyReport> {
@@ -97,6 +97,19 @@ impl StoreAdmin for SqliteStore {
 
     fn prepare_exit(&self) {
         self.truncate_long_wal();
+    }
+
+    /// On Linux, a watch on the database's files ([`super::watch::FileFeed`]): commits wake
+    /// the caller, and nothing runs while the store is quiet. Elsewhere `None` (poll
+    /// [`StoreAdmin::change_version`]).
+    fn changes(&self) -> StoreResult<Option<Box<dyn ChangeFeed>>> {
+        #[cfg(any(target_os = "linux", target_os = "android"))]
+        {
+            let feed = super::watch::FileFeed::open(&self.path)?;
+            Ok(Some(Box::new(feed)))
+        }
+        #[cfg(not(any(target_os = "linux", target_os = "android")))]
+        Ok(None)
     }
 
     fn change_version(&self) -> StoreResult<Option<u64>> {

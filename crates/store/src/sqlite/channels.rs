@@ -472,6 +472,14 @@ impl ChannelStore for SqliteStore {
         })
     }
 
+    fn next_expiry(&self, now: Millis) -> StoreResult<Option<Millis>> {
+        self.read(|tx| {
+            Ok(tx
+                .prepare_cached("SELECT min(expires_at) FROM messages WHERE expires_at > ?1")?
+                .query_row([now], |r| r.get(0))?)
+        })
+    }
+
     /// Reads first, without the write lock: the session's urgent messages and, at a prompt,
     /// the channels with info messages above its marks. When there is no such channel and
     /// every urgent message was delivered before (the common case), nothing is new and the

@@ -11,6 +11,8 @@ mod scheduler;
 mod sessions;
 #[cfg(test)]
 mod tests;
+#[cfg(any(target_os = "linux", target_os = "android"))]
+mod watch;
 
 use std::cell::Cell;
 use std::path::{Path, PathBuf};

@@ -472,3 +472,55 @@ fn closing_at_exit_truncates_a_long_wal_as_closing_does() {
     let (store, _) = open(&dir.path().join("state.db"), false).unwrap();
     assert_eq!(count(&store, "messages"), 100, "nothing was lost");
 }
+
+#[cfg(any(target_os = "linux", target_os = "android"))]
+#[test]
+fn the_change_feed_wakes_on_another_handles_commit_and_not_on_a_checkpoint() {
+    let (dir, store) = fresh();
+    let mut feed = store
+        .changes()
+        .unwrap()
+        .expect("SQLite on Linux watches its files");
+    // Quiet: the wait runs out.
+    assert_eq!(feed.wait(Duration::from_millis(50)).unwrap(), None);
+    let (other, _) = open(&dir.path().join("state.db"), false).unwrap();
+    let published = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(100));
+        publish(&other, "ops", Severity::Alert, T0, HOUR)
+    });
+    let started = std::time::Instant::now();
+    assert_eq!(
+        feed.wait(Duration::from_secs(10)).unwrap(),
+        Some(crate::Change::Written)
+    );
+    assert!(started.elapsed() < Duration::from_secs(10));
+    published.join().unwrap();
+    // Whatever the commit's other writes queued, and a passive checkpoint (the kind SQLite
+    // runs by itself as the WAL grows) writes the database file with no new data: neither is
+    // reported as a change.
+    while feed.wait(Duration::from_millis(50)).unwrap().is_some() {}
+    let raw = Connection::open(dir.path().join("state.db")).unwrap();
+    raw.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()))
+        .unwrap();
+    assert_eq!(feed.wait(Duration::from_millis(200)).unwrap(), None);
+    // The process's own handle commits too.
+    publish(&store, "ops", Severity::Info, T0, HOUR);
+    assert_eq!(
+        feed.wait(Duration::from_secs(10)).unwrap(),
+        Some(crate::Change::Written)
+    );
+}
+
+#[cfg(any(target_os = "linux", target_os = "android"))]
+#[test]
+fn a_feed_that_cannot_watch_says_where() {
+    let (dir, store) = fresh();
+    drop(store);
+    let gone = dir.path().join("gone").join("state.db");
+    let Err(e) = super::watch::FileFeed::open(&gone) else {
+        panic!("a missing directory cannot be watched");
+    };
+    let text = e.to_string();
+    assert!(text.contains("gone"), "{text}");
+    assert!(matches!(e, StoreError::Io { .. }), "{e:?}");
+}

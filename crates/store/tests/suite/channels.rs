@@ -740,3 +740,15 @@ pub(crate) fn a_new_session_receives_its_budget_and_a_count_of_the_rest(b: &dyn 
         "only the new info is counted"
     );
 }
+
+pub(crate) fn the_next_expiry_is_the_earliest_still_ahead(b: &dyn Backend) {
+    let store = fresh(b);
+    assert_eq!(store.next_expiry(T0).unwrap(), None, "an empty store");
+    publish(&store, "a", Severity::Info, T0, 3 * HOUR);
+    publish(&store, "b", Severity::Critical, T0, HOUR);
+    publish(&store, "a", Severity::Alert, T0, 2 * HOUR);
+    assert_eq!(store.next_expiry(T0).unwrap(), Some(T0 + HOUR));
+    // At the instant a message expires it is gone: the next one is ahead.
+    assert_eq!(store.next_expiry(T0 + HOUR).unwrap(), Some(T0 + 2 * HOUR));
+    assert_eq!(store.next_expiry(T0 + 3 * HOUR).unwrap(), None);
+}
