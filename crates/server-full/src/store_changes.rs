@@ -109,7 +109,12 @@ impl Inner {
 
     fn run(self: Arc<Self>) {
         match self.store.changes() {
-            Ok(Some(feed)) => self.push(Some(feed)),
+            Ok(Some(feed)) => {
+                // A change committed after a subscriber's first read and before the feed took
+                // its baseline would be heard by no one: one look now covers it.
+                self.bump(true);
+                self.push(Some(feed));
+            }
             Ok(None) => self.poll(),
             Err(e @ StoreError::Io { .. }) => self.poll_instead(&e),
             Err(e) => {
@@ -146,7 +151,9 @@ impl Inner {
             match self.store.change_version() {
                 Ok(Some(v)) => {
                     self.connected.store(true, Ordering::Release);
-                    if seen.is_some_and(|s| s != v) {
+                    // The first version is a baseline taken after subscribers may have read:
+                    // one look covers what was committed in between.
+                    if seen.is_none_or(|s| s != v) {
                         self.bump(true);
                     }
                     seen = Some(v);

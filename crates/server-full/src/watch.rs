@@ -230,7 +230,8 @@ impl Watch {
         let mut changes: watch::Receiver<Version> = feed.subscribe();
         let mut digests: BTreeMap<String, u64> = BTreeMap::new();
         let mut listed: Option<u64> = None;
-        let mut read_again = Instant::now() + RECHECK_EVERY;
+        // The first pass reads at once: it takes the baseline later changes are told against.
+        let mut read_again = Instant::now();
         loop {
             let changed = tokio::select! {
                 r = changes.changed() => r.is_ok(),

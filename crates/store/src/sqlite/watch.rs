@@ -2,6 +2,9 @@
 //! wakes the waiting thread only when the database file or its WAL is written, and the data
 //! version of a read-only connection of the feed's own says whether a commit happened (the
 //! checkpoints SQLite runs by itself copy pages into the file without changing its contents).
+//! A writer appends its commit to the WAL before it publishes it in the WAL index (shared
+//! memory, whose writes raise no event), so a write whose commit is not visible yet is looked
+//! at again a few times, 2 ms after it and then at doubling gaps for a quarter of a second.
 //! Nothing runs between writes: a process that holds a feed costs no wake-ups while the store
 //! is quiet.
 
@@ -23,7 +26,14 @@ pub(crate) struct FileFeed {
     conn: Connection,
     /// The data version last reported.
     seen: u64,
+    /// After a write that showed no commit yet: when to look again, and until when.
+    settle: Option<(Duration, Instant)>,
 }
+
+/// The first second look after a write that showed no commit; the gap then doubles.
+const FIRST_LOOK: Duration = Duration::from_millis(2);
+/// How long a write is looked at again for its commit.
+const SETTLE: Duration = Duration::from_millis(250);
 
 impl FileFeed {
     /// Watches the database at `path` (its directory must exist).
@@ -60,6 +70,7 @@ impl FileFeed {
             names: [name, wal],
             conn,
             seen: 0,
+            settle: None,
         };
         feed.seen = feed.data_version()?;
         Ok(feed)
@@ -111,31 +122,45 @@ impl ChangeFeed for FileFeed {
         use rustix::event::{PollFd, PollFlags, Timespec, poll};
         let deadline = Instant::now() + timeout;
         loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
+            let now = Instant::now();
+            if now >= deadline {
                 return Ok(None);
+            }
+            let mut left = deadline - now;
+            if let Some((gap, until)) = self.settle {
+                if now >= until {
+                    self.settle = None;
+                } else {
+                    left = left.min(gap);
+                }
             }
             let left = Timespec::try_from(left).unwrap_or(Timespec {
                 tv_sec: i64::MAX,
                 tv_nsec: 0,
             });
             let mut fds = [PollFd::new(&self.fd, PollFlags::IN)];
-            match poll(&mut fds, Some(&left)) {
-                Ok(0) => return Ok(None),
-                Ok(_) => {}
+            let ready = match poll(&mut fds, Some(&left)) {
+                Ok(n) => n > 0,
                 Err(rustix::io::Errno::INTR) => continue,
                 Err(e) => {
                     return Err(io_error("waiting for file events of", &self.path, e.into()));
                 }
-            }
-            if !self.drain()? {
+            };
+            let written = ready && self.drain()?;
+            if !written && self.settle.is_none() {
                 continue;
             }
-            let now = self.data_version()?;
-            if now != self.seen {
-                self.seen = now;
+            let version = self.data_version()?;
+            if version != self.seen {
+                self.seen = version;
+                self.settle = None;
                 return Ok(Some(Change::Written));
             }
+            self.settle = match self.settle {
+                _ if written => Some((FIRST_LOOK, Instant::now() + SETTLE)),
+                Some((gap, until)) => Some((gap * 2, until)),
+                None => None,
+            };
         }
     }
 }
