@@ -20,7 +20,9 @@ const SKIPPED_DIRS: [&str; 3] = ["target", "fixtures", "node_modules"];
 
 /// Line budgets: (folder, most lines all its `.rs` files may add up to).
 const LINE_BUDGETS: [(&str, usize); 2] = [
-    ("crates/server-full/src", 3_200),
+    // 3,200 until subscriptions learnt to cost nothing on a quiet store (the watcher's timing
+    // by the next expiry, the change feed's fallback to polling).
+    ("crates/server-full/src", 3_300),
     ("crates/hooks-mcp/src", 1_200),
 ];
 

@@ -1,9 +1,12 @@
 //! The stdio front end's two openings side by side, for `cargo xtask bench stdio`: the legacy
 //! one (`initialize`, `notifications/initialized`, `tools/list`) and Claude Code's 2026-07-28
 //! one (`server/discover`, `subscriptions/listen` for tool and resource list changes,
-//! `tools/list`), in interleaved pairs on fresh stores. After each opening and an idle time the
-//! process is read: which program it is (the front end, or a server it handed over to), its
-//! threads and private dirty memory; and the first request's send → reply time (`initialize`
+//! `tools/list`), in interleaved pairs on fresh stores, beside the 2026-07-28 opening followed
+//! by one `tools/call` (the session handed over to the full server, its subscription with
+//! it). After each opening and an idle time the process is read: which program it is (the
+//! front end, or a server it handed over to), its threads and private dirty memory; then its
+//! wake-ups over a second idle time of the same length (context switches of all its threads:
+//! a quiet store should cost none); and the first request's send → reply time (`initialize`
 //! against `server/discover`).
 
 use std::path::Path;
@@ -15,7 +18,7 @@ use serde_json::{Value, json};
 use super::client::{INITIALIZE, INITIALIZED, Proc, request};
 use super::stats::{Summary, median_p90, millis, num};
 use crate::markdown::{Align, table};
-use crate::util::procfs::ProcSample;
+use crate::util::procfs::{ProcSample, context_switches};
 
 /// The `_meta` every 2026-07-28 request of the benchmark carries.
 fn meta() -> Value {
@@ -32,11 +35,13 @@ fn modern(id: u64, method: &str, mut params: Value) -> String {
     request(id, method, params)
 }
 
-/// The two openings.
+/// The openings.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Opening {
     Legacy,
     Modern,
+    /// The 2026-07-28 opening, then one `tools/call` (handed over).
+    ModernThenCall,
 }
 
 /// One opening's figures.
@@ -50,6 +55,8 @@ struct Run {
     sample: ProcSample,
     /// The program the process runs then (`/proc/PID/comm`).
     program: String,
+    /// Context switches per second over the second idle time.
+    wakeups: f64,
 }
 
 /// Runs `pairs` pairs of openings on the front end `front` (its companions beside `full`) and
@@ -63,12 +70,13 @@ pub(crate) fn series(
 ) -> anyhow::Result<String> {
     let mut legacy = Vec::with_capacity(pairs);
     let mut modern = Vec::with_capacity(pairs);
+    let mut called = Vec::with_capacity(pairs);
     for pair in 0..pairs {
         eprintln!("bench: openings, pair {}/{pairs}", pair + 1);
         let order = if pair % 2 == 0 {
-            [Opening::Legacy, Opening::Modern]
+            [Opening::Legacy, Opening::Modern, Opening::ModernThenCall]
         } else {
-            [Opening::Modern, Opening::Legacy]
+            [Opening::ModernThenCall, Opening::Modern, Opening::Legacy]
         };
         for opening in order {
             let home = tempfile::tempdir().context("creating a temporary directory")?;
@@ -77,10 +85,11 @@ pub(crate) fn series(
             match opening {
                 Opening::Legacy => legacy.push(run),
                 Opening::Modern => modern.push(run),
+                Opening::ModernThenCall => called.push(run),
             }
         }
     }
-    Ok(report(&legacy, &modern, idle, smoke))
+    Ok(report(&legacy, &modern, &called, idle, smoke))
 }
 
 /// One session: the opening, the idle time, the reading.
@@ -99,7 +108,7 @@ fn open(
             let (_, list) = proc.ask(&request(2, "tools/list", json!({})))?;
             (first, list)
         }
-        Opening::Modern => {
+        Opening::Modern | Opening::ModernThenCall => {
             let (_, first) = proc.ask(&modern(1, "server/discover", json!({})))?;
             let listen = json!({"notifications": {"toolsListChanged": true,
                                                   "resourcesListChanged": true}});
@@ -109,17 +118,28 @@ fn open(
                 bail!("expected the subscription's acknowledgement, got {ack}");
             }
             let (_, list) = proc.ask(&modern(3, "tools/list", json!({})))?;
+            if opening == Opening::ModernThenCall {
+                let call = json!({"name": "channel_list", "arguments": {}});
+                let (reply, _) = proc.ask(&modern(4, "tools/call", call))?;
+                if reply.get("result").is_none() {
+                    bail!("the tools/call failed: {reply}");
+                }
+            }
             (first, list)
         }
     };
     std::thread::sleep(idle);
     let sample = proc.sample()?;
     let program = proc.program()?;
+    let before = context_switches(proc.pid())?;
+    std::thread::sleep(idle);
+    let after = context_switches(proc.pid())?;
     Ok(Run {
         first,
         list,
         sample,
         program,
+        wakeups: after.saturating_sub(before) as f64 / idle.as_secs_f64().max(1e-3),
     })
 }
 
@@ -133,44 +153,52 @@ fn programs(runs: &[Run]) -> String {
 }
 
 /// The series as markdown, with the 2026 opening's targets.
-fn report(legacy: &[Run], modern: &[Run], idle: Duration, smoke: bool) -> String {
+fn report(
+    legacy: &[Run],
+    modern: &[Run],
+    called: &[Run],
+    idle: Duration,
+    smoke: bool,
+) -> String {
     let dirty = |r: &Run| r.sample.private_dirty_mib();
     let threads = |r: &Run| r.sample.threads as f64;
     let first = |r: &Run| millis(r.first);
     let list = |r: &Run| millis(r.list);
+    let wakeups = |r: &Run| r.wakeups;
+    let row = |label: &str, f: &dyn Fn(&Run) -> f64, digits: usize| {
+        vec![
+            label.to_string(),
+            median_p90(summary(legacy, f), digits),
+            median_p90(summary(modern, f), digits),
+            median_p90(summary(called, f), digits),
+        ]
+    };
     let rows = vec![
         vec![
             "process after the opening".to_string(),
             programs(legacy),
             programs(modern),
+            programs(called),
         ],
-        vec![
-            "threads".to_string(),
-            median_p90(summary(legacy, threads), 0),
-            median_p90(summary(modern, threads), 0),
-        ],
-        vec![
-            "private dirty, MiB".to_string(),
-            median_p90(summary(legacy, dirty), 3),
-            median_p90(summary(modern, dirty), 3),
-        ],
-        vec![
-            "first request (initialize / server/discover), send → reply, ms".to_string(),
-            median_p90(summary(legacy, first), 2),
-            median_p90(summary(modern, first), 2),
-        ],
-        vec![
-            "tools/list, send → reply, ms".to_string(),
-            median_p90(summary(legacy, list), 2),
-            median_p90(summary(modern, list), 2),
-        ],
+        row("threads", &threads, 0),
+        row("private dirty, MiB", &dirty, 3),
+        row("wake-ups per second, second idle time", &wakeups, 1),
+        row(
+            "first request (initialize / server/discover), send → reply, ms",
+            &first,
+            2,
+        ),
+        row("tools/list, send → reply, ms", &list, 2),
     ];
     let mut out = format!(
         "\n## Stdio: the legacy opening and the 2026-07-28 opening\n\n\
          {} pairs of sessions of `hooks-mcp`, interleaved, each on a fresh HOOKS_MCP_HOME with \
          a store: the legacy opening (`initialize`, `notifications/initialized`, `tools/list`) \
          against Claude Code's (`server/discover`, `subscriptions/listen` for tool and resource \
-         list changes, `tools/list`), then {} ms idle and a reading. Cells are median / p90.\n\n",
+         list changes, `tools/list`), beside the latter followed by one `tools/call` (handed \
+         over to the full server with its subscription); then {} ms idle and a reading, and the \
+         wake-ups (context switches of all threads) over a second idle time as long. Cells are \
+         median / p90.\n\n",
         legacy.len(),
         idle.as_millis()
     );
@@ -179,6 +207,7 @@ fn report(legacy: &[Run], modern: &[Run], idle: Duration, smoke: bool) -> String
             ("Figure", Align::Left),
             ("legacy opening", Align::Right),
             ("2026-07-28 opening", Align::Right),
+            ("2026-07-28 opening + tools/call", Align::Right),
         ],
         &rows,
     ));

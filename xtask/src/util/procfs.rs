@@ -23,6 +23,23 @@ pub(crate) fn threads(pid: u32) -> anyhow::Result<u64> {
     field(&status, "Threads:")
 }
 
+/// Context switches of every thread of `pid` so far (voluntary and not): each is a wake-up
+/// or a preemption, so their growth over an idle time counts its wake-ups.
+pub(crate) fn context_switches(pid: u32) -> anyhow::Result<u64> {
+    let dir = format!("/proc/{pid}/task");
+    let mut total = 0;
+    for task in std::fs::read_dir(&dir).with_context(|| format!("reading {dir}"))? {
+        let path = task?.path().join("status");
+        // A thread that ended meanwhile has no status: it no longer wakes.
+        let Ok(status) = std::fs::read_to_string(&path) else {
+            continue;
+        };
+        total += field(&status, "voluntary_ctxt_switches:")?;
+        total += field(&status, "nonvoluntary_ctxt_switches:")?;
+    }
+    Ok(total)
+}
+
 /// Open file descriptors of `pid` (entries of `/proc/PID/fd`).
 pub(crate) fn fds(pid: u32) -> anyhow::Result<u64> {
     Ok(std::fs::read_dir(format!("/proc/{pid}/fd"))
