@@ -121,7 +121,7 @@ fn open(
             if opening == Opening::ModernThenCall {
                 let call = json!({"name": "channel_list", "arguments": {}});
                 let (reply, _) = proc.ask(&modern(4, "tools/call", call))?;
-                if reply.get("result").is_none() {
+                if reply.get("content").is_none() || reply["isError"] == true {
                     bail!("the tools/call failed: {reply}");
                 }
             }
