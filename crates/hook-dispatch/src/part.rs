@@ -105,8 +105,8 @@ fn event_calls(inputs: &Inputs<'_>, store: &dyn Store, part: &mut StorePart) {
     let sighting = sighting(event, payload, subscriptions, now);
     match event {
         Event::SessionStart => {
-            // A compaction, resume or clear happens within a session whose start pruned
-            // and fired already: it spends its time on what the context lost instead, and
+            // A compaction, resume, clear or fork continues work whose start pruned and
+            // fired already: it spends its time on what the context lost instead, and
             // schedules that fall due meanwhile fire at its next prompt or tool call.
             let redelivering = redelivers(payload.source());
             if !redelivering {

@@ -233,6 +233,10 @@ impl Watch {
         // The first pass reads at once: it takes the baseline later changes are told against.
         let mut read_again = Instant::now();
         loop {
+            // A feed that went down since the last read: read as often as without one.
+            if !feed.connected() {
+                read_again = read_again.min(Instant::now() + RECHECK_EVERY);
+            }
             let changed = tokio::select! {
                 r = changes.changed() => r.is_ok(),
                 () = tokio::time::sleep(CHECK_EVERY) => false,

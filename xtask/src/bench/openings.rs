@@ -153,13 +153,7 @@ fn programs(runs: &[Run]) -> String {
 }
 
 /// The series as markdown, with the 2026 opening's targets.
-fn report(
-    legacy: &[Run],
-    modern: &[Run],
-    called: &[Run],
-    idle: Duration,
-    smoke: bool,
-) -> String {
+fn report(legacy: &[Run], modern: &[Run], called: &[Run], idle: Duration, smoke: bool) -> String {
     let dirty = |r: &Run| r.sample.private_dirty_mib();
     let threads = |r: &Run| r.sample.threads as f64;
     let first = |r: &Run| millis(r.first);

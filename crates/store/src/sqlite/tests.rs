@@ -524,3 +524,42 @@ fn a_feed_that_cannot_watch_says_where() {
     assert!(text.contains("gone"), "{text}");
     assert!(matches!(e, StoreError::Io { .. }), "{e:?}");
 }
+
+#[cfg(any(target_os = "linux", target_os = "android"))]
+#[test]
+fn the_change_feed_follows_a_symbolic_link_and_ignores_other_files() {
+    let (dir, store) = fresh();
+    drop(store);
+    let elsewhere = tempfile::tempdir().unwrap();
+    let link = elsewhere.path().join("linked.db");
+    std::os::unix::fs::symlink(dir.path().join("state.db"), &link).unwrap();
+    let (through_link, _) = open(&link, false).unwrap();
+    let mut feed = through_link.changes().unwrap().expect("a watch");
+    // A commit, then a checkpoint: a write with no new commit, which the feed looks at again
+    // for a while; meanwhile writes to another file of the directory, many and fast, neither
+    // wake the caller nor hurry those looks.
+    publish(&through_link, "ops", Severity::Info, T0, HOUR);
+    assert_eq!(
+        feed.wait(Duration::from_secs(10)).unwrap(),
+        Some(crate::Change::Written)
+    );
+    let raw = Connection::open(dir.path().join("state.db")).unwrap();
+    raw.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()))
+        .unwrap();
+    let noise = dir.path().join("noise.log");
+    let writer = std::thread::spawn(move || {
+        for i in 0..400 {
+            std::fs::write(&noise, format!("{i}")).unwrap();
+            std::thread::sleep(Duration::from_micros(200));
+        }
+    });
+    assert_eq!(feed.wait(Duration::from_millis(150)).unwrap(), None);
+    writer.join().unwrap();
+    // A commit through the real path is heard through the link.
+    let (direct, _) = open(&dir.path().join("state.db"), false).unwrap();
+    publish(&direct, "ops", Severity::Alert, T0, HOUR);
+    assert_eq!(
+        feed.wait(Duration::from_secs(10)).unwrap(),
+        Some(crate::Change::Written)
+    );
+}

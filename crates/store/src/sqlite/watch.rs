@@ -4,9 +4,10 @@
 //! checkpoints SQLite runs by itself copy pages into the file without changing its contents).
 //! A writer appends its commit to the WAL before it publishes it in the WAL index (shared
 //! memory, whose writes raise no event), so a write whose commit is not visible yet is looked
-//! at again a few times, 2 ms after it and then at doubling gaps for a quarter of a second.
-//! Nothing runs between writes: a process that holds a feed costs no wake-ups while the store
-//! is quiet.
+//! at again, 2 ms after it and then at doubling gaps for two seconds; and each wait that runs
+//! out looks once more, so even a commit published later than that is heard by the next one.
+//! Nothing else runs between writes: a process that holds a feed costs no wake-ups while the
+//! store is quiet beyond its own wait's timeout.
 
 use std::ffi::OsString;
 use std::os::fd::OwnedFd;
@@ -26,20 +27,36 @@ pub(crate) struct FileFeed {
     conn: Connection,
     /// The data version last reported.
     seen: u64,
-    /// After a write that showed no commit yet: when to look again, and until when.
-    settle: Option<(Duration, Instant)>,
+    /// After a write that showed no commit yet: the next look, its gap, and until when.
+    settle: Option<Settle>,
 }
 
-/// The first second look after a write that showed no commit; the gap then doubles.
+/// The looks again after a write that showed no commit yet.
+#[derive(Debug, Clone, Copy)]
+struct Settle {
+    next: Instant,
+    gap: Duration,
+    until: Instant,
+}
+
+/// The first look again after a write that showed no commit; the gap then doubles.
 const FIRST_LOOK: Duration = Duration::from_millis(2);
 /// How long a write is looked at again for its commit.
-const SETTLE: Duration = Duration::from_millis(250);
+const SETTLE: Duration = Duration::from_secs(2);
+/// How long the feed's connection waits for a lock (a writer recovering the WAL).
+const BUSY_WAIT: Duration = Duration::from_millis(250);
 
 impl FileFeed {
-    /// Watches the database at `path` (its directory must exist).
+    /// Watches the database at `path` (its directory must exist; a symbolic link is followed
+    /// to the file SQLite writes beside).
+    ///
+    /// # Errors
+    /// [`StoreError::Io`] when no watch can be had (the caller may poll instead); what SQLite
+    /// says when its connection cannot be opened or read (the caller may retry).
     pub(crate) fn open(path: &Path) -> StoreResult<FileFeed> {
         use rustix::fs::inotify::{self, CreateFlags, WatchFlags};
         let fail = |action, e: std::io::Error| io_error(action, path, e);
+        let path = &std::fs::canonicalize(path).map_err(|e| fail("resolving", e))?;
         let name = path
             .file_name()
             .ok_or_else(|| {
@@ -63,7 +80,8 @@ impl FileFeed {
             | OpenFlags::SQLITE_OPEN_NO_MUTEX
             | OpenFlags::SQLITE_OPEN_URI;
         let conn = Connection::open_with_flags(path, flags)
-            .map_err(|e| fail("opening a change feed on", std::io::Error::other(e)))?;
+            .and_then(|conn| conn.busy_timeout(BUSY_WAIT).map(|()| conn))
+            .map_err(|e| super::map_err(path, e, None))?;
         let mut feed = FileFeed {
             path: path.to_path_buf(),
             fd,
@@ -80,13 +98,7 @@ impl FileFeed {
         self.conn
             .query_row("PRAGMA data_version", [], |r| r.get::<_, i64>(0))
             .map(|v| v.max(0) as u64)
-            .map_err(|e| {
-                io_error(
-                    "reading the data version of",
-                    &self.path,
-                    std::io::Error::other(e),
-                )
-            })
+            .map_err(|e| super::map_err(&self.path, e, None))
     }
 
     /// Reads every queued event: whether one was a write to the database or its WAL (or the
@@ -117,38 +129,50 @@ impl FileFeed {
 
 impl ChangeFeed for FileFeed {
     /// Sleeps on the descriptor until the database or its WAL is written and the data version
-    /// moved ([`Change::Written`]), or `timeout` passes.
+    /// moved ([`Change::Written`]), or `timeout` passes (then looks once).
     fn wait(&mut self, timeout: Duration) -> StoreResult<Option<Change>> {
         use rustix::event::{PollFd, PollFlags, Timespec, poll};
         let deadline = Instant::now() + timeout;
         loop {
             let now = Instant::now();
-            if now >= deadline {
-                return Ok(None);
+            if self.settle.is_some_and(|s| now >= s.until) {
+                self.settle = None;
             }
-            let mut left = deadline - now;
-            if let Some((gap, until)) = self.settle {
-                if now >= until {
-                    self.settle = None;
-                } else {
-                    left = left.min(gap);
+            let timed_out = now >= deadline;
+            let look_due = self.settle.is_some_and(|s| now >= s.next);
+            if !timed_out && !look_due {
+                let mut left = deadline - now;
+                if let Some(settle) = self.settle {
+                    left = left.min(settle.next - now);
                 }
-            }
-            let left = Timespec::try_from(left).unwrap_or(Timespec {
-                tv_sec: i64::MAX,
-                tv_nsec: 0,
-            });
-            let mut fds = [PollFd::new(&self.fd, PollFlags::IN)];
-            let ready = match poll(&mut fds, Some(&left)) {
-                Ok(n) => n > 0,
-                Err(rustix::io::Errno::INTR) => continue,
-                Err(e) => {
-                    return Err(io_error("waiting for file events of", &self.path, e.into()));
+                let left = Timespec::try_from(left).unwrap_or(Timespec {
+                    tv_sec: i64::MAX,
+                    tv_nsec: 0,
+                });
+                let mut fds = [PollFd::new(&self.fd, PollFlags::IN)];
+                match poll(&mut fds, Some(&left)) {
+                    Ok(0) => continue,
+                    Ok(_) => {}
+                    Err(rustix::io::Errno::INTR) => continue,
+                    Err(e) => {
+                        return Err(io_error("waiting for file events of", &self.path, e.into()));
+                    }
                 }
-            };
-            let written = ready && self.drain()?;
-            if !written && self.settle.is_none() {
-                continue;
+                if !self.drain()? {
+                    // Another file of the directory: the looks keep their own pace.
+                    continue;
+                }
+                let now = Instant::now();
+                self.settle = Some(Settle {
+                    next: now + FIRST_LOOK,
+                    gap: FIRST_LOOK,
+                    until: now + SETTLE,
+                });
+            } else if let Some(settle) = &mut self.settle {
+                if look_due {
+                    settle.gap = settle.gap.saturating_mul(2);
+                    settle.next = now + settle.gap;
+                }
             }
             let version = self.data_version()?;
             if version != self.seen {
@@ -156,11 +180,9 @@ impl ChangeFeed for FileFeed {
                 self.settle = None;
                 return Ok(Some(Change::Written));
             }
-            self.settle = match self.settle {
-                _ if written => Some((FIRST_LOOK, Instant::now() + SETTLE)),
-                Some((gap, until)) => Some((gap * 2, until)),
-                None => None,
-            };
+            if timed_out {
+                return Ok(None);
+            }
         }
     }
 }
