@@ -168,11 +168,9 @@ impl ChangeFeed for FileFeed {
                     gap: FIRST_LOOK,
                     until: now + SETTLE,
                 });
-            } else if let Some(settle) = &mut self.settle {
-                if look_due {
-                    settle.gap = settle.gap.saturating_mul(2);
-                    settle.next = now + settle.gap;
-                }
+            } else if look_due && let Some(settle) = &mut self.settle {
+                settle.gap = settle.gap.saturating_mul(2);
+                settle.next = now + settle.gap;
             }
             let version = self.data_version()?;
             if version != self.seen {
