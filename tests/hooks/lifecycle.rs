@@ -249,10 +249,12 @@ fn a_stop_is_blocked_once_for_a_message_published_during_the_turn() {
             .contains("another one"),
         "{last:?}"
     );
-    assert!(
+    assert_eq!(
         last.stderr
-            .contains("HOOKS_MCP_STOP_BLOCK: `of` is neither on nor off"),
-        "{last:?}"
+            .matches("HOOKS_MCP_STOP_BLOCK: `of` is neither on nor off")
+            .count(),
+        1,
+        "named once: {last:?}"
     );
 }
 

@@ -1,9 +1,9 @@
 //! Pushing into an idle session (`HOOKS_MCP_CHANNEL_PUSH`): a session that only opened with the
-//! legacy handshake is sent
-//! `notifications/claude/channel` within a second of another process publishing an alert or a
-//! critical message, never for `info`, while it stays the one-threaded front end; with push
-//! off nothing is declared or pushed; a 2026-07-28 session is never pushed into; after a handoff the full server goes on from where the
-//! front end stopped; on PostgreSQL the full server serves (and pushes) from the start.
+//! legacy handshake is sent `notifications/claude/channel` within a second of another process
+//! publishing an alert or a critical message, never for `info`, while it stays the one-threaded
+//! front end; with push off nothing is declared or pushed; a 2026-07-28 session is never
+//! pushed into; after a handoff the full server goes on from where the front end stopped; on
+//! PostgreSQL the full server serves (and pushes) from the start.
 
 use std::path::PathBuf;
 use std::process::Command;

@@ -531,28 +531,25 @@ mod tests {
         );
         let added_text = std::fs::read_to_string(&path).unwrap();
         assert!(added_text.contains("/bin/hooks-mcp"), "{added_text}");
-        let doc = JsonDoc::load(&path).unwrap();
-        let mut after = doc.value.clone();
-        after["mcpServers"].as_object_mut().unwrap().remove("hooks");
-        let removal = doc.change(after, vec!["remove".into()]);
-        assert_eq!(removal.after.as_deref(), Some(original));
+        // What `init --remove` writes over the file as it stands: `hooks` taken out.
+        let removal = || {
+            let doc = JsonDoc::load(&path).unwrap();
+            let mut after = doc.value.clone();
+            after["mcpServers"].as_object_mut().unwrap().remove("hooks");
+            doc.change(after, vec!["remove".into()]).after.unwrap()
+        };
+        assert_eq!(removal(), original);
         // A user's own edit since init is kept: the backup is not written over it.
         std::fs::write(&path, added_text.replace("dark", "light")).unwrap();
-        let doc = JsonDoc::load(&path).unwrap();
-        let mut after = doc.value.clone();
-        after["mcpServers"].as_object_mut().unwrap().remove("hooks");
-        let removal = doc.change(after, vec!["remove".into()]).after.unwrap();
+        let removal_text = removal();
         assert!(
-            removal.contains("light") && !removal.contains("hooks-mcp"),
-            "{removal}"
+            removal_text.contains("light") && !removal_text.contains("hooks-mcp"),
+            "{removal_text}"
         );
         // Nor is a comment the user added since init, though the values are the backup's.
         let commented = added_text.replacen('{', "{\n  // mine\n", 1);
         std::fs::write(&path, &commented).unwrap();
-        let doc = JsonDoc::load(&path).unwrap();
-        let mut after = doc.value.clone();
-        after["mcpServers"].as_object_mut().unwrap().remove("hooks");
-        let removal = doc.change(after, vec!["remove".into()]).after.unwrap();
+        let removal = removal();
         assert!(
             removal.contains("// mine") && !removal.contains("hooks-mcp"),
             "{removal}"

@@ -541,7 +541,8 @@ impl StoreSnapshot {
             Ok(false) => return Ok(StoreSnapshot { fleet: None }),
             Err(e) => {
                 tracing::warn!(
-                    "cannot ask for the store's metrics lease ({e}): this daemon reports no                      fleet-wide gauges until it can"
+                    "cannot ask for the store's metrics lease ({e}): this daemon reports no \
+                     fleet-wide gauges until it can"
                 );
                 return Ok(StoreSnapshot { fleet: None });
             }

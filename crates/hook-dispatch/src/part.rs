@@ -246,22 +246,26 @@ pub const SETTINGS: &[protocol_lite::setting::Setting] = &[protocol_lite::settin
 
 /// Whether a `Stop` may be blocked ([`STOP_BLOCK_ENV`], read as
 /// [`protocol_lite::setting::switch`]): on unless set to off; a value that is neither says so
-/// on stderr and leaves it on.
+/// on stderr and leaves it on. Read once per process (the hook asks before opening the store
+/// and again where the store's part answers), so a bad value is named once.
 pub fn stop_block_from_env() -> bool {
-    let value = std::env::var(STOP_BLOCK_ENV).unwrap_or_default();
-    match protocol_lite::setting::switch(&value) {
-        Some(on) => on,
-        None => {
-            if !value.trim().is_empty() {
-                protocol_lite::diag!(
-                    "hooks-mcp hook: {STOP_BLOCK_ENV}: `{}` is neither on nor off; blocking a \
-                     Stop stays on (set it to `on` or `off`)",
-                    value.trim()
-                );
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| {
+        let value = std::env::var(STOP_BLOCK_ENV).unwrap_or_default();
+        match protocol_lite::setting::switch(&value) {
+            Some(on) => on,
+            None => {
+                if !value.trim().is_empty() {
+                    protocol_lite::diag!(
+                        "hooks-mcp hook: {STOP_BLOCK_ENV}: `{}` is neither on nor off; \
+                         blocking a Stop stays on (set it to `on` or `off`)",
+                        value.trim()
+                    );
+                }
+                true
             }
-            true
         }
-    }
+    })
 }
 
 /// Whether a `SessionStart` of this `source` starts a context without what the session was

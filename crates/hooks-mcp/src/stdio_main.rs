@@ -7,8 +7,8 @@
 //! called a tool keeps less memory. Started without a handed-over session, it serves stdio from
 //! the start, as `hooks-mcp-full serve` does. `--list-resources` prints the store's
 //! `resources/list` result and exits (the front end's child while it holds a subscription);
-//! `--pending-pushes CURSOR [--quiet]` prints the urgent messages to push into the session after the
-//! cursor and exits (the front end's child while push is on).
+//! `--pending-pushes CURSOR [--quiet]` prints the urgent messages to push into the session
+//! after the cursor and exits (the front end's child while push is on).
 
 use std::process::ExitCode;
 

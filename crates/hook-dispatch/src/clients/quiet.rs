@@ -3,8 +3,8 @@
 //! directory), for `hooks-mcp status` to show, so that an operator who registered them sees
 //! them arrive.
 //!
-//! Written as [`super::unplaced`] is (one shared locked read-update-write): under an exclusive lock on the
-//! file, best effort, never creating the store.
+//! Written as [`super::unplaced`] is (one shared read-update-write): under an exclusive lock
+//! on the file, best effort, never creating the store.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -57,23 +57,21 @@ impl FileFeed {
         use rustix::fs::inotify::{self, CreateFlags, WatchFlags};
         let fail = |action, e: std::io::Error| io_error(action, path, e);
         let path = &std::fs::canonicalize(path).map_err(|e| fail("resolving", e))?;
-        let name = path
-            .file_name()
-            .ok_or_else(|| {
-                fail(
-                    "watching for changes",
-                    std::io::Error::other("the path names no file"),
-                )
-            })?
-            .to_owned();
+        // Resolved, the path is absolute and names its file.
+        let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
+            let no_file = std::io::Error::other("the path names no file");
+            return Err(fail("watching for changes", no_file));
+        };
+        let name = name.to_owned();
         let mut wal = name.clone();
         wal.push("-wal");
-        let dir = match path.parent() {
-            Some(d) if !d.as_os_str().is_empty() => d,
-            _ => Path::new("."),
-        };
-        let fd = inotify::init(CreateFlags::NONBLOCK | CreateFlags::CLOEXEC)
-            .map_err(|e| fail("creating a watch (inotify) for", e.into()))?;
+        let fd = inotify::init(CreateFlags::NONBLOCK | CreateFlags::CLOEXEC).map_err(|e| {
+            fail(
+                "creating a watch (inotify; when none is left, raise the per-user limit \
+                     fs.inotify.max_user_instances) for",
+                e.into(),
+            )
+        })?;
         inotify::add_watch(&fd, dir, WatchFlags::MODIFY | WatchFlags::MOVED_TO)
             .map_err(|e| fail("watching the directory of", e.into()))?;
         let flags = OpenFlags::SQLITE_OPEN_READ_ONLY

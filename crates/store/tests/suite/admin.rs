@@ -26,6 +26,24 @@ const TABLES: [&str; 15] = [
     "http_sessions",
 ];
 
+/// Publishes the info message the migration tests keep across versions: `kept` on channel `a`
+/// at `T0`, for an hour.
+fn publish_kept(store: &dyn store::Store) -> store::Message {
+    store
+        .publish(
+            &NewMessage {
+                channel: "a".into(),
+                body: "kept".into(),
+                severity: Severity::Info,
+                created_at: T0,
+                expires_at: T0 + HOUR,
+                target: None,
+            },
+            &store::Actor::Daemon,
+        )
+        .unwrap()
+}
+
 /// Takes a store back to schema version 5, behind its back: PostgreSQL's index of the info
 /// messages' expiry goes (SQLite's version 6 changes nothing).
 fn undo_version_6(location: &dyn Location) {
@@ -38,7 +56,10 @@ fn undo_version_6(location: &dyn Location) {
 /// Whether the store has PostgreSQL's index of the info messages' expiry.
 fn has_expiry_index(location: &dyn Location) -> bool {
     if location.spec().starts_with("postgres") {
-        location.scalar("SELECT count(*) FROM (SELECT to_regclass('messages_info_expiry') AS i) r WHERE r.i IS NOT NULL") == 1
+        location.scalar(
+            "SELECT count(*) FROM (SELECT to_regclass('messages_info_expiry') AS i) r
+             WHERE r.i IS NOT NULL",
+        ) == 1
     } else {
         location.scalar(
             "SELECT count(*) FROM sqlite_master WHERE type = 'index'
@@ -121,19 +142,7 @@ pub(crate) fn a_fresh_store_has_the_current_schema_and_reopening_keeps_it(b: &dy
     let location = b.location();
     let (store, opened) = location.open(true).unwrap();
     assert_eq!(opened, Opened::Created);
-    let message = store
-        .publish(
-            &NewMessage {
-                channel: "a".into(),
-                body: "kept".into(),
-                severity: Severity::Info,
-                created_at: T0,
-                expires_at: T0 + HOUR,
-                target: None,
-            },
-            &store::Actor::Daemon,
-        )
-        .unwrap();
+    let message = publish_kept(&*store);
     drop(store);
     assert_eq!(location.schema_version(), SCHEMA_VERSION);
 
@@ -161,19 +170,7 @@ pub(crate) fn a_fresh_store_has_the_current_schema_and_reopening_keeps_it(b: &dy
 /// keeping its data.
 pub(crate) fn a_version_1_store_is_migrated_to_the_current_schema(b: &dyn Backend) {
     let store = fresh(b);
-    let message = store
-        .publish(
-            &NewMessage {
-                channel: "a".into(),
-                body: "kept".into(),
-                severity: Severity::Info,
-                created_at: T0,
-                expires_at: T0 + 60_000,
-                target: None,
-            },
-            &store::Actor::Daemon,
-        )
-        .unwrap();
+    let message = publish_kept(&*store);
     undo_version_3(b, &*store.location);
     store.location.drop_table("audit_log");
     store.location.drop_table("sessions");
@@ -400,19 +397,7 @@ pub(crate) fn an_older_store_without_its_tables_is_left_for_verification(b: &dyn
 /// sessions), keeping its data.
 pub(crate) fn a_version_4_store_gets_the_sessions_lifecycle(b: &dyn Backend) {
     let store = fresh(b);
-    store
-        .publish(
-            &NewMessage {
-                channel: "a".into(),
-                body: "kept".into(),
-                severity: Severity::Info,
-                created_at: T0,
-                expires_at: T0 + HOUR,
-                target: None,
-            },
-            &store::Actor::Daemon,
-        )
-        .unwrap();
+    publish_kept(&*store);
     store
         .record_sighting(&store::Sighting {
             session_id: "s1".into(),
@@ -463,19 +448,7 @@ pub(crate) fn a_version_5_store_gets_the_expiry_index_on_postgres(b: &dyn Backen
     let store = fresh(b);
     let postgres = store.location.spec().starts_with("postgres");
     assert_eq!(has_expiry_index(&*store.location), postgres);
-    store
-        .publish(
-            &NewMessage {
-                channel: "a".into(),
-                body: "kept".into(),
-                severity: Severity::Info,
-                created_at: T0,
-                expires_at: T0 + HOUR,
-                target: None,
-            },
-            &store::Actor::Daemon,
-        )
-        .unwrap();
+    publish_kept(&*store);
     undo_version_6(&*store.location);
     assert!(!has_expiry_index(&*store.location));
     let (reopened, opened) = store.location.open(false).unwrap();
@@ -487,19 +460,7 @@ pub(crate) fn a_version_5_store_gets_the_expiry_index_on_postgres(b: &dyn Backen
 
 pub(crate) fn a_version_3_store_gets_the_daemons_state(b: &dyn Backend) {
     let store = fresh(b);
-    store
-        .publish(
-            &NewMessage {
-                channel: "a".into(),
-                body: "kept".into(),
-                severity: Severity::Info,
-                created_at: T0,
-                expires_at: T0 + HOUR,
-                target: None,
-            },
-            &store::Actor::Daemon,
-        )
-        .unwrap();
+    publish_kept(&*store);
     undo_version_4(&*store.location);
     let (reopened, opened) = store.location.open(false).unwrap();
     assert_eq!(opened, Opened::Existing);
