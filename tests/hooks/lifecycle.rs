@@ -155,6 +155,9 @@ fn an_ended_session_is_no_longer_counted_and_listed_with_all() {
     // The delivery report expects the live session only.
     let report = env.cli_json(&["channel", "status", &id.to_string()]);
     assert_eq!(report["live_subscribed"], json!(1), "{report}");
+    // A compaction only reads (it happens mid-work in a live session): it records nothing.
+    env.hook("SessionStart", &claude("session_start_compact", "s1"));
+    assert_eq!(ids(&sessions(&env, false)), ["s2"]);
     // A resumed session is live again.
     env.hook("SessionStart", &claude("session_start_resume", "s1"));
     assert_eq!(ids(&sessions(&env, false)), ["s1", "s2"]);

@@ -112,7 +112,11 @@ fn event_calls(inputs: &Inputs<'_>, store: &dyn Store, part: &mut StorePart) {
             if !redelivering {
                 fire_schedules(store, session, now, event, part);
             }
-            if let Err(e) = store.record_sighting(&sighting) {
+            // A compaction happens mid-work in a live session that its last prompt or tool
+            // call recorded moments ago: it reads only. (A clear or resume may follow the
+            // session's end, which its sighting undoes.)
+            let compacting = payload.source().trim().eq_ignore_ascii_case("compact");
+            if !compacting && let Err(e) = store.record_sighting(&sighting) {
                 part.report(event, "record the session", e);
             }
             if redelivering {
