@@ -98,15 +98,24 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
     anyhow::ensure!(args.idle <= 2000, "--idle: at most 2000");
     anyhow::ensure!((1..=50).contains(&args.rounds), "--rounds: must be 1 to 50");
     let profile = Profile::debug_if(args.debug);
-    let bin = if args.skip_build {
-        cargo::built_bin(profile, "hooks-mcp-full")?
+    let (bin, floor) = if args.skip_build {
+        (
+            cargo::built_bin(profile, "hooks-mcp-full")?,
+            cargo::built_bin(profile, FLOOR_BIN)?,
+        )
     } else {
-        cargo::build_daemon(profile)?
+        let bin = cargo::build_daemon(profile)?;
+        cargo::build(profile, &["-p", "bench-floor", "--bin", FLOOR_BIN])?;
+        (bin, profile.bin(FLOOR_BIN))
+    };
+    let bins = Bins {
+        daemon: &bin,
+        floor: &floor,
     };
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     let pinned = cpus >= 2 && Command::new("taskset").arg("-V").output().is_ok();
     if args.only_stateless {
-        return stateless(args, &bin, cpus, pinned);
+        return stateless(args, bins, cpus, pinned);
     }
     // A smoke run takes every path: metrics on against off, the stateless section, then the
     // plain levels and memory.
@@ -116,7 +125,7 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
             return Ok(());
         }
     }
-    stateless(args, &bin, cpus, pinned)?;
+    stateless(args, bins, cpus, pinned)?;
     let home = tempfile::tempdir()?;
     let max_sessions = (args.idle * 2 + 300).to_string();
     let daemon = Daemon::start_with(
@@ -366,7 +375,7 @@ fn compare_metrics(args: &Args, bin: &Path, cpus: usize, pinned: bool) -> anyhow
     Ok(())
 }
 
-/// The three ways of calling a tool the stateless section compares.
+/// The ways of calling a tool the stateless section compares, and its floor.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Way {
     /// 2026-07-28 stateless calls, answered on the daemon's fast path.
@@ -375,36 +384,100 @@ enum Way {
     Rmcp,
     /// Legacy session calls (`initialize`, `Mcp-Session-Id`) to the fast path's daemon.
     Session,
+    /// The stateless calls to `floor-http`, which answers with the fast path's reply, canned.
+    Floor,
 }
 
 impl Way {
-    const ALL: [Way; 3] = [Way::Fast, Way::Rmcp, Way::Session];
+    const ALL: [Way; 4] = [Way::Fast, Way::Rmcp, Way::Session, Way::Floor];
 
     fn name(self) -> &'static str {
         match self {
             Way::Fast => "stateless, hooks-mcp fast path",
             Way::Rmcp => "stateless, rmcp's own",
             Way::Session => "legacy session",
+            Way::Floor => "floor: canned reply (std only)",
         }
     }
 
     fn client(self) -> Client {
         match self {
-            Way::Fast | Way::Rmcp => Client::Stateless,
+            Way::Fast | Way::Rmcp | Way::Floor => Client::Stateless,
             Way::Session => Client::Session,
         }
     }
 }
 
-/// The stateless section: at each level, rounds that rotate among the three [`Way`]s (each
+/// The floor's binary name in bench-floor.
+const FLOOR_BIN: &str = "floor-http";
+
+/// The binaries the benchmark runs.
+#[derive(Debug, Clone, Copy)]
+struct Bins<'a> {
+    daemon: &'a Path,
+    floor: &'a Path,
+}
+
+/// A running `floor-http`, stopped when dropped (it also exits when its stdin closes).
+struct Floor {
+    child: std::process::Child,
+    addr: SocketAddr,
+}
+
+impl Floor {
+    /// Starts `bin` answering with the response in `reply` (on the CPUs `cpus` names, when
+    /// some), and waits for its address.
+    fn start(bin: &Path, reply: &Path, cpus: Option<&str>) -> anyhow::Result<Floor> {
+        let mut cmd = match cpus {
+            Some(cpus) => {
+                let mut c = Command::new("taskset");
+                c.args(["-c", cpus]).arg(bin);
+                c
+            }
+            None => Command::new(bin),
+        };
+        let mut child = cmd
+            .arg(reply)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .with_context(|| format!("starting {}", bin.display()))?;
+        let mut line = String::new();
+        let stdout = child.stdout.take().context("no stdout pipe")?;
+        std::io::BufRead::read_line(&mut std::io::BufReader::new(stdout), &mut line)?;
+        let addr = line
+            .trim()
+            .strip_prefix("listening on ")
+            .and_then(|a| a.parse::<SocketAddr>().ok());
+        let Some(addr) = addr else {
+            let _ = child.kill();
+            let _ = child.wait();
+            bail!("{} did not say where it listens: {line:?}", bin.display());
+        };
+        Ok(Floor { child, addr })
+    }
+
+    fn pid(&self) -> u32 {
+        self.child.id()
+    }
+}
+
+impl Drop for Floor {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The stateless section: at each level, rounds that rotate among the [`Way`]s (each
 /// round starts with the next), so that drift on a shared machine falls on all alike.
-fn stateless(args: &Args, bin: &Path, cpus: usize, pinned: bool) -> anyhow::Result<()> {
+fn stateless(args: &Args, bins: Bins<'_>, cpus: usize, pinned: bool) -> anyhow::Result<()> {
     let mut daemons = Vec::new();
     let mut homes = Vec::new();
     for fast in ["on", "off"] {
         let home = tempfile::tempdir()?;
         let daemon = Daemon::start_with(
-            bin,
+            bins.daemon,
             home.path(),
             &home.path().join("daemon.log"),
             &[
@@ -422,6 +495,13 @@ fn stateless(args: &Args, bin: &Path, cpus: usize, pinned: bool) -> anyhow::Resu
         daemons.push(daemon);
         homes.push(home);
     }
+    // The floor answers with the fast path's own reply to the same call, byte for byte.
+    let mut probe = Lean::open(daemons[0].addr(), Client::Stateless, &args.tool)?;
+    probe.call(1)?;
+    let canned = homes[0].path().join("floor-reply.http");
+    std::fs::write(&canned, &probe.reply)?;
+    drop(probe);
+    let floor = Floor::start(bins.floor, &canned, pinned.then_some("0"))?;
     if pinned {
         let others = format!("1-{}", cpus - 1);
         let _ = Command::new("taskset")
@@ -430,14 +510,16 @@ fn stateless(args: &Args, bin: &Path, cpus: usize, pinned: bool) -> anyhow::Resu
     }
     println!(
         "\n## Stateless 2026-07-28 `tools/call` ({}): fast path, rmcp's stateless mode, legacy \
-         sessions\n",
+         sessions, floor\n",
         args.tool
     );
     println!(
         "{} build; two daemons {}, one with `HOOKS_MCP_FAST_CALLS=off` (rmcp serves its \
          stateless requests); {} calls per round, {} rounds per level and path, each round \
          starting with the next path; medians, range in brackets. Legacy sessions run on the \
-         fast path's daemon.\n",
+         fast path's daemon. The floor is `floor-http`, a std-only server on the daemons' CPU \
+         that answers every request with the fast path's reply, canned: the round trip any \
+         server pays here.\n",
         if args.debug { "debug" } else { "release" },
         if pinned {
             format!(
@@ -454,18 +536,19 @@ fn stateless(args: &Args, bin: &Path, cpus: usize, pinned: bool) -> anyhow::Resu
     println!("|---:|---|---:|---:|---:|---:|");
     let mut ratios = Vec::new();
     for &clients in &args.sessions {
-        let mut levels: [Vec<Level>; 3] = [Vec::new(), Vec::new(), Vec::new()];
+        let mut levels: [Vec<Level>; 4] = [Vec::new(), Vec::new(), Vec::new(), Vec::new()];
         for round in 0..args.rounds {
             for step in 0..Way::ALL.len() {
                 let which = (round + step) % Way::ALL.len();
                 let way = Way::ALL[which];
-                let daemon = match way {
-                    Way::Fast | Way::Session => &daemons[0],
-                    Way::Rmcp => &daemons[1],
+                let (addr, pid) = match way {
+                    Way::Fast | Way::Session => (daemons[0].addr(), daemons[0].pid()),
+                    Way::Rmcp => (daemons[1].addr(), daemons[1].pid()),
+                    Way::Floor => (floor.addr, floor.pid()),
                 };
                 let level = load(
-                    daemon.addr(),
-                    daemon.pid(),
+                    addr,
+                    pid,
                     clients,
                     args.calls,
                     &args.tool,
@@ -492,7 +575,7 @@ fn stateless(args: &Args, bin: &Path, cpus: usize, pinned: bool) -> anyhow::Resu
                 stat(rounds, Level::cpu_per_call_us).0,
             );
         }
-        let [fast, rmcp, session] = &levels;
+        let [fast, rmcp, session, floor] = &levels;
         // Round by round, the fast path against rmcp's stateless mode.
         let paired: Vec<f64> = fast
             .iter()
@@ -507,20 +590,39 @@ fn stateless(args: &Args, bin: &Path, cpus: usize, pinned: bool) -> anyhow::Resu
             p99: median(rmcp, |l| l.p99_ms) / median(fast, |l| l.p99_ms),
             cpu: median(rmcp, Level::cpu_per_call_us) / median(fast, Level::cpu_per_call_us),
             session: median(fast, |l| l.throughput) / median(session, |l| l.throughput),
+            above_floor_us: Level::per_call_us(median(fast, |l| l.throughput), clients)
+                - Level::per_call_us(median(floor, |l| l.throughput), clients),
+            allowed_us: Level::per_call_us(2.0 * median(rmcp, |l| l.throughput), clients)
+                - Level::per_call_us(median(floor, |l| l.throughput), clients),
         });
     }
     println!(
         "\n| clients | fast/rmcp calls/s | paired by round | rmcp/fast p99 | rmcp/fast CPU per \
-         call | fast/session calls/s |"
+         call | fast/session calls/s | fast path above the floor (µs) | 2× rmcp allows above \
+         the floor (µs) |"
     );
-    println!("|---:|---:|---:|---:|---:|---:|");
+    println!("|---:|---:|---:|---:|---:|---:|---:|---:|");
     for r in ratios {
         println!(
-            "| {} | {:.2}× | {:.2}× ({:.2}–{:.2}) | {:.2}× | {:.2}× | {:.2}× |",
-            r.clients, r.rate, r.paired.0, r.paired.1, r.paired.2, r.p99, r.cpu, r.session
+            "| {} | {:.2}× | {:.2}× ({:.2}–{:.2}) | {:.2}× | {:.2}× | {:.2}× | {:.1} | {:.1} |",
+            r.clients,
+            r.rate,
+            r.paired.0,
+            r.paired.1,
+            r.paired.2,
+            r.p99,
+            r.cpu,
+            r.session,
+            r.above_floor_us,
+            r.allowed_us
         );
     }
-    println!();
+    println!(
+        "\nThe last two columns are mean times per call (clients over calls/s): what the fast \
+         path spends beyond the floor's round trip, and what it could spend for twice rmcp's \
+         throughput.\n"
+    );
+    drop(floor);
     for mut daemon in daemons {
         daemon.stop()?;
     }
@@ -529,8 +631,9 @@ fn stateless(args: &Args, bin: &Path, cpus: usize, pinned: bool) -> anyhow::Resu
 }
 
 /// One level's comparison: the fast path's throughput over rmcp's (of the medians, and of
-/// each round's pair), rmcp's p99 and CPU per call over the fast path's, and the fast path's
-/// throughput over the legacy session path's.
+/// each round's pair), rmcp's p99 and CPU per call over the fast path's, the fast path's
+/// throughput over the legacy session path's, and the fast path's time per call against the
+/// floor's.
 struct Ratios {
     clients: usize,
     rate: f64,
@@ -538,6 +641,11 @@ struct Ratios {
     p99: f64,
     cpu: f64,
     session: f64,
+    /// The fast path's mean time per call less the floor's, in microseconds.
+    above_floor_us: f64,
+    /// Half rmcp's mean time per call less the floor's: what the fast path may spend beyond
+    /// the floor to reach twice rmcp's throughput.
+    allowed_us: f64,
 }
 
 /// Median, minimum and maximum of one figure over `rounds`.
@@ -865,6 +973,11 @@ impl Level {
     /// The daemon's CPU time per measured call, in microseconds.
     fn cpu_per_call_us(&self) -> f64 {
         self.cpu_ticks as f64 * 1e6 / TICKS_PER_SECOND / self.calls as f64
+    }
+
+    /// The mean time one of `clients` waits per call at `throughput` calls a second.
+    fn per_call_us(throughput: f64, clients: usize) -> f64 {
+        clients as f64 * 1e6 / throughput
     }
 }
 
