@@ -179,7 +179,7 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
             args.calls,
             &args.tool,
             Client::Session,
-            false,
+            None,
         )?;
         let per_call_us = level.cpu_per_call_us();
         println!(
@@ -348,7 +348,7 @@ fn compare_metrics(args: &Args, bin: &Path, cpus: usize, pinned: bool) -> anyhow
                     args.calls,
                     &args.tool,
                     Client::Session,
-                    false,
+                    None,
                 )?;
                 rates[which].push(level.throughput);
                 cpu[which].push(level.cpu_per_call_us());
@@ -386,10 +386,23 @@ enum Way {
     Session,
     /// The stateless calls to `floor-http`, which answers with the fast path's reply, canned.
     Floor,
+    /// The same requests to a path nothing serves, on the fast path's daemon: past the gate's
+    /// checks, its router answers 404.
+    Unrouted,
+    /// The stateless calls with an argument the tool does not take: the fast path answers
+    /// them in-band (`isError`) without reading the store.
+    Refused,
 }
 
 impl Way {
-    const ALL: [Way; 4] = [Way::Fast, Way::Rmcp, Way::Session, Way::Floor];
+    const ALL: [Way; 6] = [
+        Way::Fast,
+        Way::Rmcp,
+        Way::Session,
+        Way::Floor,
+        Way::Unrouted,
+        Way::Refused,
+    ];
 
     fn name(self) -> &'static str {
         match self {
@@ -397,15 +410,36 @@ impl Way {
             Way::Rmcp => "stateless, rmcp's own",
             Way::Session => "legacy session",
             Way::Floor => "floor: canned reply (std only)",
+            Way::Unrouted => "fast path's daemon, unknown path (404 past the gate)",
+            Way::Refused => "fast path, arguments refused (no store read)",
         }
     }
 
     fn client(self) -> Client {
         match self {
-            Way::Fast | Way::Rmcp | Way::Floor => Client::Stateless,
             Way::Session => Client::Session,
+            _ => Client::Stateless,
         }
     }
+
+    fn shape(self) -> Shape {
+        match self {
+            Way::Unrouted => Shape::Unrouted,
+            Way::Refused => Shape::Refused,
+            _ => Shape::Call,
+        }
+    }
+}
+
+/// What a [`Lean`] connection sends, and the answer it expects.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Shape {
+    /// The call of the tool with empty arguments: its result.
+    Call,
+    /// The same call with an argument the tool does not take: refused in-band (`isError`).
+    Refused,
+    /// The same request to a path nothing serves: 404.
+    Unrouted,
 }
 
 /// The floor's binary name in bench-floor.
@@ -496,7 +530,12 @@ fn stateless(args: &Args, bins: Bins<'_>, cpus: usize, pinned: bool) -> anyhow::
         homes.push(home);
     }
     // The floor answers with the fast path's own reply to the same call, byte for byte.
-    let mut probe = Lean::open(daemons[0].addr(), Client::Stateless, &args.tool)?;
+    let mut probe = Lean::open(
+        daemons[0].addr(),
+        Client::Stateless,
+        &args.tool,
+        Shape::Call,
+    )?;
     probe.call(1)?;
     let canned = homes[0].path().join("floor-reply.http");
     std::fs::write(&canned, &probe.reply)?;
@@ -536,13 +575,15 @@ fn stateless(args: &Args, bins: Bins<'_>, cpus: usize, pinned: bool) -> anyhow::
     println!("|---:|---|---:|---:|---:|---:|");
     let mut ratios = Vec::new();
     for &clients in &args.sessions {
-        let mut levels: [Vec<Level>; 4] = [Vec::new(), Vec::new(), Vec::new(), Vec::new()];
+        let mut levels: [Vec<Level>; 6] = Default::default();
         for round in 0..args.rounds {
             for step in 0..Way::ALL.len() {
                 let which = (round + step) % Way::ALL.len();
                 let way = Way::ALL[which];
                 let (addr, pid) = match way {
-                    Way::Fast | Way::Session => (daemons[0].addr(), daemons[0].pid()),
+                    Way::Fast | Way::Session | Way::Unrouted | Way::Refused => {
+                        (daemons[0].addr(), daemons[0].pid())
+                    }
                     Way::Rmcp => (daemons[1].addr(), daemons[1].pid()),
                     Way::Floor => (floor.addr, floor.pid()),
                 };
@@ -553,7 +594,7 @@ fn stateless(args: &Args, bins: Bins<'_>, cpus: usize, pinned: bool) -> anyhow::
                     args.calls,
                     &args.tool,
                     way.client(),
-                    true,
+                    Some(way.shape()),
                 )?;
                 levels[which].push(level);
             }
@@ -575,7 +616,7 @@ fn stateless(args: &Args, bins: Bins<'_>, cpus: usize, pinned: bool) -> anyhow::
                 stat(rounds, Level::cpu_per_call_us).0,
             );
         }
-        let [fast, rmcp, session, floor] = &levels;
+        let [fast, rmcp, session, floor, unrouted, refused] = &levels;
         // Round by round, the fast path against rmcp's stateless mode.
         let paired: Vec<f64> = fast
             .iter()
@@ -590,38 +631,53 @@ fn stateless(args: &Args, bins: Bins<'_>, cpus: usize, pinned: bool) -> anyhow::
             p99: median(rmcp, |l| l.p99_ms) / median(fast, |l| l.p99_ms),
             cpu: median(rmcp, Level::cpu_per_call_us) / median(fast, Level::cpu_per_call_us),
             session: median(fast, |l| l.throughput) / median(session, |l| l.throughput),
-            above_floor_us: Level::per_call_us(median(fast, |l| l.throughput), clients)
-                - Level::per_call_us(median(floor, |l| l.throughput), clients),
-            allowed_us: Level::per_call_us(2.0 * median(rmcp, |l| l.throughput), clients)
-                - Level::per_call_us(median(floor, |l| l.throughput), clients),
+            mean_us: [fast, rmcp, floor, unrouted, refused]
+                .map(|way| Level::per_call_us(median(way, |l| l.throughput), clients)),
         });
     }
     println!(
         "\n| clients | fast/rmcp calls/s | paired by round | rmcp/fast p99 | rmcp/fast CPU per \
-         call | fast/session calls/s | fast path above the floor (µs) | 2× rmcp allows above \
-         the floor (µs) |"
+         call | fast/session calls/s |"
     );
-    println!("|---:|---:|---:|---:|---:|---:|---:|---:|");
-    for r in ratios {
+    println!("|---:|---:|---:|---:|---:|---:|");
+    for r in &ratios {
         println!(
-            "| {} | {:.2}× | {:.2}× ({:.2}–{:.2}) | {:.2}× | {:.2}× | {:.2}× | {:.1} | {:.1} |",
-            r.clients,
-            r.rate,
-            r.paired.0,
-            r.paired.1,
-            r.paired.2,
-            r.p99,
-            r.cpu,
-            r.session,
-            r.above_floor_us,
-            r.allowed_us
+            "| {} | {:.2}× | {:.2}× ({:.2}–{:.2}) | {:.2}× | {:.2}× | {:.2}× |",
+            r.clients, r.rate, r.paired.0, r.paired.1, r.paired.2, r.p99, r.cpu, r.session
         );
     }
-    println!(
-        "\nThe last two columns are mean times per call (clients over calls/s): what the fast \
-         path spends beyond the floor's round trip, and what it could spend for twice rmcp's \
-         throughput.\n"
-    );
+    let single: Vec<&Ratios> = ratios.iter().filter(|r| r.clients == 1).collect();
+    if !single.is_empty() {
+        println!(
+            "\nWith one client, where the fast path's round trip goes beyond the floor's (mean times \
+             per call, the inverse of calls/s, in µs): the HTTP server and the gate (the unknown \
+             path's 404 less the floor), the call's own handling (the refused call less the 404: \
+             body, envelope, dispatch, reply), and the tool with its store read (the call less the \
+             refused one); against what twice rmcp's throughput allows (half rmcp's time less the \
+             floor's). The ceiling is the most any fast path could reach against rmcp here: one \
+             costing nothing of its own, its round trip the floor's plus the tool's time (rmcp's \
+             time over that sum).\n"
+        );
+        println!(
+            "| clients | HTTP and gate | call handling | tool and store | above the floor | 2× \
+             rmcp allows | ceiling against rmcp |"
+        );
+        println!("|---:|---:|---:|---:|---:|---:|---:|");
+        for r in single {
+            let [fast, rmcp, floor, unrouted, refused] = r.mean_us;
+            println!(
+                "| {} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.2}× |",
+                r.clients,
+                unrouted - floor,
+                refused - unrouted,
+                fast - refused,
+                fast - floor,
+                rmcp / 2.0 - floor,
+                rmcp / (floor + fast - refused)
+            );
+        }
+    }
+    println!();
     drop(floor);
     for mut daemon in daemons {
         daemon.stop()?;
@@ -641,11 +697,9 @@ struct Ratios {
     p99: f64,
     cpu: f64,
     session: f64,
-    /// The fast path's mean time per call less the floor's, in microseconds.
-    above_floor_us: f64,
-    /// Half rmcp's mean time per call less the floor's: what the fast path may spend beyond
-    /// the floor to reach twice rmcp's throughput.
-    allowed_us: f64,
+    /// Mean time per call (clients over calls/s, of the medians), in microseconds: the fast
+    /// path, rmcp, the floor, the unrouted requests and the refused calls.
+    mean_us: [f64; 5],
 }
 
 /// Median, minimum and maximum of one figure over `rounds`.
@@ -810,14 +864,16 @@ struct Lean {
     /// The session, for `DELETE` at the end.
     session: Option<String>,
     addr: SocketAddr,
+    shape: Shape,
     request: Vec<u8>,
     reply: Vec<u8>,
     body: Vec<u8>,
 }
 
 impl Lean {
-    /// Connects (in a new session first, for [`Client::Session`]) and prepares calls of `tool`.
-    fn open(addr: SocketAddr, client: Client, tool: &str) -> anyhow::Result<Lean> {
+    /// Connects (in a new session first, for [`Client::Session`]) and prepares requests of
+    /// `shape` calling `tool`.
+    fn open(addr: SocketAddr, client: Client, tool: &str, shape: Shape) -> anyhow::Result<Lean> {
         let session = match client {
             Client::Session => Some(Conn::session(addr)?.session.clone()),
             Client::Stateless => None,
@@ -825,9 +881,13 @@ impl Lean {
         let stream = TcpStream::connect(addr)?;
         stream.set_nodelay(true)?;
         stream.set_read_timeout(Some(Duration::from_secs(60)))?;
+        let path = match shape {
+            Shape::Call | Shape::Refused => "/mcp",
+            Shape::Unrouted => "/nowhere",
+        };
         let mut head = format!(
-            "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nAccept: application/json, text/event-stream\r\n\
-             Content-Type: application/json\r\n"
+            "POST {path} HTTP/1.1\r\nHost: {addr}\r\nAccept: application/json, \
+             text/event-stream\r\nContent-Type: application/json\r\n"
         );
         if let Some(session) = &session {
             head.push_str(&format!("Mcp-Session-Id: {session}\r\n"));
@@ -836,10 +896,11 @@ impl Lean {
             head.push_str(&format!("{name}: {value}\r\n"));
         }
         head.push_str("Content-Length: ");
-        let after_id = format!(
-            ",\"method\":\"tools/call\",\"params\":{}}}",
-            client.params(tool)
-        );
+        let mut params = client.params(tool);
+        if shape == Shape::Refused {
+            params["arguments"] = json!({ "not_an_argument": true });
+        }
+        let after_id = format!(",\"method\":\"tools/call\",\"params\":{params}}}");
         Ok(Lean {
             stream,
             head: head.into_bytes(),
@@ -847,6 +908,7 @@ impl Lean {
             after_id: after_id.into_bytes(),
             session,
             addr,
+            shape,
             request: Vec::with_capacity(1024),
             reply: Vec::with_capacity(4096),
             body: Vec::with_capacity(4096),
@@ -928,11 +990,19 @@ impl Caller for Lean {
         self.request.extend_from_slice(&self.after_id);
         self.stream.write_all(&self.request)?;
         let status = self.read_reply()?;
+        let expected = match self.shape {
+            Shape::Call | Shape::Refused => {
+                status == 200
+                    && find(&self.body, b"\"result\"").is_some()
+                    && find(&self.body, b"\"isError\":true").is_some()
+                        == (self.shape == Shape::Refused)
+            }
+            Shape::Unrouted => status == 404,
+        };
         anyhow::ensure!(
-            status == 200
-                && find(&self.body, b"\"result\"").is_some()
-                && find(&self.body, b"\"isError\":true").is_none(),
-            "tools/call failed: {status} {}",
+            expected,
+            "{:?} request answered unexpectedly: {status} {}",
+            self.shape,
             String::from_utf8_lossy(&self.body)
         );
         Ok(())
@@ -982,7 +1052,8 @@ impl Level {
 }
 
 /// `calls` calls of `tool` from `sessions` threads, each on its own keep-alive connection
-/// (after 20 warm-up calls each), made as `client` says, through [`Lean`] when `lean`.
+/// (after 20 warm-up calls each), made as `client` says, through [`Lean`] sending requests of
+/// the shape `lean` names when some (else through the general client, calls only).
 fn load(
     addr: SocketAddr,
     pid: u32,
@@ -990,7 +1061,7 @@ fn load(
     calls: usize,
     tool: &str,
     client: Client,
-    lean: bool,
+    lean: Option<Shape>,
 ) -> anyhow::Result<Level> {
     let next = Arc::new(AtomicUsize::new(0));
     let start = Arc::new(Barrier::new(sessions + 1));
@@ -1001,12 +1072,12 @@ fn load(
         let tool = tool.to_owned();
         workers.push(std::thread::spawn(
             move || -> anyhow::Result<Vec<Duration>> {
-                let opened = if lean {
-                    Lean::open(addr, client, &tool).map(|c| Box::new(c) as Box<dyn Caller>)
-                } else {
-                    client
+                let opened = match lean {
+                    Some(shape) => Lean::open(addr, client, &tool, shape)
+                        .map(|c| Box::new(c) as Box<dyn Caller>),
+                    None => client
                         .connect(addr, &tool)
-                        .map(|conn| Box::new(General { conn, client, tool }) as Box<dyn Caller>)
+                        .map(|conn| Box::new(General { conn, client, tool }) as Box<dyn Caller>),
                 };
                 let ready = opened.and_then(|mut caller| {
                     for i in 0..20 {
