@@ -10,7 +10,9 @@
 //! `HOOKS_MCP_FAST_CALLS=off`, and measures in rotating rounds at each level: 2026-07-28
 //! stateless calls on the daemon's fast path, the same calls served by rmcp's own stateless
 //! mode, and legacy session calls (`initialize`, then `Mcp-Session-Id`), with the ratio of the
-//! first two. With `--compare-metrics` it runs a daemon with `HOOKS_MCP_METRICS=off` beside
+//! first two; beside them a floor (`floor-http` answering with the fast path's reply, canned)
+//! and two partial requests (an unknown path, a call whose arguments the tool refuses), which
+//! split one client's round trip into the HTTP server, the call's handling and the tool. With `--compare-metrics` it runs a daemon with `HOOKS_MCP_METRICS=off` beside
 //! one with metrics instead, in alternating rounds, so the cost of the metrics is read from one
 //! run on the same machine state. Nothing here asserts a timing.
 
