@@ -28,7 +28,7 @@ use anyhow::{Context, bail};
 use serde_json::json;
 
 use crate::util::cargo::{self, Profile};
-use crate::util::daemon::Daemon;
+use crate::util::daemon::{Daemon, pinned_command};
 use crate::util::http::{Conn, tool_call};
 use crate::util::procfs::{self, TICKS_PER_SECOND, cpu_ticks, private_dirty_kib};
 
@@ -464,15 +464,7 @@ impl Floor {
     /// Starts `bin` answering with the response in `reply` (on the CPUs `cpus` names, when
     /// some), and waits for its address.
     fn start(bin: &Path, reply: &Path, cpus: Option<&str>) -> anyhow::Result<Floor> {
-        let mut cmd = match cpus {
-            Some(cpus) => {
-                let mut c = Command::new("taskset");
-                c.args(["-c", cpus]).arg(bin);
-                c
-            }
-            None => Command::new(bin),
-        };
-        let mut child = cmd
+        let mut child = pinned_command(bin, cpus)
             .arg(reply)
             .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::piped())

@@ -50,14 +50,7 @@ impl Daemon {
         cpus: Option<&str>,
         configure: impl FnOnce(&mut Command),
     ) -> anyhow::Result<Daemon> {
-        let mut cmd = match cpus {
-            Some(cpus) => {
-                let mut c = Command::new("taskset");
-                c.args(["-c", cpus]).arg(bin);
-                c
-            }
-            None => Command::new(bin),
-        };
+        let mut cmd = pinned_command(bin, cpus);
         cmd.arg("serve")
             .env("MCP_TRANSPORT", "streamable-http")
             .env("MCP_HOST", "127.0.0.1")
@@ -180,4 +173,16 @@ pub(crate) fn log_tail(log: &Path, lines: usize) -> String {
     let text = std::fs::read_to_string(log).unwrap_or_default();
     let tail: Vec<&str> = text.lines().rev().take(lines).collect();
     tail.into_iter().rev().collect::<Vec<_>>().join("\n")
+}
+
+/// A command running `bin`, on the CPUs `cpus` names (a `taskset` list) when some.
+pub(crate) fn pinned_command(bin: &Path, cpus: Option<&str>) -> Command {
+    match cpus {
+        Some(cpus) => {
+            let mut c = Command::new("taskset");
+            c.args(["-c", cpus]).arg(bin);
+            c
+        }
+        None => Command::new(bin),
+    }
 }
