@@ -484,6 +484,39 @@ fn a_handoff_keeps_the_held_subscription_and_load_modules_notifies_it_once() {
 }
 
 #[test]
+fn a_subscription_cancelled_after_the_handoff_leaves_the_server_idle() {
+    let mut s = Server::start();
+    claude_code_opening(&mut s);
+    // The first real call hands over; its message expires in a second, which sets the full
+    // server's watcher to read again just after that.
+    let published = s.ask(&modern(
+        3,
+        "tools/call",
+        json!({"name": "channel_publish",
+               "arguments": {"channel": "soon", "message": "gone soon", "ttl_seconds": 1}}),
+    ));
+    assert_eq!(published["result"]["isError"], false, "{published}");
+    assert!(exe(&s).ends_with("hooks-mcp-stdio"), "{:?}", exe(&s));
+    let notified = s.recv();
+    assert_eq!(notified["method"], "notifications/resources/list_changed");
+    s.send(r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}"#);
+    let pong = s.ask(&modern(4, "ping", json!({})));
+    assert_eq!(pong["id"], 4, "{pong}");
+    // Past the expiry the session still lives but asks for nothing: the watcher must wait, not
+    // spin (a spinning task takes a whole CPU: about 100 ticks a second).
+    std::thread::sleep(Duration::from_millis(1500));
+    let before = s.cpu_ticks();
+    std::thread::sleep(Duration::from_millis(1000));
+    let used = s.cpu_ticks() - before;
+    assert!(
+        used < 20,
+        "{used} ticks of CPU in a second with nothing to do"
+    );
+    let (status, rest) = s.finish();
+    assert!(status.success(), "{rest:?}");
+}
+
+#[test]
 fn the_2026_answers_are_byte_identical_on_both_paths() {
     let home = tempfile::tempdir().unwrap();
     let home_path = home.path().to_string_lossy().into_owned();

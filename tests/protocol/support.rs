@@ -190,6 +190,15 @@ impl Server {
             .unwrap()
     }
 
+    /// The process's CPU time so far (user and system), in clock ticks.
+    pub fn cpu_ticks(&self) -> u64 {
+        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.pid())).unwrap();
+        // Fields after the command's closing parenthesis; utime and stime are the 14th and 15th.
+        let after = &stat[stat.rfind(')').unwrap() + 2..];
+        let fields: Vec<&str> = after.split_whitespace().collect();
+        fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap()
+    }
+
     /// Paths of the process's open files.
     pub fn open_files(&self) -> Vec<PathBuf> {
         std::fs::read_dir(format!("/proc/{}/fd", self.pid()))

@@ -386,6 +386,7 @@ pub(crate) fn store_error_kind(e: &StoreError) -> &'static str {
         StoreError::Database(_) => "database",
         StoreError::WouldWait => "would_wait",
         StoreError::Io { .. } => "io",
+        StoreError::NoWatch { .. } => "no_watch",
         _ => "other",
     }
 }

@@ -35,7 +35,8 @@ const MAX_RETRY: Duration = Duration::from_secs(5);
 pub struct Version {
     /// Moves on every change this process noticed (its own commits included).
     pub any: u64,
-    /// Moves when a schedule may have changed (on a store without a push feed: on any change).
+    /// Moves when a schedule may have changed (on a feed that cannot tell, or when polling: on
+    /// any change).
     pub schedules: u64,
 }
 
@@ -116,7 +117,7 @@ impl Inner {
                 self.push(Some(feed));
             }
             Ok(None) => self.poll(),
-            Err(e @ StoreError::Io { .. }) => self.poll_instead(&e),
+            Err(e @ StoreError::NoWatch { .. }) => self.poll_instead(&e),
             Err(e) => {
                 tracing::warn!("cannot listen for store changes ({e}); retrying");
                 self.push(None);
@@ -140,7 +141,7 @@ impl Inner {
 
     /// A store whose files cannot be watched (no inotify descriptor left, say): polled.
     fn poll_instead(&self, why: &StoreError) {
-        tracing::info!("{why}; polling the store for changes every {POLL:?} instead");
+        tracing::warn!("{why}; polling the store for changes every {POLL:?} instead");
         self.poll();
     }
 
@@ -182,7 +183,7 @@ impl Inner {
                         self.bump(true);
                     }
                     Ok(None) => return,
-                    Err(e @ StoreError::Io { .. }) => return self.poll_instead(&e),
+                    Err(e @ StoreError::NoWatch { .. }) => return self.poll_instead(&e),
                     Err(e) => {
                         if !lost {
                             tracing::warn!("cannot listen for store changes ({e}); retrying");

@@ -249,6 +249,9 @@ impl Watch {
                     *running = false;
                     return;
                 }
+                // Live sessions that ask for nothing now (a cancelled listen): nothing to read
+                // until one asks again, and a read time already past must not fire again.
+                read_again = Instant::now() + QUIET_RECHECK;
                 continue;
             }
             // The first pass takes the baseline (the list's digest) to compare changes with,
@@ -256,7 +259,10 @@ impl Watch {
             if listed.is_none() {
                 listed = lock(&self.list_seed).take();
             }
-            if listed.is_some() && !changed && Instant::now() < read_again {
+            // A subscription made since the last read (its seed waiting) is read at the next
+            // wake, which also sets the read time by its resources' expiry.
+            let seeded = !lock(&self.seeds).is_empty();
+            if listed.is_some() && !changed && !seeded && Instant::now() < read_again {
                 continue;
             }
             let uris: BTreeSet<String> = sessions.iter().flat_map(Target::uris).collect();

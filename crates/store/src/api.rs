@@ -648,7 +648,9 @@ pub trait ChangeFeed: Send {
     /// Waits up to `timeout` for the next change; `None` when none arrived in time.
     ///
     /// # Errors
-    /// [`StoreError::Unavailable`] when the connection was lost: open a new feed.
+    /// Any error means the feed is lost: open a new one ([`StoreError::Unavailable`] when
+    /// PostgreSQL's connection dropped; on SQLite, [`StoreError::Io`] when the watch ended or
+    /// the database file was replaced, else what SQLite said).
     fn wait(&mut self, timeout: std::time::Duration) -> StoreResult<Option<Change>>;
 }
 
@@ -669,6 +671,10 @@ pub trait StoreAdmin {
     /// A feed of the changes other processes make, where the backend can wake a waiting caller
     /// (PostgreSQL's LISTEN/NOTIFY; SQLite's files watched on Linux); `None` where callers
     /// must poll (the default).
+    ///
+    /// # Errors
+    /// [`StoreError::NoWatch`] where a feed exists but cannot be had now (callers poll); any
+    /// other error may pass (callers retry).
     fn changes(&self) -> StoreResult<Option<Box<dyn ChangeFeed>>> {
         Ok(None)
     }

@@ -119,6 +119,18 @@ pub enum StoreError {
     /// of that function never see it: they run the call again where waiting is fine.
     #[error("the store call would have to wait; run it where it may block")]
     WouldWait,
+    /// The database's files cannot be watched for changes (no inotify instance or watch left,
+    /// say): callers of [`crate::StoreAdmin::changes`] poll instead.
+    #[error("cannot watch {path} for changes: {source}{hint}")]
+    NoWatch {
+        /// The database.
+        path: PathBuf,
+        /// The OS error.
+        #[source]
+        source: std::io::Error,
+        /// What to raise when a limit was reached (empty otherwise).
+        hint: &'static str,
+    },
     /// A file-system failure around the database (creating its directory...).
     #[error("{action} {path}: {source}")]
     Io {

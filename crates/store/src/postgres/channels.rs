@@ -308,8 +308,13 @@ fn record(db: &mut Db, session_id: &str, now: Millis, plan: &mut Plan) -> Result
 /// added to them. A channel's messages then commit in the order of their ids: a session that
 /// reads a channel's newest info message has every older one of that channel visible too, so
 /// its mark never passes a message still being published. The counts themselves are kept by
-/// the triggers of schema version 3.
-pub(super) fn lock_channels(db: &mut Db, channels: &[String]) -> Result<(), Fail> {
+/// the triggers of schema version 3. With `urgent` (an `alert` or `critical` message among
+/// them), the schema's urgent lock first ([`lock_urgent`]): every publisher takes the locks in
+/// this one order.
+pub(super) fn lock_channels(db: &mut Db, channels: &[String], urgent: bool) -> Result<(), Fail> {
+    if urgent {
+        lock_urgent(db)?;
+    }
     db.execute(
         "INSERT INTO channel_stats (channel)
          SELECT DISTINCT c FROM unnest($1::text[]) AS u (c) ORDER BY c
@@ -324,7 +329,7 @@ pub(super) fn lock_channels(db: &mut Db, channels: &[String]) -> Result<(), Fail
 /// a reader that moves a cursor past one urgent id has every lower one visible (the push's
 /// cursor, [`crate::PushStore::urgent_after`]). Urgent messages are few, and info messages do
 /// not wait for it.
-pub(super) fn lock_urgent(db: &mut Db) -> Result<(), Fail> {
+fn lock_urgent(db: &mut Db) -> Result<(), Fail> {
     db.execute(
         "SELECT pg_advisory_xact_lock(hashtext('hooks_mcp_urgent:' || current_schema()))",
         &[],
@@ -357,10 +362,8 @@ fn count_of(rows: &[Row]) -> Result<u64, Fail> {
 impl ChannelStore for PostgresStore {
     fn publish(&self, message: &NewMessage, actor: &Actor) -> StoreResult<Message> {
         self.transaction(|db| {
-            if message.severity != Severity::Info {
-                lock_urgent(db)?;
-            }
-            lock_channels(db, std::slice::from_ref(&message.channel))?;
+            let urgent = message.severity != Severity::Info;
+            lock_channels(db, std::slice::from_ref(&message.channel), urgent)?;
             let row = db.query_one(
                 "WITH m AS (
                      INSERT INTO messages (channel, body, severity, created_at, expires_at, target)

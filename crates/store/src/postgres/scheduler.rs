@@ -230,12 +230,10 @@ impl ScheduleStore for PostgresStore {
                 .iter()
                 .map(schedule_from_row)
                 .collect::<Result<Vec<_>, _>>()?;
-            if due.iter().any(|s| s.severity != Severity::Info) {
-                super::channels::lock_urgent(db)?;
-            }
             if !due.is_empty() {
                 let channels: Vec<String> = due.iter().map(|s| s.channel.clone()).collect();
-                super::channels::lock_channels(db, &channels)?;
+                let urgent = due.iter().any(|s| s.severity != Severity::Info);
+                super::channels::lock_channels(db, &channels, urgent)?;
             }
             let mut firings = Vec::with_capacity(due.len());
             for schedule in due {

@@ -413,11 +413,7 @@ impl SqliteStore {
     /// `PRAGMA data_version` on the reader connection (which never writes, so every commit
     /// changes it), else on the main connection (where only other processes' commits do).
     pub(crate) fn data_version(&self) -> StoreResult<u64> {
-        let query = |conn: &Connection| {
-            conn.query_row("PRAGMA data_version", [], |r| r.get::<_, i64>(0))
-                .map(|v| v.max(0) as u64)
-                .map_err(|e| self.err(e, None))
-        };
+        let query = |conn: &Connection| data_version_of(conn).map_err(|e| self.err(e, None));
         match self.reader.get_or_init(|| self.open_reader()) {
             Some(reader) => query(&reader.lock().unwrap_or_else(|p| p.into_inner())),
             None => query(&self.lock().db),
@@ -426,17 +422,9 @@ impl SqliteStore {
 
     /// The reader connection: read-only, never waiting (a lock is a refusal, not a wait).
     fn open_reader(&self) -> Option<Mutex<Connection>> {
-        let flags = OpenFlags::SQLITE_OPEN_READ_ONLY
-            | OpenFlags::SQLITE_OPEN_NO_MUTEX
-            | OpenFlags::SQLITE_OPEN_URI;
-        let opened = Connection::open_with_flags(&self.path, flags).and_then(|conn| {
-            conn.busy_timeout(Duration::ZERO)?;
+        let opened = open_read_only(&self.path, Duration::ZERO).map(|conn| {
             conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
-            conn.set_db_config(
-                rusqlite::config::DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE,
-                true,
-            )?;
-            Ok(conn)
+            conn
         });
         // Without it (a file this process may not open read-only), every such read refuses
         // and runs where it may wait: slower, never wrong.
@@ -495,6 +483,27 @@ fn run_cached(conn: &Connection, sql: &str) -> rusqlite::Result<()> {
 /// Runs `f` between the bracket's cached statements, abandoning the transaction (or
 /// savepoint) when `f` or the commit fails, or `f` panics, so a failed call leaves nothing
 /// behind and the connection is never left mid-transaction.
+/// A read-only connection to the database at `path` that waits at most `busy` for a lock
+/// and never checkpoints when it closes.
+pub(crate) fn open_read_only(path: &Path, busy: Duration) -> rusqlite::Result<Connection> {
+    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY
+        | OpenFlags::SQLITE_OPEN_NO_MUTEX
+        | OpenFlags::SQLITE_OPEN_URI;
+    let conn = Connection::open_with_flags(path, flags)?;
+    conn.busy_timeout(busy)?;
+    conn.set_db_config(
+        rusqlite::config::DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE,
+        true,
+    )?;
+    Ok(conn)
+}
+
+/// `PRAGMA data_version` of `conn`: it moves when another connection commits.
+pub(crate) fn data_version_of(conn: &Connection) -> rusqlite::Result<u64> {
+    conn.query_row("PRAGMA data_version", [], |r| r.get::<_, i64>(0))
+        .map(|v| v.max(0) as u64)
+}
+
 fn in_statements<T>(
     conn: &Connection,
     bracket: Bracket,

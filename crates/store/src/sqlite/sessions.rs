@@ -9,27 +9,10 @@ use crate::{
     Sighting, StoreError, StoreResult,
 };
 
-/// Records `sighting` inside the caller's transaction, and `parent` as the session's parent
-/// when given (a subagent's `SubagentStart`; `None` keeps what is recorded).
-///
-/// A known session (every event after its first) is one `UPDATE`; the upsert runs only when
-/// no row changed. A hook is a new process each time, so each statement it runs is prepared
-/// again, and an `UPDATE` is cheaper to prepare than an `INSERT … ON CONFLICT DO UPDATE`,
-/// which SQLite compiles as both (with the tool-call count below, 0.1 M instructions fewer
-/// per `PreToolUse` hook: docs/benchmarks.md).
-fn upsert(tx: &Connection, sighting: &Sighting, parent: Option<&str>) -> Result<(), Fail> {
-    let subscriptions = subscriptions_text(sighting.subscriptions.as_ref());
-    let args = params![
-        sighting.session_id,
-        sighting.at,
-        sighting.event,
-        sighting.transport.as_str(),
-        sighting.cwd,
-        subscriptions,
-        parent,
-    ];
-    let changed = tx
-        .prepare_cached(
+/// The known session's `UPDATE`, up to the parent's column: `?1` to `?6` are the sighting's.
+macro_rules! update_sighting {
+    ($parent:literal) => {
+        concat!(
             "UPDATE sessions SET
                  first_seen = min(first_seen, ?2),
                  last_seen = max(last_seen, ?2),
@@ -39,11 +22,49 @@ fn upsert(tx: &Connection, sighting: &Sighting, parent: Option<&str>) -> Result<
                  subscriptions = coalesce(?6, subscriptions),
                  ended_at = NULL,
                  turn_started_at = CASE WHEN ?3 = 'UserPromptSubmit' THEN ?2
-                                        ELSE turn_started_at END,
-                 parent_id = coalesce(?7, parent_id)
-             WHERE session_id = ?1",
-        )?
-        .execute(args)?;
+                                        ELSE turn_started_at END",
+            $parent,
+            "
+             WHERE session_id = ?1"
+        )
+    };
+}
+
+/// Records `sighting` inside the caller's transaction, and `parent` as the session's parent
+/// when given (a subagent's `SubagentStart`; `None` keeps what is recorded).
+///
+/// A known session (every event after its first) is one `UPDATE`; the upsert runs only when
+/// no row changed. A hook is a new process each time, so each statement it runs is prepared
+/// again, and an `UPDATE` is cheaper to prepare than an `INSERT … ON CONFLICT DO UPDATE`,
+/// which SQLite compiles as both (with the tool-call count below, 0.1 M instructions fewer
+/// per `PreToolUse` hook: docs/benchmarks.md). The parent's column is in the `UPDATE` only
+/// when a parent is given: SQLite maintains every index on a column the `SET` names, changed
+/// or not, and every other event would pay for the parent's index.
+fn upsert(tx: &Connection, sighting: &Sighting, parent: Option<&str>) -> Result<(), Fail> {
+    let subscriptions = subscriptions_text(sighting.subscriptions.as_ref());
+    let (id, at, event) = (&sighting.session_id, sighting.at, &sighting.event);
+    let (transport, cwd) = (sighting.transport.as_str(), &sighting.cwd);
+    let changed = match parent {
+        None => tx.prepare_cached(update_sighting!(""))?.execute(params![
+            id,
+            at,
+            event,
+            transport,
+            cwd,
+            subscriptions
+        ])?,
+        Some(parent) => tx
+            .prepare_cached(update_sighting!(",\n                 parent_id = ?7"))?
+            .execute(params![
+                id,
+                at,
+                event,
+                transport,
+                cwd,
+                subscriptions,
+                parent
+            ])?,
+    };
     if changed > 0 {
         return Ok(());
     }
@@ -63,7 +84,15 @@ fn upsert(tx: &Connection, sighting: &Sighting, parent: Option<&str>) -> Result<
              turn_started_at = coalesce(excluded.turn_started_at, turn_started_at),
              parent_id = coalesce(excluded.parent_id, parent_id)",
     )?
-    .execute(args)?;
+    .execute(params![
+        id,
+        at,
+        event,
+        transport,
+        cwd,
+        subscriptions,
+        parent
+    ])?;
     Ok(())
 }
 

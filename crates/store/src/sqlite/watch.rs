@@ -14,7 +14,7 @@ use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use rusqlite::{Connection, OpenFlags};
+use rusqlite::Connection;
 
 use crate::{Change, ChangeFeed, StoreError, StoreResult};
 
@@ -51,35 +51,33 @@ impl FileFeed {
     /// to the file SQLite writes beside).
     ///
     /// # Errors
-    /// [`StoreError::Io`] when no watch can be had (the caller may poll instead); what SQLite
-    /// says when its connection cannot be opened or read (the caller may retry).
+    /// [`StoreError::NoWatch`] when no watch can be had (the caller may poll instead);
+    /// [`StoreError::Io`] when the path cannot be resolved, and what SQLite says when its
+    /// connection cannot be opened or read (the caller may retry).
     pub(crate) fn open(path: &Path) -> StoreResult<FileFeed> {
         use rustix::fs::inotify::{self, CreateFlags, WatchFlags};
-        let fail = |action, e: std::io::Error| io_error(action, path, e);
-        let path = &std::fs::canonicalize(path).map_err(|e| fail("resolving", e))?;
+        let path = &std::fs::canonicalize(path).map_err(|e| io_error("resolving", path, e))?;
         // Resolved, the path is absolute and names its file.
         let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
             let no_file = std::io::Error::other("the path names no file");
-            return Err(fail("watching for changes", no_file));
+            return Err(io_error("watching for changes", path, no_file));
         };
         let name = name.to_owned();
         let mut wal = name.clone();
         wal.push("-wal");
-        let fd = inotify::init(CreateFlags::NONBLOCK | CreateFlags::CLOEXEC).map_err(|e| {
-            fail(
-                "creating a watch (inotify; when none is left, raise the per-user limit \
-                     fs.inotify.max_user_instances) for",
-                e.into(),
-            )
-        })?;
+        use rustix::io::Errno;
+        // `hint` says what to raise when the error is `limit`'s.
+        let no_watch = |e: Errno, limit: Errno, hint: &'static str| StoreError::NoWatch {
+            path: path.to_path_buf(),
+            source: e.into(),
+            hint: if e == limit { hint } else { "" },
+        };
+        let fd = inotify::init(CreateFlags::NONBLOCK | CreateFlags::CLOEXEC)
+            .map_err(|e| no_watch(e, Errno::MFILE, INSTANCES_HINT))?;
         inotify::add_watch(&fd, dir, WatchFlags::MODIFY | WatchFlags::MOVED_TO)
-            .map_err(|e| fail("watching the directory of", e.into()))?;
-        let flags = OpenFlags::SQLITE_OPEN_READ_ONLY
-            | OpenFlags::SQLITE_OPEN_NO_MUTEX
-            | OpenFlags::SQLITE_OPEN_URI;
-        let conn = Connection::open_with_flags(path, flags)
-            .and_then(|conn| conn.busy_timeout(BUSY_WAIT).map(|()| conn))
-            .map_err(|e| super::map_err(path, e, None))?;
+            .map_err(|e| no_watch(e, Errno::NOSPC, WATCHES_HINT))?;
+        let conn =
+            super::open_read_only(path, BUSY_WAIT).map_err(|e| super::map_err(path, e, None))?;
         let mut feed = FileFeed {
             path: path.to_path_buf(),
             fd,
@@ -93,14 +91,16 @@ impl FileFeed {
     }
 
     fn data_version(&self) -> StoreResult<u64> {
-        self.conn
-            .query_row("PRAGMA data_version", [], |r| r.get::<_, i64>(0))
-            .map(|v| v.max(0) as u64)
-            .map_err(|e| super::map_err(&self.path, e, None))
+        super::data_version_of(&self.conn).map_err(|e| super::map_err(&self.path, e, None))
     }
 
     /// Reads every queued event: whether one was a write to the database or its WAL (or the
     /// queue overflowed, which may have hidden one).
+    ///
+    /// # Errors
+    /// [`StoreError::Io`] when the watch ended (its file system unmounted) or the database was
+    /// replaced by a rename (this feed's connection reads the old file): the caller reopens
+    /// the feed.
     fn drain(&self) -> StoreResult<bool> {
         use std::ffi::OsStr;
         use std::mem::MaybeUninit;
@@ -114,7 +114,19 @@ impl FileFeed {
             match reader.next() {
                 Ok(event) => {
                     let named = event.file_name().map(|n| OsStr::from_bytes(n.to_bytes()));
-                    relevant |= event.events().contains(ReadFlags::QUEUE_OVERFLOW)
+                    let flags = event.events();
+                    let replaced = flags.contains(ReadFlags::MOVED_TO)
+                        && named.is_some_and(|n| n == self.names[0]);
+                    if flags.contains(ReadFlags::IGNORED) || replaced {
+                        let why = if replaced {
+                            "the database file was replaced"
+                        } else {
+                            "the watch on its directory ended"
+                        };
+                        let ended = std::io::Error::other(why);
+                        return Err(io_error("watching", &self.path, ended));
+                    }
+                    relevant |= flags.contains(ReadFlags::QUEUE_OVERFLOW)
                         || named.is_some_and(|n| self.names.iter().any(|w| w == n));
                 }
                 Err(rustix::io::Errno::AGAIN) => return Ok(relevant),
@@ -130,16 +142,17 @@ impl ChangeFeed for FileFeed {
     /// moved ([`Change::Written`]), or `timeout` passes (then looks once).
     fn wait(&mut self, timeout: Duration) -> StoreResult<Option<Change>> {
         use rustix::event::{PollFd, PollFlags, Timespec, poll};
-        let deadline = Instant::now() + timeout;
+        // `None`: a timeout too long to be a moment (it never runs out).
+        let deadline = Instant::now().checked_add(timeout);
         loop {
             let now = Instant::now();
             if self.settle.is_some_and(|s| now >= s.until) {
                 self.settle = None;
             }
-            let timed_out = now >= deadline;
+            let timed_out = deadline.is_some_and(|d| now >= d);
             let look_due = self.settle.is_some_and(|s| now >= s.next);
             if !timed_out && !look_due {
-                let mut left = deadline - now;
+                let mut left = deadline.map_or(Duration::MAX, |d| d - now);
                 if let Some(settle) = self.settle {
                     left = left.min(settle.next - now);
                 }
@@ -161,11 +174,17 @@ impl ChangeFeed for FileFeed {
                     continue;
                 }
                 let now = Instant::now();
+                let looking = self.settle.map(|s| s.next);
                 self.settle = Some(Settle {
-                    next: now + FIRST_LOOK,
+                    next: looking.map_or(now + FIRST_LOOK, |next| next.min(now + FIRST_LOOK)),
                     gap: FIRST_LOOK,
                     until: now + SETTLE,
                 });
+                if looking.is_some() {
+                    // A write among looks already scheduled (a long transaction writes the WAL
+                    // many times): the next look comes soon, not one per write.
+                    continue;
+                }
             } else if look_due && let Some(settle) = &mut self.settle {
                 settle.gap = settle.gap.saturating_mul(2);
                 settle.next = now + settle.gap;
@@ -182,6 +201,13 @@ impl ChangeFeed for FileFeed {
         }
     }
 }
+
+/// What to raise when `inotify_init` finds no instance left (`EMFILE`).
+const INSTANCES_HINT: &str = "; too many watches: raise the per-user limit with `sysctl \
+                              fs.inotify.max_user_instances=1024`";
+/// What to raise when `inotify_add_watch` finds no watch left (`ENOSPC`).
+const WATCHES_HINT: &str = "; too many watches: raise the per-user limit with `sysctl \
+                            fs.inotify.max_user_watches=65536`";
 
 /// A failure of the feed on the database at `path`.
 fn io_error(action: &'static str, path: &Path, source: std::io::Error) -> StoreError {

@@ -444,7 +444,7 @@ pub(crate) fn a_version_4_store_gets_the_sessions_lifecycle(b: &dyn Backend) {
     );
 }
 
-pub(crate) fn a_version_5_store_gets_the_expiry_index_on_postgres(b: &dyn Backend) {
+pub(crate) fn a_version_5_store_migrates_and_only_postgres_gets_the_expiry_index(b: &dyn Backend) {
     let store = fresh(b);
     let postgres = store.location.spec().starts_with("postgres");
     assert_eq!(has_expiry_index(&*store.location), postgres);
