@@ -422,10 +422,8 @@ impl SqliteStore {
 
     /// The reader connection: read-only, never waiting (a lock is a refusal, not a wait).
     fn open_reader(&self) -> Option<Mutex<Connection>> {
-        let opened = open_read_only(&self.path, Duration::ZERO).map(|conn| {
-            conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
-            conn
-        });
+        let opened = open_read_only(&self.path, Duration::ZERO)
+            .inspect(|conn| conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE));
         // Without it (a file this process may not open read-only), every such read refuses
         // and runs where it may wait: slower, never wrong.
         opened.ok().map(Mutex::new)
