@@ -11,7 +11,8 @@ use store::StoreError;
 
 use crate::output::{Response, answer_bytes};
 use crate::part::{
-    CHANNELS_ENV, DeliveryBudget, StorePart, Subscriptions, may_block_stop, store_part,
+    CHANNELS_ENV, DeliveryBudget, PartSettings, StorePart, Subscriptions, may_block_stop,
+    stop_block_from_env, store_part,
 };
 use crate::payload::{Event, Payload};
 use crate::{conditions, forward, open};
@@ -69,13 +70,17 @@ pub fn run_with(event: &str, open: open::Opener) -> ExitCode {
     if payload.raw.contains_key(crate::clients::MARKER) {
         return crate::clients::run_marked(payload, open);
     }
-    if !needs_store(event, &payload) {
-        return ExitCode::SUCCESS;
-    }
-    let now = open::now_ms();
     // A hook that handed its event over to this process printed the settings' warnings and
     // asked the local daemon already.
     let handed_over = open::handed_over();
+    let (stop_block, stop_warning) = stop_block_from_env();
+    if let Some(line) = stop_warning.filter(|_| !handed_over) {
+        protocol_lite::diag!("hooks-mcp hook: {line}");
+    }
+    if !needs_store(event, &payload, stop_block) {
+        return ExitCode::SUCCESS;
+    }
+    let now = open::now_ms();
     let subscriptions = Subscriptions::from_env(|bad| {
         if !handed_over {
             protocol_lite::diag!("hooks-mcp hook: {bad}")
@@ -86,17 +91,18 @@ pub fn run_with(event: &str, open: open::Opener) -> ExitCode {
     if let Some(line) = warning.filter(|_| !handed_over) {
         protocol_lite::diag!("hooks-mcp hook: {line}");
     }
-    let settings = HookSettings {
+    let settings = PartSettings {
         subscriptions: &subscriptions,
-        gate,
+        gate_enforced: gate,
         budget,
+        stop_block,
     };
     // A local daemon that shares this store answers from its pooled connections; otherwise
     // (or when it does not answer) the hook opens the store itself. Same answer either way.
     let forwarded = if handed_over {
         None
     } else {
-        forward::via_daemon(event, &text, &subscriptions, gate, budget)
+        forward::via_daemon(event, &text, &settings)
     };
     let part = forwarded.unwrap_or_else(|| direct(event, &payload, &text, &settings, now, open));
     let response = complete(
@@ -131,17 +137,10 @@ pub(crate) fn unknown_event(name: &str) -> String {
 }
 
 /// Whether `event` has anything to ask the store: not a `Stop` that a stop hook already
-/// continued (`stop_hook_active`), nor any `Stop` with blocking turned off
-/// ([`crate::STOP_BLOCK_ENV`]).
-pub(crate) fn needs_store(event: Event, payload: &Payload) -> bool {
-    event != Event::Stop || may_block_stop(payload)
-}
-
-/// The hook's settings that the store's part depends on.
-struct HookSettings<'a> {
-    subscriptions: &'a Subscriptions,
-    gate: bool,
-    budget: DeliveryBudget,
+/// continued (`stop_hook_active`), nor any `Stop` with blocking turned off (`stop_block`,
+/// [`crate::STOP_BLOCK_ENV`]).
+pub(crate) fn needs_store(event: Event, payload: &Payload, stop_block: bool) -> bool {
+    event != Event::Stop || may_block_stop(payload, stop_block)
 }
 
 /// The store's part when this process opens the store itself, with `open` (given the
@@ -150,21 +149,13 @@ fn direct(
     event: Event,
     payload: &Payload,
     text: &str,
-    settings: &HookSettings<'_>,
+    settings: &PartSettings<'_>,
     now: i64,
     open: open::Opener,
 ) -> StorePart {
     match open(event, text) {
         Ok(store) => {
-            let part = store_part(
-                event,
-                payload,
-                settings.subscriptions,
-                settings.gate,
-                settings.budget,
-                &*store,
-                now,
-            );
+            let part = store_part(event, payload, settings, &*store, now);
             // This process exits once it has answered: closing the store would only free
             // memory the exit frees anyway.
             store.close_at_exit();

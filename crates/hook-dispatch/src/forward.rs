@@ -27,7 +27,7 @@
 use serde_json::{Map, Value, json};
 use store::{Condition, ScriptLanguage, Step};
 
-use crate::part::{DeliveryBudget, StorePart, Subscriptions};
+use crate::part::{DeliveryBudget, PartSettings, StorePart, Subscriptions};
 use crate::payload::{Event, Payload};
 
 /// The version of the exchange; both sides refuse any other.
@@ -36,13 +36,7 @@ const VERSION: u64 = 1;
 /// The store's part from the local daemon, or `None` when the hook must open the store itself:
 /// the store is not PostgreSQL, forwarding is off, no daemon on this machine answers, or it
 /// answers anything but a valid part for the same store.
-pub fn via_daemon(
-    event: Event,
-    text: &str,
-    subscriptions: &Subscriptions,
-    gate: bool,
-    budget: DeliveryBudget,
-) -> Option<StorePart> {
+pub fn via_daemon(event: Event, text: &str, settings: &PartSettings<'_>) -> Option<StorePart> {
     // SQLite opens in a fraction of a millisecond: the fast path is for PostgreSQL only.
     let identity = store::identity_from_env().ok()??;
     match protocol_lite::local_daemon::forwarding_from_env() {
@@ -54,7 +48,7 @@ pub fn via_daemon(
         }
     }
     let daemon = protocol_lite::local_daemon::LocalDaemon::from_env()?;
-    let body = request_body(&identity, subscriptions, gate, budget, text);
+    let body = request_body(&identity, settings, text);
     let answer = daemon
         .post(&format!("/hook/{}", event.name()), body.as_bytes())
         .ok()?;
@@ -62,21 +56,17 @@ pub fn via_daemon(
 }
 
 /// The request: the payload's text goes in unchanged (it was checked as JSON already).
-fn request_body(
-    identity: &str,
-    subscriptions: &Subscriptions,
-    gate: bool,
-    budget: DeliveryBudget,
-    text: &str,
-) -> String {
-    let channels = match &subscriptions.channels {
+fn request_body(identity: &str, settings: &PartSettings<'_>, text: &str) -> String {
+    let channels = match &settings.subscriptions.channels {
         Some(list) => Value::from(list.clone()),
         None => Value::Null,
     };
     format!(
-        r#"{{"v":{VERSION},"store":{},"channels":{channels},"gate":{gate},"budget":{},"payload":{}}}"#,
+        r#"{{"v":{VERSION},"store":{},"channels":{channels},"gate":{},"budget":{},"stop_block":{},"payload":{}}}"#,
         Value::from(identity),
-        budget.tokens(),
+        settings.gate_enforced,
+        settings.budget.tokens(),
+        settings.stop_block,
         text.trim()
     )
 }
@@ -149,17 +139,20 @@ fn answer(
             .ok_or_else(|| "`budget` must be a whole number of tokens".to_owned())
             .and_then(DeliveryBudget::of_tokens)?,
     };
+    // A hook of an earlier release sends none: the daemon's own setting then.
+    let stop_block = match request.get("stop_block") {
+        None | Some(Value::Null) => crate::part::stop_block_from_env().0,
+        Some(v) => v.as_bool().ok_or("`stop_block` must be true or false")?,
+    };
     let payload = Payload::from_value(event, request.remove("payload").unwrap_or(Value::Null))
         .map_err(|e| e.to_string())?;
-    let part = crate::part::store_part(
-        event,
-        &payload,
-        &Subscriptions { channels },
-        gate,
+    let settings = PartSettings {
+        subscriptions: &Subscriptions { channels },
+        gate_enforced: gate,
         budget,
-        store,
-        now,
-    );
+        stop_block,
+    };
+    let part = crate::part::store_part(event, &payload, &settings, store, now);
     Ok(answer_body(&part).into_bytes())
 }
 
@@ -266,8 +259,13 @@ mod tests {
             channels: Some(vec!["global".into(), "ci".into()]),
         };
         let text = " {\"session_id\": \"s\",  \"prompt\": \"x\"}\n";
-        let budget = DeliveryBudget::of_tokens(900).unwrap();
-        let body = request_body("postgres://h@db:5432/d", &subs, false, budget, text);
+        let settings = PartSettings {
+            subscriptions: &subs,
+            gate_enforced: false,
+            budget: DeliveryBudget::of_tokens(900).unwrap(),
+            stop_block: false,
+        };
+        let body = request_body("postgres://h@db:5432/d", &settings, text);
         assert!(
             body.ends_with(r#""payload":{"session_id": "s",  "prompt": "x"}}"#),
             "{body}"
@@ -276,6 +274,7 @@ mod tests {
         assert_eq!(v["channels"], json!(["global", "ci"]));
         assert_eq!(v["gate"], json!(false));
         assert_eq!(v["budget"], json!(900));
+        assert_eq!(v["stop_block"], json!(false));
         assert_eq!(v["store"], json!("postgres://h@db:5432/d"));
     }
 }

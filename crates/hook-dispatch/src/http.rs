@@ -16,7 +16,7 @@
 use crate::conditions;
 use crate::dispatch;
 use crate::output::answer_bytes;
-use crate::part::{DeliveryBudget, Subscriptions, store_part};
+use crate::part::{DeliveryBudget, PartSettings, Subscriptions, store_part};
 use crate::payload::{Event, Payload, PayloadError};
 
 /// The request header carrying the session's subscriptions (a `HOOKS_MCP_CHANNELS` value).
@@ -82,10 +82,15 @@ pub fn answer_http(
     let text = std::str::from_utf8(body)
         .map_err(|e| refused(PayloadError::NotJson(format!("not UTF-8: {e}"))))?;
     let payload = Payload::parse(event, text).map_err(refused)?;
-    if !dispatch::needs_store(event, &payload) {
-        return Ok(HttpAnswer::default());
-    }
     let mut notes = Vec::new();
+    let (stop_block, stop_warning) = crate::part::stop_block_from_env();
+    notes.extend(stop_warning.map(|line| format!("hooks-mcp hook: {line}")));
+    if !dispatch::needs_store(event, &payload, stop_block) {
+        return Ok(HttpAnswer {
+            notes,
+            ..HttpAnswer::default()
+        });
+    }
     let warn = |bad: String| notes.push(format!("hooks-mcp hook: {bad}"));
     let subscriptions = match channels {
         Some(value) => Subscriptions::parse(value, warn),
@@ -94,7 +99,13 @@ pub fn answer_http(
     let gate = tools_conditions::gate_setting_from_env().enforced;
     let (budget, warning) = DeliveryBudget::from_env();
     notes.extend(warning.map(|line| format!("hooks-mcp hook: {line}")));
-    let part = store_part(event, &payload, &subscriptions, gate, budget, store, now);
+    let settings = PartSettings {
+        subscriptions: &subscriptions,
+        gate_enforced: gate,
+        budget,
+        stop_block,
+    };
+    let part = store_part(event, &payload, &settings, store, now);
     let response = dispatch::complete(
         event,
         &payload,

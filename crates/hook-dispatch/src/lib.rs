@@ -50,7 +50,7 @@ mod stdin_file;
 pub use dispatch::{banner, complete, run, run_from_args, run_from_args_with, run_with};
 pub use output::{Decision, Response, answer_bytes};
 pub use part::{
-    CHANNELS_ENV, DeliveryBudget, SETTINGS, STOP_BLOCK_ENV, StorePart, Subscriptions,
+    CHANNELS_ENV, DeliveryBudget, PartSettings, SETTINGS, STOP_BLOCK_ENV, StorePart, Subscriptions,
     stop_block_from_env, store_part,
 };
 pub use payload::{Event, Payload, PayloadError, QUIET_EVENTS, quiet_event};

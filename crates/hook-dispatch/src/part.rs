@@ -39,11 +39,24 @@ impl StorePart {
     }
 }
 
-/// What `store` contributes to the answer to `event` at `now`, for a session with
-/// `subscriptions` (and the conditions gate `gate_enforced`): fires due schedules, delivers
-/// broadcasts within `budget` (docs/hooks.md, "The delivery budget"), counts the tool call and
-/// its due reminders, arms the gate, and finds the matching conditions. The same function runs
-/// in the hook process and in the daemon.
+/// The settings the store's part of an answer depends on, read once per hook (or per request
+/// in the daemon).
+#[derive(Debug, Clone, Copy)]
+pub struct PartSettings<'a> {
+    /// The session's channels.
+    pub subscriptions: &'a Subscriptions,
+    /// Whether the conditions gate is enforced.
+    pub gate_enforced: bool,
+    /// The delivery budget (docs/hooks.md, "The delivery budget").
+    pub budget: DeliveryBudget,
+    /// Whether a `Stop` may be blocked ([`STOP_BLOCK_ENV`]).
+    pub stop_block: bool,
+}
+
+/// What `store` contributes to the answer to `event` at `now`, for a session with `settings`:
+/// fires due schedules, delivers broadcasts within the budget, counts the tool call and its
+/// due reminders, arms the gate, and finds the matching conditions. The same function runs in
+/// the hook process and in the daemon.
 ///
 /// The calls of one event run as one unit ([`store::StoreAdmin::in_one_transaction`]): on
 /// SQLite, `PreToolUse` (which always counts the call) takes the write lock once and commits
@@ -52,12 +65,16 @@ impl StorePart {
 pub fn store_part(
     event: Event,
     payload: &Payload,
-    subscriptions: &Subscriptions,
-    gate_enforced: bool,
-    budget: DeliveryBudget,
+    settings: &PartSettings<'_>,
     store: &dyn Store,
     now: i64,
 ) -> StorePart {
+    let PartSettings {
+        subscriptions,
+        gate_enforced,
+        budget,
+        stop_block,
+    } = *settings;
     let mut part = StorePart::default();
     let writes = matches!(
         event,
@@ -69,6 +86,7 @@ pub fn store_part(
         subscriptions,
         gate_enforced,
         budget,
+        stop_block,
         now,
     };
     let unit = store.in_one_transaction(writes, &mut || {
@@ -87,6 +105,7 @@ struct Inputs<'a> {
     subscriptions: &'a Subscriptions,
     gate_enforced: bool,
     budget: DeliveryBudget,
+    stop_block: bool,
     now: i64,
 }
 
@@ -98,6 +117,7 @@ fn event_calls(inputs: &Inputs<'_>, store: &dyn Store, part: &mut StorePart) {
         subscriptions,
         gate_enforced,
         budget,
+        stop_block,
         now,
     } = *inputs;
     let session = payload.session_id.as_str();
@@ -156,7 +176,7 @@ fn event_calls(inputs: &Inputs<'_>, store: &dyn Store, part: &mut StorePart) {
         Event::Stop => {
             // Off by the setting, or the client says a stop hook already made the agent go on
             // (never again this turn): every path to the store passes here.
-            if !may_block_stop(payload) {
+            if !may_block_stop(payload, stop_block) {
                 return;
             }
             fire_schedules(store, session, now, event, part);
@@ -228,10 +248,10 @@ fn event_calls(inputs: &Inputs<'_>, store: &dyn Store, part: &mut StorePart) {
     }
 }
 
-/// Whether this `Stop` may be blocked: the setting is on ([`stop_block_from_env`]) and the
-/// client does not say a stop hook already made the agent go on.
-pub(crate) fn may_block_stop(payload: &Payload) -> bool {
-    !payload.stop_hook_active() && stop_block_from_env()
+/// Whether this `Stop` may be blocked: the setting (`stop_block`) is on and the client does
+/// not say a stop hook already made the agent go on.
+pub(crate) fn may_block_stop(payload: &Payload, stop_block: bool) -> bool {
+    stop_block && !payload.stop_hook_active()
 }
 
 /// The setting that turns off blocking a `Stop` for a message published during the turn.
@@ -249,27 +269,22 @@ pub const SETTINGS: &[protocol_lite::setting::Setting] = &[protocol_lite::settin
 }];
 
 /// Whether a `Stop` may be blocked ([`STOP_BLOCK_ENV`], read as
-/// [`protocol_lite::setting::switch`]): on unless set to off; a value that is neither says so
-/// on stderr and leaves it on. Read once per process (the hook asks before opening the store
-/// and again where the store's part answers), so a bad value is named once.
-pub fn stop_block_from_env() -> bool {
-    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *ON.get_or_init(|| {
-        let value = std::env::var(STOP_BLOCK_ENV).unwrap_or_default();
-        match protocol_lite::setting::switch(&value) {
-            Some(on) => on,
-            None => {
-                if !value.trim().is_empty() {
-                    protocol_lite::diag!(
-                        "hooks-mcp hook: {STOP_BLOCK_ENV}: `{}` is neither on nor off; \
-                         blocking a Stop stays on (set it to `on` or `off`)",
-                        value.trim()
-                    );
-                }
-                true
-            }
-        }
-    })
+/// [`protocol_lite::setting::switch`]): on unless set to off; with a warning to show when the
+/// value is neither (it stays on).
+pub fn stop_block_from_env() -> (bool, Option<String>) {
+    let value = std::env::var(STOP_BLOCK_ENV).unwrap_or_default();
+    match protocol_lite::setting::switch(&value) {
+        Some(on) => (on, None),
+        None if value.trim().is_empty() => (true, None),
+        None => (
+            true,
+            Some(format!(
+                "{STOP_BLOCK_ENV}: `{}` is neither on nor off; blocking a Stop stays on (set \
+                 it to `on` or `off`)",
+                value.trim()
+            )),
+        ),
+    }
 }
 
 /// Whether a `SessionStart` of this `source` starts a context without what the session was
@@ -409,7 +424,7 @@ impl Subscriptions {
 
 #[cfg(test)]
 mod tests {
-    use super::{DeliveryBudget, Subscriptions, store_part};
+    use super::{DeliveryBudget, PartSettings, Subscriptions, store_part};
     use crate::payload::{Event, Payload};
     use store::{Actor, ChannelStore, NewMessage, Severity, SqliteStore};
 
@@ -423,6 +438,53 @@ mod tests {
             _ => format!(r#"{{"session_id":"{session}","prompt":"go on"}}"#),
         };
         Payload::parse(event, &text).unwrap()
+    }
+
+    #[test]
+    fn a_stop_is_blocked_only_when_the_setting_it_is_given_says_so() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SqliteStore::create(dir.path().join("state.db")).unwrap();
+        let all = Subscriptions { channels: None };
+        let settings = |stop_block| PartSettings {
+            subscriptions: &all,
+            gate_enforced: false,
+            budget: DeliveryBudget::of_tokens(400).unwrap(),
+            stop_block,
+        };
+        let prompt = store_part(
+            Event::UserPromptSubmit,
+            &payload(Event::UserPromptSubmit, "s1"),
+            &settings(true),
+            &store,
+            NOW,
+        );
+        assert!(prompt.errors.is_empty(), "{:?}", prompt.errors);
+        store
+            .publish(
+                &NewMessage {
+                    channel: "ops".into(),
+                    body: "the build is red".into(),
+                    severity: Severity::Alert,
+                    created_at: NOW + 10,
+                    expires_at: NOW + 3_600_000,
+                    target: None,
+                },
+                &Actor::Daemon,
+            )
+            .unwrap();
+        let stop = |stop_block| {
+            store_part(
+                Event::Stop,
+                &payload(Event::Stop, "s1"),
+                &settings(stop_block),
+                &store,
+                NOW + 20,
+            )
+        };
+        // Off: the alert published during the turn does not hold the session.
+        assert!(stop(false).context.is_empty());
+        let blocked = stop(true).context.join("\n");
+        assert!(blocked.contains("the build is red"), "{blocked}");
     }
 
     #[test]
@@ -455,14 +517,18 @@ mod tests {
         }
         let all = Subscriptions { channels: None };
         let budget = DeliveryBudget::of_tokens(400).unwrap();
+        let settings = PartSettings {
+            subscriptions: &all,
+            gate_enforced: false,
+            budget,
+            stop_block: true,
+        };
         let now = NOW + 1_000;
         let prompt = |session: &str| {
             let part = store_part(
                 Event::UserPromptSubmit,
                 &payload(Event::UserPromptSubmit, session),
-                &all,
-                false,
-                budget,
+                &settings,
                 &store,
                 now,
             );
@@ -496,9 +562,7 @@ mod tests {
         let tool = store_part(
             Event::PreToolUse,
             &payload(Event::PreToolUse, "s1"),
-            &all,
-            false,
-            budget,
+            &settings,
             &store,
             now,
         );

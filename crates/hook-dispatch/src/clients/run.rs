@@ -14,7 +14,9 @@ use super::render::render;
 use super::unplaced;
 use super::{Client, Route, Step};
 use crate::output::answer_bytes;
-use crate::part::{DeliveryBudget, StorePart, Subscriptions, store_part};
+use crate::part::{
+    DeliveryBudget, PartSettings, StorePart, Subscriptions, stop_block_from_env, store_part,
+};
 use crate::payload::{Event, Payload, PayloadError};
 use crate::{complete, conditions, forward, open};
 
@@ -141,7 +143,20 @@ struct Settings {
     subscriptions: Subscriptions,
     gate: bool,
     budget: DeliveryBudget,
+    stop_block: bool,
     now: i64,
+}
+
+impl Settings {
+    /// What the store's part depends on.
+    fn part(&self) -> PartSettings<'_> {
+        PartSettings {
+            subscriptions: &self.subscriptions,
+            gate_enforced: self.gate,
+            budget: self.budget,
+            stop_block: self.stop_block,
+        }
+    }
 }
 
 /// Completes and prints the answer to an adapted payload.
@@ -163,13 +178,17 @@ fn answer(
         }
     });
     let (budget, warning) = DeliveryBudget::from_env();
-    if let Some(line) = warning.filter(|_| !handed_over) {
-        protocol_lite::diag!("hooks-mcp hook: {line}");
+    let (stop_block, stop_warning) = stop_block_from_env();
+    for line in [warning, stop_warning].into_iter().flatten() {
+        if !handed_over {
+            protocol_lite::diag!("hooks-mcp hook: {line}");
+        }
     }
     let settings = Settings {
         subscriptions,
         gate: tools_conditions::gate_setting_from_env().enforced,
         budget,
+        stop_block,
         now: open::now_ms(),
     };
     let part = store_work(route, &payload, &settings, handed_over, open);
@@ -219,13 +238,7 @@ fn store_work(
             let (Step::Part(event) | Step::Deliveries(event)) = *step else {
                 break;
             };
-            let Some(part) = forward::via_daemon(
-                event,
-                &text,
-                &settings.subscriptions,
-                settings.gate,
-                settings.budget,
-            ) else {
+            let Some(part) = forward::via_daemon(event, &text, &settings.part()) else {
                 break;
             };
             join(&mut joined, *step, part);
@@ -272,15 +285,9 @@ fn step_part(
     settings: &Settings,
     store: &dyn Store,
 ) -> StorePart {
-    let Settings {
-        subscriptions,
-        gate,
-        budget,
-        now,
-    } = settings;
     match step {
         Step::Part(event) | Step::Deliveries(event) => {
-            store_part(event, payload, subscriptions, *gate, *budget, store, *now)
+            store_part(event, payload, &settings.part(), store, settings.now)
         }
         Step::Conditions => {
             let which = if route.event == Event::PostToolUse {
@@ -302,12 +309,12 @@ fn step_part(
         }
         Step::Gate => {
             let mut part = StorePart::default();
-            if *gate {
+            if settings.gate {
                 match tools_conditions::arm_gate_for_prompt(
                     store,
                     &payload.session_id,
                     payload.prompt(),
-                    *now,
+                    settings.now,
                 ) {
                     Ok(true) => part.context.push(format!(
                         "hooks-mcp: the operator's prompt opened the conditions gate for this \
