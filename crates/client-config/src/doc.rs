@@ -549,10 +549,10 @@ mod tests {
         // Nor is a comment the user added since init, though the values are the backup's.
         let commented = added_text.replacen('{', "{\n  // mine\n", 1);
         std::fs::write(&path, &commented).unwrap();
-        let removal = removal();
+        let removal_text = removal();
         assert!(
-            removal.contains("// mine") && !removal.contains("hooks-mcp"),
-            "{removal}"
+            removal_text.contains("// mine") && !removal_text.contains("hooks-mcp"),
+            "{removal_text}"
         );
     }
 

@@ -9,8 +9,9 @@
 //! the next message expires (the one thing that changes what the resources show without a
 //! write: [`store::ChannelStore::next_expiry`]), it reads the subscribed resources and the
 //! list again and compares digests. While the feed cannot reach the store it reads them every
-//! [`RECHECK_EVERY`] instead, and in any case at least every [`QUIET_RECHECK`]. So a session
-//! that holds a subscription costs nothing while the store is quiet. Subscriptions live in
+//! [`RECHECK_EVERY`] instead, and in any case at least every [`QUIET_RECHECK`]. So while the
+//! store is quiet a session that holds a subscription reads nothing: the task only wakes every
+//! [`CHECK_EVERY`] to see whether its sessions are still there. Subscriptions live in
 //! their session's server and end with it (the watcher holds them weakly).
 
 use std::collections::hash_map::DefaultHasher;
@@ -272,9 +273,13 @@ impl Watch {
                 (digest_all(&ext, &uris), next_expiry(&ext, now), now)
             })
             .await;
-            let Ok(((new_digests, new_listed), expiry, read_at)) = read else {
-                read_again = Instant::now() + RECHECK_EVERY;
-                continue;
+            let ((new_digests, new_listed), expiry, read_at) = match read {
+                Ok(read) => read,
+                Err(e) => {
+                    tracing::warn!("reading the subscribed resources failed ({e}); retrying");
+                    read_again = Instant::now() + RECHECK_EVERY;
+                    continue;
+                }
             };
             read_again = next_read(Instant::now(), feed.connected(), expiry, read_at);
             for (uri, seed) in std::mem::take(&mut *lock(&self.seeds)) {
@@ -368,4 +373,28 @@ fn digest(text: &str) -> u64 {
     let mut hasher = DefaultHasher::new();
     text.hash(&mut hasher);
     hasher.finish()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_next_read_follows_the_next_expiry_within_the_quiet_recheck() {
+        let now = Instant::now();
+        let read_at = 1_000_000;
+        // The next message expires in 3 s: read just after it.
+        let soon = next_read(now, true, Some(read_at + 3_000), read_at);
+        assert_eq!(soon - now, Duration::from_secs(3) + EXPIRY_MARGIN);
+        // Nothing expires, or only later than the quiet recheck: the quiet recheck.
+        assert_eq!(next_read(now, true, None, read_at) - now, QUIET_RECHECK);
+        let late = next_read(now, true, Some(read_at + 3_600_000), read_at);
+        assert_eq!(late - now, QUIET_RECHECK);
+        // Already expired when read (the clock moved on): at once, after the margin.
+        let past = next_read(now, true, Some(read_at - 50), read_at);
+        assert_eq!(past - now, EXPIRY_MARGIN);
+        // Without a feed: the recheck pace, whatever expires.
+        let unfed = next_read(now, false, Some(read_at + 3_000), read_at);
+        assert_eq!(unfed - now, RECHECK_EVERY);
+    }
 }
