@@ -62,12 +62,17 @@ fn request_body(identity: &str, settings: &PartSettings<'_>, text: &str) -> Stri
         None => Value::Null,
     };
     format!(
-        r#"{{"v":{VERSION},"store":{},"channels":{channels},"gate":{},"budget":{},"stop_block":{},"payload":{}}}"#,
-        Value::from(identity),
-        settings.gate_enforced,
-        settings.budget.tokens(),
-        settings.stop_block,
-        text.trim()
+        concat!(
+            r#"{{"v":{v},"store":{store},"channels":{channels},"gate":{gate},"#,
+            r#""budget":{budget},"stop_block":{stop_block},"payload":{payload}}}"#
+        ),
+        v = VERSION,
+        store = Value::from(identity),
+        channels = channels,
+        gate = settings.gate_enforced,
+        budget = settings.budget.tokens(),
+        stop_block = settings.stop_block,
+        payload = text.trim()
     )
 }
 

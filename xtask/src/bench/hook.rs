@@ -245,7 +245,7 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
     }
     // Each event has the same rows; its HTTP row goes after them.
     let per_event = cases.len() / 2;
-    let four = cases.len();
+    let main_rows = cases.len();
     let lifecycle_cases = lifecycle::cases(home.path(), &lean)?;
     let cases = cases
         .into_iter()
@@ -257,7 +257,7 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
         .map(|(label, payload, command)| (label, payload, command, Vec::new()))
         .collect();
     let mut results = measure_cases(args, &exe, home.path(), cases)?;
-    let lifecycle = results.split_off(four);
+    let lifecycle = results.split_off(main_rows);
     let http = measure_http_hooks(args, &full, home.path())?;
     for (i, m) in http.into_iter().enumerate() {
         results.insert(per_event * (i + 1) + i, m);

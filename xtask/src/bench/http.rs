@@ -12,9 +12,11 @@
 //! mode, and legacy session calls (`initialize`, then `Mcp-Session-Id`), with the ratio of the
 //! first two; beside them a floor (`floor-http` answering with the fast path's reply, canned)
 //! and two partial requests (an unknown path, a call whose arguments the tool refuses), which
-//! split one client's round trip into the HTTP server, the call's handling and the tool. With `--compare-metrics` it runs a daemon with `HOOKS_MCP_METRICS=off` beside
-//! one with metrics instead, in alternating rounds, so the cost of the metrics is read from one
-//! run on the same machine state. Nothing here asserts a timing.
+//! split one client's round trip into the HTTP server, the call's handling and the tool.
+//!
+//! With `--compare-metrics` it runs a daemon with `HOOKS_MCP_METRICS=off` beside one with
+//! metrics instead, in alternating rounds, so the cost of the metrics is read from one run on
+//! the same machine state. Nothing here asserts a timing.
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -58,12 +60,12 @@ pub(crate) struct Args {
     /// stateless section.
     #[arg(long, default_value_t = 3)]
     rounds: usize,
-    /// Run only the stateless section: the fast path, rmcp's stateless mode and legacy
-    /// sessions, in rotating rounds.
+    /// Run only the stateless section: the fast path, rmcp's stateless mode, legacy sessions,
+    /// the floor and the two partial requests, in rotating rounds.
     #[arg(long)]
     only_stateless: bool,
-    /// Use the daemon binary as built (`target/release/hooks-mcp-full`, or the debug one with
-    /// `--debug` or `--smoke`) instead of building it.
+    /// Use the binaries as built (`target/release/hooks-mcp-full`, and `floor-http` for the
+    /// stateless section; the debug ones with `--debug` or `--smoke`) instead of building them.
     #[arg(long)]
     skip_build: bool,
     /// Smoke run: levels of 1 and 2 sessions, a few calls and idle sessions, one round, a
@@ -100,24 +102,15 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
     anyhow::ensure!(args.idle <= 2000, "--idle: at most 2000");
     anyhow::ensure!((1..=50).contains(&args.rounds), "--rounds: must be 1 to 50");
     let profile = Profile::debug_if(args.debug);
-    let (bin, floor) = if args.skip_build {
-        (
-            cargo::built_bin(profile, "hooks-mcp-full")?,
-            cargo::built_bin(profile, FLOOR_BIN)?,
-        )
+    let bin = if args.skip_build {
+        cargo::built_bin(profile, "hooks-mcp-full")?
     } else {
-        let bin = cargo::build_daemon(profile)?;
-        cargo::build(profile, &["-p", "bench-floor", "--bin", FLOOR_BIN])?;
-        (bin, profile.bin(FLOOR_BIN))
-    };
-    let bins = Bins {
-        daemon: &bin,
-        floor: &floor,
+        cargo::build_daemon(profile)?
     };
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     let pinned = cpus >= 2 && Command::new("taskset").arg("-V").output().is_ok();
     if args.only_stateless {
-        return stateless(args, bins, cpus, pinned);
+        return stateless(args, profile, &bin, cpus, pinned);
     }
     // A smoke run takes every path: metrics on against off, the stateless section, then the
     // plain levels and memory.
@@ -127,7 +120,7 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
             return Ok(());
         }
     }
-    stateless(args, bins, cpus, pinned)?;
+    stateless(args, profile, &bin, cpus, pinned)?;
     let home = tempfile::tempdir()?;
     let max_sessions = (args.idle * 2 + 300).to_string();
     let daemon = Daemon::start_with(
@@ -141,10 +134,7 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
         pinned.then_some("0"),
     )?;
     if pinned {
-        let others = format!("1-{}", cpus - 1);
-        let _ = Command::new("taskset")
-            .args(["-a", "-p", "-c", &others, &std::process::id().to_string()])
-            .output();
+        pin_generator(cpus);
     }
     let addr = SocketAddr::from(([127, 0, 0, 1], daemon.port));
 
@@ -305,10 +295,7 @@ fn compare_metrics(args: &Args, bin: &Path, cpus: usize, pinned: bool) -> anyhow
         homes.push(home);
     }
     if pinned {
-        let others = format!("1-{}", cpus - 1);
-        let _ = Command::new("taskset")
-            .args(["-a", "-p", "-c", &others, &std::process::id().to_string()])
-            .output();
+        pin_generator(cpus);
     }
     println!(
         "## Metrics on and off: Streamable HTTP `tools/call` ({})\n",
@@ -447,11 +434,13 @@ enum Shape {
 /// The floor's binary name in bench-floor.
 const FLOOR_BIN: &str = "floor-http";
 
-/// The binaries the benchmark runs.
-#[derive(Debug, Clone, Copy)]
-struct Bins<'a> {
-    daemon: &'a Path,
-    floor: &'a Path,
+/// Pins this process (the load generator, every thread) to the CPUs after the first, which
+/// the daemons keep.
+fn pin_generator(cpus: usize) {
+    let others = format!("1-{}", cpus - 1);
+    let _ = Command::new("taskset")
+        .args(["-a", "-p", "-c", &others, &std::process::id().to_string()])
+        .output();
 }
 
 /// A running `floor-http`, stopped when dropped (it also exits when its stdin closes).
@@ -462,7 +451,8 @@ struct Floor {
 
 impl Floor {
     /// Starts `bin` answering with the response in `reply` (on the CPUs `cpus` names, when
-    /// some), and waits for its address.
+    /// some), and waits for its address (its first line, printed before it accepts; it reads
+    /// nothing from us first, so the wait ends with that line or with its exit).
     fn start(bin: &Path, reply: &Path, cpus: Option<&str>) -> anyhow::Result<Floor> {
         let mut child = pinned_command(bin, cpus)
             .arg(reply)
@@ -472,15 +462,19 @@ impl Floor {
             .with_context(|| format!("starting {}", bin.display()))?;
         let mut line = String::new();
         let stdout = child.stdout.take().context("no stdout pipe")?;
-        std::io::BufRead::read_line(&mut std::io::BufReader::new(stdout), &mut line)?;
+        let read = std::io::BufRead::read_line(&mut std::io::BufReader::new(stdout), &mut line);
         let addr = line
             .trim()
             .strip_prefix("listening on ")
             .and_then(|a| a.parse::<SocketAddr>().ok());
         let Some(addr) = addr else {
             let _ = child.kill();
-            let _ = child.wait();
-            bail!("{} did not say where it listens: {line:?}", bin.display());
+            let status = child.wait();
+            bail!(
+                "{} did not print its address (it printed {line:?}, read: {read:?}, exit: \
+                 {status:?}); its own error, if any, is above",
+                bin.display()
+            );
         };
         Ok(Floor { child, addr })
     }
@@ -499,13 +493,25 @@ impl Drop for Floor {
 
 /// The stateless section: at each level, rounds that rotate among the [`Way`]s (each
 /// round starts with the next), so that drift on a shared machine falls on all alike.
-fn stateless(args: &Args, bins: Bins<'_>, cpus: usize, pinned: bool) -> anyhow::Result<()> {
+fn stateless(
+    args: &Args,
+    profile: Profile,
+    bin: &Path,
+    cpus: usize,
+    pinned: bool,
+) -> anyhow::Result<()> {
+    let floor_bin = if args.skip_build {
+        cargo::built_bin(profile, FLOOR_BIN)?
+    } else {
+        cargo::build(profile, &["-p", "bench-floor", "--bin", FLOOR_BIN])?;
+        profile.bin(FLOOR_BIN)
+    };
     let mut daemons = Vec::new();
     let mut homes = Vec::new();
     for fast in ["on", "off"] {
         let home = tempfile::tempdir()?;
         let daemon = Daemon::start_with(
-            bins.daemon,
+            bin,
             home.path(),
             &home.path().join("daemon.log"),
             &[
@@ -534,12 +540,9 @@ fn stateless(args: &Args, bins: Bins<'_>, cpus: usize, pinned: bool) -> anyhow::
     let canned = homes[0].path().join("floor-reply.http");
     std::fs::write(&canned, &probe.reply)?;
     drop(probe);
-    let floor = Floor::start(bins.floor, &canned, pinned.then_some("0"))?;
+    let floor_server = Floor::start(&floor_bin, &canned, pinned.then_some("0"))?;
     if pinned {
-        let others = format!("1-{}", cpus - 1);
-        let _ = Command::new("taskset")
-            .args(["-a", "-p", "-c", &others, &std::process::id().to_string()])
-            .output();
+        pin_generator(cpus);
     }
     println!(
         "\n## Stateless 2026-07-28 `tools/call` ({}): fast path, rmcp's stateless mode, legacy \
@@ -579,7 +582,7 @@ fn stateless(args: &Args, bins: Bins<'_>, cpus: usize, pinned: bool) -> anyhow::
                         (daemons[0].addr(), daemons[0].pid())
                     }
                     Way::Rmcp => (daemons[1].addr(), daemons[1].pid()),
-                    Way::Floor => (floor.addr, floor.pid()),
+                    Way::Floor => (floor_server.addr, floor_server.pid()),
                 };
                 let level = load(
                     addr,
@@ -640,39 +643,39 @@ fn stateless(args: &Args, bins: Bins<'_>, cpus: usize, pinned: bool) -> anyhow::
             r.clients, r.rate, r.paired.0, r.paired.1, r.paired.2, r.p99, r.cpu, r.session
         );
     }
-    let single: Vec<&Ratios> = ratios.iter().filter(|r| r.clients == 1).collect();
-    if !single.is_empty() {
+    if let Some(r) = ratios.iter().find(|r| r.clients == 1) {
+        let [fast, rmcp, floor, unrouted, refused] = r.mean_us;
+        let tool = fast - refused;
         println!(
-            "\nWith one client, where the fast path's round trip goes beyond the floor's (mean times \
-             per call, the inverse of calls/s, in µs): the HTTP server and the gate (the unknown \
-             path's 404 less the floor), the call's own handling (the refused call less the 404: \
-             body, envelope, dispatch, reply), and the tool with its store read (the call less the \
-             refused one); against what twice rmcp's throughput allows (half rmcp's time less the \
-             floor's). The ceiling is the most any fast path could reach against rmcp here: one \
-             costing nothing of its own, its round trip the floor's plus the tool's time (rmcp's \
-             time over that sum).\n"
+            "\nOne client's round trip, split (mean times per call, the inverse of calls/s, in \
+             µs): the floor's; the HTTP server and the gate (the unknown path's 404 less the \
+             floor); the call's own handling (the refused call less the 404: body, envelope, \
+             dispatch, reply); the tool with its store read (the call less the refused one); \
+             what twice rmcp's throughput allows above the floor (half rmcp's time less the \
+             floor's); rmcp's own work beyond the floor and the tool; and the ceiling, the most \
+             any fast path could reach against rmcp here (one costing nothing of its own, its \
+             round trip the floor's plus the tool's: rmcp's time over that sum).\n"
         );
-        println!(
-            "| clients | HTTP and gate | call handling | tool and store | above the floor | 2× \
-             rmcp allows | ceiling against rmcp |"
-        );
-        println!("|---:|---:|---:|---:|---:|---:|---:|");
-        for r in single {
-            let [fast, rmcp, floor, unrouted, refused] = r.mean_us;
-            println!(
-                "| {} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.2}× |",
-                r.clients,
-                unrouted - floor,
-                refused - unrouted,
-                fast - refused,
-                fast - floor,
-                rmcp / 2.0 - floor,
-                rmcp / (floor + fast - refused)
-            );
+        println!("| one client | µs |");
+        println!("|---|---:|");
+        for (what, value) in [
+            ("floor's round trip", floor),
+            ("HTTP server and gate", unrouted - floor),
+            ("the call's handling", refused - unrouted),
+            ("the tool and its store read", tool),
+            ("fast path above the floor, in all", fast - floor),
+            ("what 2× rmcp allows above the floor", rmcp / 2.0 - floor),
+            (
+                "rmcp's own work beyond the floor and the tool",
+                rmcp - floor - tool,
+            ),
+        ] {
+            println!("| {what} | {value:.1} |");
         }
+        println!("| ceiling against rmcp | {:.2}× |", rmcp / (floor + tool));
     }
     println!();
-    drop(floor);
+    drop(floor_server);
     for mut daemon in daemons {
         daemon.stop()?;
     }

@@ -186,15 +186,21 @@ fn report(legacy: &[Run], modern: &[Run], called: &[Run], idle: Duration, smoke:
     ];
     let mut out = format!(
         "\n## Stdio: the legacy opening and the 2026-07-28 opening\n\n\
-         {} pairs of sessions of `hooks-mcp`, interleaved, each on a fresh HOOKS_MCP_HOME with \
-         a store: the legacy opening (`initialize`, `notifications/initialized`, `tools/list`) \
+         {} rounds of three sessions of `hooks-mcp`, interleaved, each on a fresh \
+         HOOKS_MCP_HOME with a store: the legacy opening (`initialize`, `notifications/initialized`, `tools/list`) \
          against Claude Code's (`server/discover`, `subscriptions/listen` for tool and resource \
          list changes, `tools/list`), beside the latter followed by one `tools/call` (handed \
          over to the full server with its subscription); then {} ms idle and a reading, and the \
          wake-ups (context switches of all threads) over a second idle time as long. Cells are \
-         median / p90.\n\n",
+         median / p90.{}\n\n",
         legacy.len(),
-        idle.as_millis()
+        idle.as_millis(),
+        if idle < Duration::from_secs(5) {
+            " The full server's checks for listeners come every 5 s: an idle time under that \
+             may count none of them (`--idle-ms 6000` or more sees them)."
+        } else {
+            ""
+        }
     );
     out.push_str(&table(
         &[

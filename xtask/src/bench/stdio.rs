@@ -44,7 +44,8 @@ pub(crate) struct Args {
     /// Rounds of the side-by-side series.
     #[arg(long, default_value_t = 10)]
     side_rounds: usize,
-    /// Pairs of sessions in the openings series (legacy against 2026-07-28; 0: skip it).
+    /// Rounds of the openings series, each three sessions (the legacy opening, the 2026-07-28
+    /// one, and the 2026-07-28 one with a `tools/call`; 0: skip it).
     #[arg(long, default_value_t = 20)]
     opening_pairs: usize,
     /// Run only the openings series.
