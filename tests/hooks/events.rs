@@ -3,7 +3,7 @@
 
 use serde_json::{Value, json};
 
-use crate::support::{Env, bash_call, fixture, fixture_for, full_bin};
+use crate::support::{Env, bash_call, fixture, fixture_for, full_bin, now_ms};
 
 const SESSION: &str = "3b7e1c52-9a4f-4d2e-8c61-0f5a2d9e7b13";
 
@@ -302,13 +302,6 @@ fn due_schedules_fire_from_hooks_exactly_once() {
         json!(1),
         "{schedules}"
     );
-}
-
-fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_millis() as i64
 }
 
 #[test]

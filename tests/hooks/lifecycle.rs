@@ -8,7 +8,7 @@
 use serde_json::{Value, json};
 
 use crate::forward::{Daemon, TOKEN};
-use crate::support::{Env, HookRun, fixture_for};
+use crate::support::{Env, HookRun, fixture_for, now_ms};
 
 /// A recorded Claude Code payload from `tests/fixtures/hooks/claude/<name>.json`, for
 /// `session` (each file names its source).
@@ -130,6 +130,51 @@ fn a_compacted_session_gets_its_unacknowledged_alerts_and_the_reminders_again() 
         !startup.context().contains("REMINDER"),
         "{}",
         startup.context()
+    );
+}
+
+#[test]
+fn a_compaction_resume_or_clear_leaves_due_schedules_to_the_next_prompt() {
+    let env = Env::new();
+    prompt(&env, "s1");
+    // Far enough ahead for a slow machine to create it in time, then wait until it is due.
+    let due_at = now_ms() + 1500;
+    env.cli(&[
+        "schedule",
+        "create",
+        "ops",
+        "scheduled hello",
+        "--at",
+        &store::to_rfc3339(due_at),
+    ]);
+    while now_ms() <= due_at {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    for source in ["compact", "resume", "clear"] {
+        let run = env.hook(
+            "SessionStart",
+            &claude(&format!("session_start_{source}"), "s1"),
+        );
+        assert!(
+            !run.context().contains("scheduled hello"),
+            "{source}: {}",
+            run.context()
+        );
+    }
+    let schedules = env.cli_json(&["schedule", "list"]);
+    assert_eq!(
+        schedules["schedules"][0]["status"],
+        json!("active"),
+        "not fired yet: {schedules}"
+    );
+    // The session's next prompt fires it, and shows it.
+    let next = prompt(&env, "s1").context();
+    assert!(next.contains("scheduled hello"), "{next}");
+    let schedules = env.cli_json(&["schedule", "list"]);
+    assert_eq!(
+        schedules["schedules"][0]["status"],
+        json!("completed"),
+        "{schedules}"
     );
 }
 

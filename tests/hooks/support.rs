@@ -317,3 +317,11 @@ pub fn http(
     );
     (reply.status, reply.head, reply.body)
 }
+
+/// The wall clock in milliseconds, as the store counts time.
+pub fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64
+}
