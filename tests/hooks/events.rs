@@ -3,7 +3,7 @@
 
 use serde_json::{Value, json};
 
-use crate::support::{Env, bash_call, fixture, fixture_for, full_bin, now_ms};
+use crate::support::{Env, bash_call, fixture, fixture_for, full_bin};
 
 const SESSION: &str = "3b7e1c52-9a4f-4d2e-8c61-0f5a2d9e7b13";
 
@@ -262,19 +262,7 @@ fn the_operators_prompt_arms_the_conditions_gate_for_its_session_only() {
 #[test]
 fn due_schedules_fire_from_hooks_exactly_once() {
     let env = Env::new();
-    // Far enough ahead for a slow machine to create it in time, then wait until it is due.
-    let due_at = now_ms() + 1500;
-    env.cli(&[
-        "schedule",
-        "create",
-        "ops",
-        "scheduled hello",
-        "--at",
-        &store::to_rfc3339(due_at),
-    ]);
-    while now_ms() <= due_at {
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
+    env.schedule_due_now("ops", "scheduled hello");
     let s1 = env
         .hook("UserPromptSubmit", &fixture_for("user_prompt_submit", "s1"))
         .context();

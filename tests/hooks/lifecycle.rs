@@ -8,7 +8,7 @@
 use serde_json::{Value, json};
 
 use crate::forward::{Daemon, TOKEN};
-use crate::support::{Env, HookRun, fixture_for, now_ms};
+use crate::support::{Env, HookRun, fixture_for};
 
 /// A recorded Claude Code payload from `tests/fixtures/hooks/claude/<name>.json`, for
 /// `session` (each file names its source).
@@ -137,19 +137,7 @@ fn a_compacted_session_gets_its_unacknowledged_alerts_and_the_reminders_again() 
 fn a_compaction_resume_or_clear_leaves_due_schedules_to_the_next_prompt() {
     let env = Env::new();
     prompt(&env, "s1");
-    // Far enough ahead for a slow machine to create it in time, then wait until it is due.
-    let due_at = now_ms() + 1500;
-    env.cli(&[
-        "schedule",
-        "create",
-        "ops",
-        "scheduled hello",
-        "--at",
-        &store::to_rfc3339(due_at),
-    ]);
-    while now_ms() <= due_at {
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
+    env.schedule_due_now("ops", "scheduled hello");
     for source in ["compact", "resume", "clear"] {
         let run = env.hook(
             "SessionStart",

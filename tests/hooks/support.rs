@@ -135,6 +135,23 @@ impl Env {
         }
     }
 
+    /// Creates a one-shot schedule of `message` on `channel` and waits until it is due (it is
+    /// set far enough ahead for a slow machine to create it in time).
+    pub fn schedule_due_now(&self, channel: &str, message: &str) {
+        let due_at = now_ms() + 1500;
+        self.cli(&[
+            "schedule",
+            "create",
+            channel,
+            message,
+            "--at",
+            &store::to_rfc3339(due_at),
+        ]);
+        while now_ms() <= due_at {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+    }
+
     /// The store directory.
     pub fn store_dir(&self) -> PathBuf {
         self.dir.path().join("store")
@@ -319,7 +336,7 @@ pub fn http(
 }
 
 /// The wall clock in milliseconds, as the store counts time.
-pub fn now_ms() -> i64 {
+fn now_ms() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()

@@ -1,6 +1,6 @@
 //! Sessions and delivery reports in the SQLite backend.
 
-use rusqlite::{Connection, OptionalExtension, params};
+use rusqlite::{Connection, OptionalExtension, ToSql, params};
 
 use super::{Fail, SqliteStore, parse_column};
 use crate::fleet::{ReportRows, subscriptions_from_text, subscriptions_text};
@@ -42,28 +42,22 @@ macro_rules! update_sighting {
 /// or not, and every other event would pay for the parent's index.
 fn upsert(tx: &Connection, sighting: &Sighting, parent: Option<&str>) -> Result<(), Fail> {
     let subscriptions = subscriptions_text(sighting.subscriptions.as_ref());
-    let (id, at, event) = (&sighting.session_id, sighting.at, &sighting.event);
-    let (transport, cwd) = (sighting.transport.as_str(), &sighting.cwd);
+    let args: [&dyn ToSql; 7] = [
+        &sighting.session_id,
+        &sighting.at,
+        &sighting.event,
+        &sighting.transport.as_str(),
+        &sighting.cwd,
+        &subscriptions,
+        &parent,
+    ];
     let changed = match parent {
-        None => tx.prepare_cached(update_sighting!(""))?.execute(params![
-            id,
-            at,
-            event,
-            transport,
-            cwd,
-            subscriptions
-        ])?,
-        Some(parent) => tx
+        None => tx
+            .prepare_cached(update_sighting!(""))?
+            .execute(&args[..6])?,
+        Some(_) => tx
             .prepare_cached(update_sighting!(",\n                 parent_id = ?7"))?
-            .execute(params![
-                id,
-                at,
-                event,
-                transport,
-                cwd,
-                subscriptions,
-                parent
-            ])?,
+            .execute(&args[..])?,
     };
     if changed > 0 {
         return Ok(());
@@ -84,15 +78,7 @@ fn upsert(tx: &Connection, sighting: &Sighting, parent: Option<&str>) -> Result<
              turn_started_at = coalesce(excluded.turn_started_at, turn_started_at),
              parent_id = coalesce(excluded.parent_id, parent_id)",
     )?
-    .execute(params![
-        id,
-        at,
-        event,
-        transport,
-        cwd,
-        subscriptions,
-        parent
-    ])?;
+    .execute(&args[..])?;
     Ok(())
 }
 
