@@ -1,5 +1,6 @@
 //! Channel resources over stdio: a session subscribes (which hands off to the full server),
-//! another process publishes with the CLI, and the update arrives within a second.
+//! another process publishes with the CLI, and the update arrives within a second; when the
+//! message expires, with nothing written since, a second update says so.
 
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -45,23 +46,82 @@ fn hears_of_a_cli_publication(env: &[(&str, &str)]) {
         .output()
         .unwrap();
     assert!(status.status.success(), "{status:?}");
-    let mut kinds = Vec::new();
-    let deadline = Instant::now() + Duration::from_secs(5);
-    let updated_at = loop {
-        assert!(Instant::now() < deadline, "no update; saw {kinds:?}");
-        let message = s.recv();
-        let method = message["method"].as_str().unwrap_or_default().to_owned();
-        if method == "notifications/resources/updated" {
-            assert_eq!(message["params"]["uri"], uri);
-            break Instant::now();
-        }
-        kinds.push(method);
-    };
+    let updated_at = next_update(&mut s, uri);
     let latency = updated_at.duration_since(published);
     assert!(latency < Duration::from_secs(1), "took {latency:?}");
 
-    let read = s.ask(&request(3, "resources/read", json!({ "uri": uri })));
-    let text = read["result"]["contents"][0]["text"].as_str().unwrap();
-    let value: serde_json::Value = serde_json::from_str(text).unwrap();
+    let value = read_channel(&mut s, uri, 3);
     assert_eq!(value["messages"][0]["message"], "over the CLI");
+}
+
+#[test]
+fn a_stdio_subscriber_hears_of_an_expiry_with_nothing_written() {
+    hears_of_an_expiry(&[]);
+}
+
+#[test]
+fn on_postgres_a_stdio_subscriber_hears_of_an_expiry_with_nothing_written() {
+    let Some(db) = pg::Database::shared("stdio_resources") else {
+        pg::note(&pg::no_server_note(
+            "the PostgreSQL stdio expiry test \
+             (resources::on_postgres_a_stdio_subscriber_hears_of_an_expiry_with_nothing_written) was",
+        ));
+        return;
+    };
+    hears_of_an_expiry(&[("HOOKS_MCP_DATABASE_URL", &db.url())]);
+}
+
+/// A stdio session (with `env`) subscribes; the CLI publishes a message that lives one second.
+/// Its expiry changes what the resource shows without a write to hear of: the session is told
+/// all the same, and the resource then shows no message.
+fn hears_of_an_expiry(env: &[(&str, &str)]) {
+    let mut s = Server::with_env(env);
+    s.handshake();
+    let uri = "hooks://channels/expiry-proof";
+    let subscribed = s.ask(&request(2, "resources/subscribe", json!({ "uri": uri })));
+    assert_eq!(subscribed["result"], json!({}), "{subscribed}");
+    std::thread::sleep(Duration::from_millis(300));
+
+    let status = Command::new(full_bin())
+        .args(["channel", "publish", "expiry-proof", "short-lived"])
+        .args(["--ttl-seconds", "1"])
+        .env("HOOKS_MCP_HOME", s.home.path())
+        .envs(env.iter().copied())
+        .output()
+        .unwrap();
+    assert!(status.status.success(), "{status:?}");
+    next_update(&mut s, uri);
+    let shown = read_channel(&mut s, uri, 3);
+    assert_eq!(shown["messages"][0]["message"], "short-lived", "{shown}");
+
+    // Nothing is written from here on: only the expiry can change the resource.
+    next_update(&mut s, uri);
+    let shown = read_channel(&mut s, uri, 4);
+    let messages = shown["messages"].as_array().unwrap();
+    assert!(messages.is_empty(), "still shown after the update: {shown}");
+}
+
+/// Waits (5 s at most) for `notifications/resources/updated` about `uri`; when it came.
+fn next_update(s: &mut Server, uri: &str) -> Instant {
+    let mut kinds = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let Some(message) = s.recv_within(left) else {
+            panic!("no update within 5 s; saw {kinds:?}");
+        };
+        let method = message["method"].as_str().unwrap_or_default().to_owned();
+        if method == "notifications/resources/updated" {
+            assert_eq!(message["params"]["uri"], uri);
+            return Instant::now();
+        }
+        kinds.push(method);
+    }
+}
+
+/// The channel resource at `uri`, read with request `id`, as JSON.
+fn read_channel(s: &mut Server, uri: &str, id: u64) -> serde_json::Value {
+    let read = s.ask(&request(id, "resources/read", json!({ "uri": uri })));
+    let text = read["result"]["contents"][0]["text"].as_str().unwrap();
+    serde_json::from_str(text).unwrap()
 }
