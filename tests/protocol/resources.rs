@@ -18,40 +18,10 @@ fn a_stdio_subscriber_hears_of_a_cli_publication_within_a_second() {
 
 #[test]
 fn on_postgres_a_stdio_subscriber_hears_of_a_cli_publication_within_a_second() {
-    let Some(db) = pg::Database::shared("stdio_resources") else {
-        pg::note(&pg::no_server_note(
-            "the PostgreSQL stdio resources test \
-             (resources::on_postgres_a_stdio_subscriber_hears_of_a_cli_publication_within_a_second) was",
-        ));
-        return;
-    };
-    hears_of_a_cli_publication(&[("HOOKS_MCP_DATABASE_URL", &db.url())]);
-}
-
-/// A stdio session (with `env`) subscribes; the CLI (with the same `env`) publishes.
-fn hears_of_a_cli_publication(env: &[(&str, &str)]) {
-    let mut s = Server::with_env(env);
-    s.handshake();
-    let uri = "hooks://channels/stdio-proof";
-    let subscribed = s.ask(&request(2, "resources/subscribe", json!({ "uri": uri })));
-    assert_eq!(subscribed["result"], json!({}), "{subscribed}");
-    // Let the watcher take its first look before the publication.
-    std::thread::sleep(Duration::from_millis(300));
-
-    let published = Instant::now();
-    let status = Command::new(full_bin())
-        .args(["channel", "publish", "stdio-proof", "over the CLI"])
-        .env("HOOKS_MCP_HOME", s.home.path())
-        .envs(env.iter().copied())
-        .output()
-        .unwrap();
-    assert!(status.status.success(), "{status:?}");
-    let updated_at = next_update(&mut s, uri);
-    let latency = updated_at.duration_since(published);
-    assert!(latency < Duration::from_secs(1), "took {latency:?}");
-
-    let value = read_channel(&mut s, uri, 3);
-    assert_eq!(value["messages"][0]["message"], "over the CLI");
+    on_postgres(
+        "resources::on_postgres_a_stdio_subscriber_hears_of_a_cli_publication_within_a_second",
+        hears_of_a_cli_publication,
+    );
 }
 
 #[test]
@@ -61,35 +31,49 @@ fn a_stdio_subscriber_hears_of_an_expiry_with_nothing_written() {
 
 #[test]
 fn on_postgres_a_stdio_subscriber_hears_of_an_expiry_with_nothing_written() {
+    on_postgres(
+        "resources::on_postgres_a_stdio_subscriber_hears_of_an_expiry_with_nothing_written",
+        hears_of_an_expiry,
+    );
+}
+
+/// Runs `check` with the environment of a shared throwaway PostgreSQL database, or notes that
+/// `test` was skipped where no server can be started.
+fn on_postgres(test: &str, check: fn(&[(&str, &str)])) {
     let Some(db) = pg::Database::shared("stdio_resources") else {
-        pg::note(&pg::no_server_note(
-            "the PostgreSQL stdio expiry test \
-             (resources::on_postgres_a_stdio_subscriber_hears_of_an_expiry_with_nothing_written) was",
-        ));
+        pg::note(&pg::no_server_note(&format!(
+            "the PostgreSQL stdio resources test ({test}) was"
+        )));
         return;
     };
-    hears_of_an_expiry(&[("HOOKS_MCP_DATABASE_URL", &db.url())]);
+    check(&[("HOOKS_MCP_DATABASE_URL", &db.url())]);
+}
+
+/// A stdio session (with `env`) subscribes; the CLI (with the same `env`) publishes.
+fn hears_of_a_cli_publication(env: &[(&str, &str)]) {
+    let uri = "hooks://channels/stdio-proof";
+    let mut s = subscribed(env, uri);
+    let published = Instant::now();
+    publish(&s, env, &["stdio-proof", "over the CLI"]);
+    let updated_at = next_update(&mut s, uri);
+    let latency = updated_at.duration_since(published);
+    assert!(latency < Duration::from_secs(1), "took {latency:?}");
+
+    let value = read_channel(&mut s, uri, 3);
+    assert_eq!(value["messages"][0]["message"], "over the CLI");
 }
 
 /// A stdio session (with `env`) subscribes; the CLI publishes a message that lives one second.
 /// Its expiry changes what the resource shows without a write to hear of: the session is told
 /// all the same, and the resource then shows no message.
 fn hears_of_an_expiry(env: &[(&str, &str)]) {
-    let mut s = Server::with_env(env);
-    s.handshake();
     let uri = "hooks://channels/expiry-proof";
-    let subscribed = s.ask(&request(2, "resources/subscribe", json!({ "uri": uri })));
-    assert_eq!(subscribed["result"], json!({}), "{subscribed}");
-    std::thread::sleep(Duration::from_millis(300));
-
-    let status = Command::new(full_bin())
-        .args(["channel", "publish", "expiry-proof", "short-lived"])
-        .args(["--ttl-seconds", "1"])
-        .env("HOOKS_MCP_HOME", s.home.path())
-        .envs(env.iter().copied())
-        .output()
-        .unwrap();
-    assert!(status.status.success(), "{status:?}");
+    let mut s = subscribed(env, uri);
+    publish(
+        &s,
+        env,
+        &["expiry-proof", "short-lived", "--ttl-seconds", "1"],
+    );
     next_update(&mut s, uri);
     let shown = read_channel(&mut s, uri, 3);
     assert_eq!(shown["messages"][0]["message"], "short-lived", "{shown}");
@@ -99,6 +83,30 @@ fn hears_of_an_expiry(env: &[(&str, &str)]) {
     let shown = read_channel(&mut s, uri, 4);
     let messages = shown["messages"].as_array().unwrap();
     assert!(messages.is_empty(), "still shown after the update: {shown}");
+}
+
+/// A stdio session (with `env`) subscribed to `uri` (request 2), once its watcher has had time
+/// for its first look.
+fn subscribed(env: &[(&str, &str)], uri: &str) -> Server {
+    let mut s = Server::with_env(env);
+    s.handshake();
+    let subscribed = s.ask(&request(2, "resources/subscribe", json!({ "uri": uri })));
+    assert_eq!(subscribed["result"], json!({}), "{subscribed}");
+    std::thread::sleep(Duration::from_millis(300));
+    s
+}
+
+/// `hooks-mcp-full channel publish ARGS` on the store of `s` (with `env`); fails the test if
+/// the CLI does.
+fn publish(s: &Server, env: &[(&str, &str)], args: &[&str]) {
+    let status = Command::new(full_bin())
+        .args(["channel", "publish"])
+        .args(args)
+        .env("HOOKS_MCP_HOME", s.home.path())
+        .envs(env.iter().copied())
+        .output()
+        .unwrap();
+    assert!(status.status.success(), "{status:?}");
 }
 
 /// Waits (5 s at most) for `notifications/resources/updated` about `uri`; when it came.
