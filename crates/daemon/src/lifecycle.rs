@@ -196,7 +196,12 @@ pub const NETWORK_SETTINGS: &[Setting] = &[
         env: TICK_ENV,
         flag: "",
         default: "1000",
-        effect: "Milliseconds between the daemon's scheduler ticks (firing due schedules).",
+        effect: "Milliseconds between the daemon's scheduler ticks (firing due schedules) \
+                 while it cannot hear the store's changes. While it can (SQLite's files \
+                 watched, PostgreSQL's LISTEN), a schedule change wakes the scheduler and a \
+                 timer fires the next due schedule; the tick then only checks that the store \
+                 answers and prunes old records, every 10 s (under a third of \
+                 `HOOKS_MCP_SCHEDULER_MAX_LAG_MS`, never more often than this).",
     },
     Setting {
         env: STORE_THREADS_ENV,
@@ -212,8 +217,8 @@ pub const NETWORK_SETTINGS: &[Setting] = &[
         env: MAX_LAG_ENV,
         flag: "",
         default: "30000",
-        effect: "Scheduler lag in milliseconds above which `/health?level=full` answers 503 \
-                 `degraded`.",
+        effect: "Scheduler lag (the time since its last completed tick) in milliseconds \
+                 above which `/health?level=full` answers 503 `degraded`.",
     },
     Setting {
         env: METRICS_ENV,
@@ -1016,8 +1021,10 @@ const HOUSEKEEPING_EVERY_MS: i64 = 60_000;
 ///
 /// While the process's feed of store changes reaches the store, a schedule change wakes it at
 /// once and, after each tick, a timer is set for the next due schedule, so schedules fire on
-/// time whichever process created them; the periodic tick remains the fallback
-/// ([`server_full::StoreChanges`]).
+/// time whichever process created them; the periodic tick is then only the fallback, and runs
+/// less often ([`crate::status::SchedulerStats::check_every`]: an idle daemon wakes for it
+/// every 10 s by default instead of every second). Losing the feed wakes the scheduler too
+/// ([`server_full::StoreChanges`]), which then ticks at its own pace again.
 async fn scheduler(
     store: StoreHandle,
     changes: StoreChanges,
@@ -1026,8 +1033,8 @@ async fn scheduler(
 ) {
     let stats = &shared.status.scheduler;
     stats.started_ms.store(now_ms(), Ordering::Release);
-    let mut interval = tokio::time::interval(stats.tick);
-    interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    // The first tick at once; each next one a check period after the last one ended.
+    let mut next_tick = tokio::time::Instant::now();
     let mut wakeups = changes.subscribe();
     let mut schedules_seen = wakeups.borrow_and_update().schedules;
     let mut due: Option<tokio::time::Instant> = None;
@@ -1038,7 +1045,7 @@ async fn scheduler(
     loop {
         tokio::select! {
             _ = stop.cancelled() => return,
-            _ = interval.tick() => {}
+            () = tokio::time::sleep_until(next_tick) => {}
             changed = wakeups.changed() => {
                 let schedules = wakeups.borrow_and_update().schedules;
                 if changed.is_err() || schedules == schedules_seen {
@@ -1126,6 +1133,12 @@ async fn scheduler(
             }
         };
         *stats.last_error.lock().unwrap_or_else(|p| p.into_inner()) = error;
+        let pace = stats.check_every(changes.connected());
+        stats.pace_ms.store(
+            u64::try_from(pace.as_millis()).unwrap_or(u64::MAX),
+            Ordering::Relaxed,
+        );
+        next_tick = tokio::time::Instant::now() + pace;
     }
 }
 

@@ -190,7 +190,7 @@ impl operator_web::DaemonView for Shared {
             uptime_s: self.status.uptime().as_secs(),
             degraded: sched.degraded(now_ms),
             scheduler: operator_web::SchedulerState {
-                tick_ms: u64::try_from(sched.tick.as_millis()).unwrap_or(u64::MAX),
+                tick_ms: sched.pace_ms.load(Ordering::Relaxed),
                 max_lag_ms: i64::try_from(sched.max_lag.as_millis()).unwrap_or(i64::MAX),
                 last_tick_ms: (last > 0).then_some(last),
                 lag_ms: sched.lag_ms(now_ms),

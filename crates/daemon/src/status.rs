@@ -100,6 +100,7 @@ impl Status {
             scheduler: SchedulerStats {
                 tick,
                 max_lag,
+                pace_ms: AtomicU64::new(u64::try_from(tick.as_millis()).unwrap_or(u64::MAX)),
                 started_ms: AtomicI64::new(0),
                 last_tick_ms: AtomicI64::new(0),
                 fired: AtomicU64::new(0),
@@ -161,6 +162,9 @@ impl Status {
 pub(crate) struct SchedulerStats {
     pub(crate) tick: Duration,
     pub(crate) max_lag: Duration,
+    /// The time between ticks now, in milliseconds: the tick, or the longer pace while the
+    /// store's changes are heard ([`SchedulerStats::check_every`]).
+    pub(crate) pace_ms: AtomicU64,
     /// When the scheduler started (Unix ms; 0 before).
     pub(crate) started_ms: AtomicI64,
     /// When its last tick completed (Unix ms; 0 before the first).
@@ -171,7 +175,24 @@ pub(crate) struct SchedulerStats {
     pub(crate) last_error: Mutex<Option<String>>,
 }
 
+/// How often the scheduler looks at the store while the process hears the store's changes
+/// (at most: see [`SchedulerStats::check_every`]).
+const HEARD_CHECK: Duration = Duration::from_secs(10);
+
 impl SchedulerStats {
+    /// How long the scheduler waits between looks at the store when nothing wakes it. Without
+    /// the feed of store changes (`connected` false) that is its tick. With it, a schedule
+    /// change wakes the scheduler and a timer fires the next due schedule, so the periodic
+    /// look only confirms that the store answers (for the lag) and prunes old records: every
+    /// 10 s, kept under a third of the lag limit, and never more often than the tick.
+    pub(crate) fn check_every(&self, connected: bool) -> Duration {
+        if connected {
+            self.tick.max(HEARD_CHECK.min(self.max_lag / 3))
+        } else {
+            self.tick
+        }
+    }
+
     /// Whether the daemon is degraded at `now`: its scheduler lags more than its limit. The
     /// one place this rule is written (`/health?level=full`, the read API and the console ask).
     pub(crate) fn degraded(&self, now: i64) -> bool {
@@ -187,5 +208,36 @@ impl SchedulerStats {
             self.started_ms.load(Ordering::Acquire)
         };
         if since == 0 { 0 } else { (now - since).max(0) }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stats(tick_ms: u64, max_lag_ms: u64) -> SchedulerStats {
+        Status::new(
+            Duration::from_millis(tick_ms),
+            Duration::from_millis(max_lag_ms),
+        )
+        .scheduler
+    }
+
+    #[test]
+    fn the_scheduler_looks_every_tick_unless_it_hears_the_store() {
+        let defaults = stats(1_000, 30_000);
+        assert_eq!(defaults.check_every(false), Duration::from_secs(1));
+        // Heard: 10 s, a third of the default lag limit.
+        assert_eq!(defaults.check_every(true), Duration::from_secs(10));
+        // A tight lag limit keeps the looks under a third of it, never under the tick.
+        assert_eq!(
+            stats(1_000, 6_000).check_every(true),
+            Duration::from_secs(2)
+        );
+        assert_eq!(stats(1_000, 1).check_every(true), Duration::from_secs(1));
+        // A tick longer than 10 s is kept either way.
+        let slow = stats(600_000, 30_000);
+        assert_eq!(slow.check_every(true), Duration::from_secs(600));
+        assert_eq!(slow.check_every(false), Duration::from_secs(600));
     }
 }

@@ -208,7 +208,9 @@ pub(crate) struct OverviewCounts {
 /// The daemon's scheduler.
 #[derive(Debug, Serialize, ToSchema)]
 pub(crate) struct SchedulerState {
-    /// The periodic tick, in milliseconds.
+    /// The time between periodic ticks now, in milliseconds: the configured tick, or a longer
+    /// one (10 s by default) while the daemon hears the store's changes (schedules then fire
+    /// from those and a timer).
     tick_ms: u64,
     /// When the last tick completed.
     last_tick: Option<String>,

@@ -34,7 +34,9 @@ pub struct DaemonState {
 /// The daemon's scheduler.
 #[derive(Debug, Clone, Default)]
 pub struct SchedulerState {
-    /// The periodic tick, in milliseconds.
+    /// The time between periodic ticks now, in milliseconds: the configured tick, or a longer
+    /// one (10 s by default) while the daemon hears the store's changes (schedules then fire
+    /// from those and a timer).
     pub tick_ms: u64,
     /// The lag above which the daemon is degraded, in milliseconds.
     pub max_lag_ms: i64,

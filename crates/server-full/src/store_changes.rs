@@ -10,8 +10,9 @@
 //! (SQLite where no watch can be had) it asks the store's change version
 //! ([`store::StoreAdmin::change_version`]: `PRAGMA data_version`, no table read) every
 //! [`POLL`]. Either way it publishes a [`Version`] on a `tokio::sync::watch` channel, so a burst
-//! of changes wakes each consumer once. The feed is a hint: consumers read the store for the
-//! truth, and keep a slow timer of their own for what changes with time alone.
+//! of changes wakes each consumer once, and losing the feed wakes them too
+//! ([`StoreChanges::connected`] then says so). The feed is a hint: consumers read the store for
+//! the truth, and keep a slow timer of their own for what changes with time alone.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -99,6 +100,15 @@ impl Inner {
         self.sender.receiver_count() > 0
     }
 
+    /// Marks the feed lost; the first time, tells the subscribers too (as a change that may
+    /// concern schedules): a consumer that relied on the feed, such as the daemon's scheduler,
+    /// goes back to looking on its own at once.
+    fn disconnected(&self) {
+        if self.connected.swap(false, Ordering::AcqRel) {
+            self.bump(true);
+        }
+    }
+
     fn bump(&self, schedules: bool) {
         self.sender.send_modify(|v| {
             v.any = v.any.wrapping_add(1);
@@ -159,7 +169,7 @@ impl Inner {
                     }
                     seen = Some(v);
                 }
-                Ok(None) | Err(_) => self.connected.store(false, Ordering::Release),
+                Ok(None) | Err(_) => self.disconnected(),
             }
             std::thread::sleep(POLL);
         }
@@ -199,7 +209,7 @@ impl Inner {
                 Ok(Some(change)) => self.received(change),
                 Err(e) => {
                     tracing::warn!("lost the store's change feed ({e}); reopening it");
-                    self.connected.store(false, Ordering::Release);
+                    self.disconnected();
                     feed = None;
                     lost = true;
                 }

@@ -404,6 +404,54 @@ fn scheduler_firings_and_lag_are_counted() {
 }
 
 #[test]
+fn a_daemon_that_hears_its_store_ticks_every_ten_seconds_when_idle() {
+    let test = "metrics::a_daemon_that_hears_its_store_ticks_every_ten_seconds_when_idle";
+    let home = tempfile::tempdir().unwrap();
+    // The default one-second tick: while the daemon hears the store's changes, its idle looks
+    // come every 10 s instead.
+    let daemon = Daemon::start(test, home.path(), &[]);
+    daemon.wait_ready();
+    let addr = daemon.addr;
+    let ticks = || {
+        let (_, samples) = scrape(addr, &[]);
+        value(
+            &samples,
+            "hooks_mcp_scheduler_ticks_total",
+            &[("outcome", "ok")],
+        )
+        .unwrap_or(0.0)
+    };
+    // The first tick comes at once, the second a tick later (the feed may still be opening):
+    // count from after both.
+    let deadline = Instant::now() + PATIENCE;
+    while ticks() < 2.0 {
+        assert!(
+            Instant::now() < deadline,
+            "the scheduler never ticked twice"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let before = ticks();
+    std::thread::sleep(std::time::Duration::from_secs(4));
+    let after = ticks();
+    // At the one-second pace, four seconds hold four ticks.
+    assert!(
+        after - before <= 1.0,
+        "{} ticks in 4 s of idleness",
+        after - before
+    );
+    // The read API reports the pace the scheduler keeps, not only the setting.
+    let overview = http(addr, "GET", "/api/v1/overview", &[], "");
+    assert_eq!(overview.status, 200, "{}", overview.body);
+    assert_eq!(
+        overview.json()["scheduler"]["tick_ms"],
+        10_000,
+        "{}",
+        overview.body
+    );
+}
+
+#[test]
 fn metrics_can_be_turned_off() {
     let test = "metrics::metrics_can_be_turned_off";
     let home = tempfile::tempdir().unwrap();
