@@ -3,8 +3,9 @@
 //! A bounded load generator (one thread and one keep-alive connection per client, a fixed
 //! number of calls per level) measures `tools/call` throughput and p50/p99 latency over
 //! Streamable HTTP at several concurrency levels, then the private dirty memory each idle
-//! session costs the daemon (Streamable HTTP, and legacy SSE with its stream open). With
-//! `taskset` and two or more CPUs the daemon runs on CPU 0 and the generator on the others.
+//! session costs the daemon (Streamable HTTP, and legacy SSE with its stream open), and how
+//! often a daemon with no client wakes. With `taskset` and two or more CPUs the daemon runs on
+//! CPU 0 and the generator on the others.
 //!
 //! The stateless section (alone with `--only-stateless`) runs two daemons, one with
 //! `HOOKS_MCP_FAST_CALLS=off`, and measures in rotating rounds at each level: 2026-07-28
@@ -263,6 +264,35 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
             );
         }
     }
+    idle_wakeups(&bin, pinned, args.smoke)
+}
+
+/// How often a daemon with no client wakes: the context switches of all its threads over a
+/// quiet time, counted once start-up has settled (the scheduler's first looks done).
+fn idle_wakeups(bin: &Path, pinned: bool, smoke: bool) -> anyhow::Result<()> {
+    let (settle, window) = if smoke { (1, 1) } else { (12, 30) };
+    let home = tempfile::tempdir()?;
+    let mut daemon = Daemon::start_with(
+        bin,
+        home.path(),
+        &home.path().join("daemon.log"),
+        &[("HOOKS_MCP_LOG", "warn")],
+        pinned.then_some("0"),
+    )?;
+    std::thread::sleep(Duration::from_secs(settle));
+    let before = procfs::context_switches(daemon.pid())?;
+    std::thread::sleep(Duration::from_secs(window));
+    let after = procfs::context_switches(daemon.pid())?;
+    daemon.stop()?;
+    let woke = after.saturating_sub(before);
+    println!("\n## An idle daemon's wake-ups\n");
+    println!(
+        "A fresh daemon on SQLite, no client, {settle} s after start-up: the context switches \
+         of all its threads (each a wake-up or a preemption) over {window} s.\n"
+    );
+    println!("| wake-ups | per second |");
+    println!("|---:|---:|");
+    println!("| {woke} | {:.2} |", woke as f64 / window as f64);
     Ok(())
 }
 
