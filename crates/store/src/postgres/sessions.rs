@@ -3,6 +3,8 @@
 //! A sighting is one statement, and a counted tool call with its sighting is one statement too
 //! (data-modifying common table expressions): the hook pays no extra round trip.
 
+use postgres::types::ToSql;
+
 use super::{Fail, PostgresStore, parse_column, to_u64};
 use crate::fleet::{ReportRows, subscriptions_from_text, subscriptions_text};
 use crate::{
@@ -32,31 +34,36 @@ macro_rules! upsert_sql {
     };
 }
 
+/// Calls `f` with the parameters of [`upsert_sql!`] for `sighting` and `parent`.
+fn with_sighting<T>(
+    sighting: &Sighting,
+    parent: Option<&str>,
+    f: impl FnOnce(&[&(dyn ToSql + Sync)]) -> T,
+) -> T {
+    let subscriptions = subscriptions_text(sighting.subscriptions.as_ref());
+    f(&[
+        &sighting.session_id,
+        &sighting.at,
+        &sighting.event,
+        &sighting.transport.as_str(),
+        &sighting.cwd,
+        &subscriptions,
+        &parent,
+    ])
+}
+
 impl SessionStore for PostgresStore {
     fn record_sighting(&self, sighting: &Sighting) -> StoreResult<()> {
-        let subscriptions = subscriptions_text(sighting.subscriptions.as_ref());
         self.run(|db| {
-            db.execute(
-                upsert_sql!(),
-                &[
-                    &sighting.session_id,
-                    &sighting.at,
-                    &sighting.event,
-                    &sighting.transport.as_str(),
-                    &sighting.cwd,
-                    &subscriptions,
-                    &None::<&str>,
-                ],
-            )?;
+            with_sighting(sighting, None, |params| db.execute(upsert_sql!(), params))?;
             Ok(())
         })
     }
 
     fn count_sighted_call(&self, sighting: &Sighting) -> StoreResult<u64> {
-        let subscriptions = subscriptions_text(sighting.subscriptions.as_ref());
         self.run(|db| {
-            let n: i64 = db
-                .query_one(
+            let row = with_sighting(sighting, None, |params| {
+                db.query_one(
                     concat!(
                         "WITH seen AS (",
                         upsert_sql!(),
@@ -67,18 +74,10 @@ impl SessionStore for PostgresStore {
                              SET tool_calls = c.tool_calls + 1, updated_at = excluded.updated_at
                          RETURNING tool_calls"
                     ),
-                    &[
-                        &sighting.session_id,
-                        &sighting.at,
-                        &sighting.event,
-                        &sighting.transport.as_str(),
-                        &sighting.cwd,
-                        &subscriptions,
-                        &None::<&str>,
-                    ],
-                )?
-                .try_get(0)?;
-            to_u64(n, "tool-call count")
+                    params,
+                )
+            })?;
+            to_u64(row.try_get(0)?, "tool-call count")
         })
     }
 
@@ -112,20 +111,10 @@ impl SessionStore for PostgresStore {
     }
 
     fn record_subagent(&self, sighting: &Sighting, parent_id: &str) -> StoreResult<()> {
-        let subscriptions = subscriptions_text(sighting.subscriptions.as_ref());
         self.run(|db| {
-            db.execute(
-                upsert_sql!(),
-                &[
-                    &sighting.session_id,
-                    &sighting.at,
-                    &sighting.event,
-                    &sighting.transport.as_str(),
-                    &sighting.cwd,
-                    &subscriptions,
-                    &Some(parent_id),
-                ],
-            )?;
+            with_sighting(sighting, Some(parent_id), |params| {
+                db.execute(upsert_sql!(), params)
+            })?;
             Ok(())
         })
     }
