@@ -9,6 +9,8 @@
 //! line does not fit; what is left out is named in one summary line, channel by channel with
 //! its `critical` and `alert` counts ([`summary_line`]), which the budget always has room for.
 
+use std::fmt;
+
 use serde_json::{Value, json};
 use store::{Admission, Backlog, Delivery, Message, MessageView, Severity};
 
@@ -137,7 +139,7 @@ pub struct EventBudget {
 impl Admission for EventBudget {
     fn admit(&mut self, message: &Message) -> bool {
         let separator = usize::from(self.admitted > 0);
-        let cost = render_line(message).len() + separator;
+        let cost = line_len(message) + separator;
         if cost > self.left {
             return false;
         }
@@ -152,24 +154,69 @@ impl Admission for EventBudget {
 /// repeat until acknowledged (alert, critical) say how to acknowledge; `info` ones are shown
 /// once and do not. A message to the session alone says so (`[ALERT #12 deploys, to you]`).
 pub fn render_line(m: &Message) -> String {
-    let level = m.severity.as_str().to_ascii_uppercase();
-    let mut line = match &m.target {
-        None => format!("[{level} #{} {}] {}", m.id, m.channel, m.body),
-        Some(_) => format!("[{level} #{} {}, to you] {}", m.id, m.channel, m.body),
-    };
-    if m.severity != Severity::Info {
-        line.push_str(&format!(" (ack: channel_acknowledge message_id={})", m.id));
-    }
+    let mut line = String::with_capacity(line_len(m));
+    // Writing into a `String` cannot fail.
+    let _ = write_line(&mut line, m);
     line
+}
+
+/// The length in bytes of [`render_line`]'s text for `m`, counted without building it (an
+/// event's admission measures every candidate line).
+pub(crate) fn line_len(m: &Message) -> usize {
+    let mut count = ByteCount(0);
+    let _ = write_line(&mut count, m);
+    count.0
+}
+
+/// Writes [`render_line`]'s text for `m` to `out`: the one place the line's form is kept.
+fn write_line(out: &mut impl fmt::Write, m: &Message) -> fmt::Result {
+    let level = match m.severity {
+        Severity::Info => "INFO",
+        Severity::Alert => "ALERT",
+        Severity::Critical => "CRITICAL",
+    };
+    write!(out, "[{level} #{} {}", m.id, m.channel)?;
+    if m.target.is_some() {
+        out.write_str(", to you")?;
+    }
+    write!(out, "] {}", m.body)?;
+    if m.severity != Severity::Info {
+        write!(out, " (ack: channel_acknowledge message_id={})", m.id)?;
+    }
+    Ok(())
+}
+
+/// A [`fmt::Write`] that only counts the bytes written to it.
+struct ByteCount(usize);
+
+impl fmt::Write for ByteCount {
+    fn write_str(&mut self, s: &str) -> fmt::Result {
+        self.0 += s.len();
+        Ok(())
+    }
 }
 
 /// The hook text of one delivery: a line per message shown ([`render_line`]), in order, then
 /// the summary of what was left out ([`summary_line`]). Empty when nothing was due. Within the
 /// budget whose [`DeliveryBudget::for_event`] admitted the messages.
 pub fn render_bounded(delivery: &Delivery) -> String {
-    let mut lines: Vec<String> = delivery.shown.iter().map(render_line).collect();
-    lines.extend(summary_line(&delivery.unshown));
-    lines.join("\n")
+    let summary = summary_line(&delivery.unshown);
+    let len = delivery.shown.iter().map(|m| line_len(m) + 1).sum::<usize>()
+        + summary.as_ref().map_or(0, String::len);
+    let mut text = String::with_capacity(len);
+    for m in &delivery.shown {
+        if !text.is_empty() {
+            text.push('\n');
+        }
+        let _ = write_line(&mut text, m);
+    }
+    if let Some(summary) = summary {
+        if !text.is_empty() {
+            text.push('\n');
+        }
+        text.push_str(&summary);
+    }
+    text
 }
 
 /// The one line that names what a delivery left out, at most [`SUMMARY_MAX_BYTES`] long, e.g.

@@ -642,6 +642,39 @@ fn message(id: i64, channel: &str, severity: Severity, body: &str) -> Message {
 }
 
 #[test]
+fn a_line_says_severity_id_channel_and_how_to_acknowledge_and_its_length_is_counted_exactly() {
+    let info = message(3, "ci", Severity::Info, "build green");
+    let alert = message(12, "deploys", Severity::Alert, "db is down");
+    let mut critical = message(40, "ops", Severity::Critical, "disk full: café ☕");
+    critical.target = Some("s1".into());
+    let lines = [
+        (&info, "[INFO #3 ci] build green".to_owned()),
+        (
+            &alert,
+            "[ALERT #12 deploys] db is down (ack: channel_acknowledge message_id=12)".to_owned(),
+        ),
+        (
+            &critical,
+            "[CRITICAL #40 ops, to you] disk full: café ☕ (ack: channel_acknowledge \
+             message_id=40)"
+                .to_owned(),
+        ),
+    ];
+    for (m, expected) in &lines {
+        assert_eq!(crate::render_line(m), *expected);
+        assert_eq!(crate::budget::line_len(m), expected.len(), "{expected}");
+    }
+    let delivery = store::Delivery {
+        shown: vec![info.clone(), alert.clone()],
+        ..store::Delivery::default()
+    };
+    assert_eq!(
+        crate::render_bounded(&delivery),
+        format!("{}\n{}", lines[0].1, lines[1].1)
+    );
+}
+
+#[test]
 fn the_budget_setting_parses_tokens_and_reports_bad_values() {
     use crate::{DEFAULT_BUDGET_TOKENS, DeliveryBudget, MIN_BUDGET_TOKENS};
     assert_eq!(DeliveryBudget::parse("").unwrap(), DeliveryBudget::DEFAULT);
