@@ -66,8 +66,8 @@ pub(crate) enum FrontError {
     Watch {
         /// The directory.
         dir: PathBuf,
-        /// What creating or watching it said.
-        source: io::Error,
+        /// What resolving, creating or watching it said.
+        source: store_files::WatchError,
     },
 }
 
@@ -111,7 +111,7 @@ impl fmt::Display for FrontError {
             FrontError::Watch { dir, source } => write!(
                 f,
                 "cannot watch the store's directory `{}`: {source}; check that it can be \
-                 created and read (HOOKS_MCP_HOME), or raise fs.inotify.max_user_instances",
+                 created and read (HOOKS_MCP_HOME)",
                 dir.display()
             ),
         }
@@ -121,9 +121,8 @@ impl fmt::Display for FrontError {
 impl std::error::Error for FrontError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
-            FrontError::Spawn { source, .. }
-            | FrontError::Read { source, .. }
-            | FrontError::Watch { source, .. } => Some(source),
+            FrontError::Spawn { source, .. } | FrontError::Read { source, .. } => Some(source),
+            FrontError::Watch { source, .. } => Some(source),
             _ => None,
         }
     }

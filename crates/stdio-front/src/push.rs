@@ -126,7 +126,7 @@ impl Pushing {
     }
 
     /// [`StoreWatch::drain`], a read error counting as no event.
-    fn drain(&self) -> bool {
+    fn drain(&mut self) -> bool {
         self.watch.drain().unwrap_or_else(|e| {
             debug(|| format!("cannot read the push watch: {e}"));
             false

@@ -92,13 +92,13 @@ impl Watching {
     /// Watches the store at `db`, then takes the baseline listing (so no change after it is
     /// missed).
     fn start(db: &Path, stdio: &Path) -> Result<Watching, FrontError> {
-        let watch = StoreWatch::open(db).map_err(|source| FrontError::Watch {
+        let mut watch = StoreWatch::open(db).map_err(|source| FrontError::Watch {
             dir: db.parent().unwrap_or(Path::new(".")).to_path_buf(),
             source,
         })?;
         let baseline = resources::list(stdio)?;
         let mut pacer = Pacer::default();
-        pacer.baseline(Instant::now(), drain(&watch));
+        pacer.baseline(Instant::now(), drain(&mut watch));
         Ok(Watching {
             watch,
             pacer,
@@ -110,9 +110,9 @@ impl Watching {
     fn check(&mut self, stdio: &Path) -> Result<bool, FrontError> {
         let follow_up = self.pacer.start();
         // Wakes queued before this run are what it answers.
-        drain(&self.watch);
+        drain(&mut self.watch);
         let listed = resources::list(stdio);
-        let events = drain(&self.watch);
+        let events = drain(&mut self.watch);
         let changed = listed.as_ref().is_ok_and(|l| l.uris != self.uris);
         self.pacer.ran(Instant::now(), follow_up, changed, events);
         let listing = listed?;
@@ -124,7 +124,7 @@ impl Watching {
 }
 
 /// [`StoreWatch::drain`], a read error counting as no event (the watch cannot wake itself).
-fn drain(watch: &StoreWatch) -> bool {
+fn drain(watch: &mut StoreWatch) -> bool {
     watch.drain().unwrap_or_else(|e| {
         debug(|| format!("cannot read the store watch: {e}"));
         false
@@ -243,7 +243,7 @@ pub(crate) fn serve(
         };
         if woken
             && let Some(watching) = &mut front.watching
-            && drain(&watching.watch)
+            && drain(&mut watching.watch)
         {
             watching.pacer.woken();
         }

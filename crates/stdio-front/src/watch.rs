@@ -1,118 +1,88 @@
-//! Watching the store for a held `resourcesListChanged` subscription, at no cost while idle:
-//! where the SQLite store lives (the store crate's rule, replicated: this crate must not link
-//! it), an inotify descriptor on its directory that wakes the loop only when the database file
-//! or its WAL is written, and the pacing of the listing child that those wakes start.
+//! Watching the store for a held `resourcesListChanged` subscription or a push, at no cost
+//! while idle: where the SQLite store lives (the rule of the `store-files` crate, which the
+//! store follows too), a watch on its directory ([`DirWatch`]) that wakes the loop only when
+//! the database file or its WAL is written, and the pacing of the child that those wakes start.
 
-use std::ffi::{OsStr, OsString};
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-/// The store crate's variable naming the directory that holds `state.db`.
-pub const HOME_ENV: &str = "HOOKS_MCP_HOME";
+use store_files::{DirWatch, StoreLocation, WatchError};
+
+pub use store_files::HOME_ENV;
+
 /// The store crate's variable selecting PostgreSQL (when set and not blank).
 pub const DATABASE_URL_ENV: &str = "HOOKS_MCP_DATABASE_URL";
 
-/// The SQLite database file the store would open, found as the store crate finds it:
-/// `$HOOKS_MCP_HOME/state.db`, else `$XDG_STATE_HOME/hooks-mcp/state.db`, else
-/// `$HOME/.local/state/hooks-mcp/state.db`, empty variables counting as unset. `None` when
-/// [`DATABASE_URL_ENV`] selects PostgreSQL (any value but white space), or when no variable
-/// names a place. `var` looks a variable up (`std::env::var_os`, or a test's table).
+/// The SQLite database file the store would open ([`StoreLocation`]'s rule, empty variables
+/// counting as unset). `None` when [`DATABASE_URL_ENV`] selects PostgreSQL (any value but
+/// white space), or when no variable names a place. `var` looks a variable up
+/// (`std::env::var_os`, or a test's table).
 pub fn sqlite_store_file(var: impl Fn(&str) -> Option<OsString>) -> Option<PathBuf> {
     let url = var(DATABASE_URL_ENV);
     if url.is_some_and(|u| !u.to_string_lossy().trim().is_empty()) {
         return None;
     }
-    let set = |name: &str| var(name).filter(|v| !v.is_empty()).map(PathBuf::from);
-    if let Some(home) = set(HOME_ENV) {
-        return Some(home.join("state.db"));
-    }
-    if let Some(state) = set("XDG_STATE_HOME") {
-        return Some(state.join("hooks-mcp").join("state.db"));
-    }
-    set("HOME").map(|home| home.join(".local/state/hooks-mcp/state.db"))
+    StoreLocation::resolve(|name| var(name).filter(|v| !v.is_empty()).map(PathBuf::from))
+        .map(|location| location.path)
 }
 
 /// Whether this platform can watch a directory (inotify).
 pub(crate) const CAN_WATCH: bool = cfg!(any(target_os = "linux", target_os = "android"));
 
-/// The file names whose writes mean the store changed: the database and its WAL.
-fn watched_names(db: &Path) -> Option<[OsString; 2]> {
-    let name = db.file_name()?.to_owned();
-    let mut wal = name.clone();
-    wal.push("-wal");
-    Some([name, wal])
-}
-
-/// An inotify descriptor on the store's directory (close-on-exec: neither the listing child
-/// nor the full server inherits it).
+/// The light loop's watch on the store: a [`DirWatch`] on its directory (created when
+/// missing), opened again when it ends (the directory removed, then made again by the next
+/// program that opens the store), so a session goes on hearing the store.
 #[derive(Debug)]
 pub(crate) struct StoreWatch {
-    #[cfg(any(target_os = "linux", target_os = "android"))]
-    fd: std::os::fd::OwnedFd,
-    names: [OsString; 2],
+    db: PathBuf,
+    watch: DirWatch,
 }
 
-#[cfg(any(target_os = "linux", target_os = "android"))]
 impl StoreWatch {
     /// Watches the directory of the database file `db` (created if missing) for writes to the
     /// database and its WAL, and for a file renamed onto the database.
     ///
     /// # Errors
-    /// What creating the directory or the watch said.
-    pub(crate) fn open(db: &Path) -> std::io::Result<StoreWatch> {
-        use rustix::fs::inotify::{self, CreateFlags, WatchFlags};
-        let names = watched_names(db).ok_or_else(|| std::io::Error::other("no file name"))?;
-        let dir = db.parent().unwrap_or(Path::new("."));
-        std::fs::create_dir_all(dir)?;
-        let fd = inotify::init(CreateFlags::NONBLOCK | CreateFlags::CLOEXEC)?;
-        inotify::add_watch(&fd, dir, WatchFlags::MODIFY | WatchFlags::MOVED_TO)?;
-        Ok(StoreWatch { fd, names })
+    /// What resolving, creating or watching the directory said.
+    pub(crate) fn open(db: &Path) -> Result<StoreWatch, WatchError> {
+        Ok(StoreWatch {
+            db: db.to_path_buf(),
+            watch: DirWatch::open(db, true)?,
+        })
     }
 
     /// The descriptor to poll.
+    #[cfg(any(target_os = "linux", target_os = "android"))]
     pub(crate) fn fd(&self) -> std::os::fd::BorrowedFd<'_> {
-        std::os::fd::AsFd::as_fd(&self.fd)
+        self.watch.fd()
     }
 
-    /// Reads every queued event: whether one was a write to the database or its WAL (or the
-    /// queue overflowed, which may have hidden one).
+    /// Reads every queued event: whether the store may have changed (the database or its WAL
+    /// was written, a file renamed onto it, the queue overflowed, or the watch ended and was
+    /// opened again, missing what happened meanwhile).
     ///
     /// # Errors
-    /// What reading the descriptor said.
-    pub(crate) fn drain(&self) -> std::io::Result<bool> {
-        use std::mem::MaybeUninit;
-        use std::os::unix::ffi::OsStrExt;
-
-        use rustix::fs::inotify::{ReadFlags, Reader};
-        let mut buf = [MaybeUninit::<u8>::uninit(); 4096];
-        let mut reader = Reader::new(&self.fd, &mut buf);
-        let mut relevant = false;
-        loop {
-            let event = match reader.next() {
-                Ok(event) => event,
-                Err(rustix::io::Errno::AGAIN) => return Ok(relevant),
-                Err(rustix::io::Errno::INTR) => continue,
-                Err(e) => return Err(e.into()),
-            };
-            if event.events().contains(ReadFlags::QUEUE_OVERFLOW) {
-                relevant = true;
-                continue;
+    /// What reading the descriptor said, or why the ended watch could not be opened again
+    /// (the session then hears the store no more; the old descriptor stays, never readable).
+    pub(crate) fn drain(&mut self) -> std::io::Result<bool> {
+        #[cfg(any(target_os = "linux", target_os = "android"))]
+        {
+            let drained = self.watch.drain()?;
+            if drained.ended {
+                self.watch = DirWatch::open(&self.db, true).map_err(|e| {
+                    std::io::Error::other(format!(
+                        "the watch on the store's directory ended and cannot be opened again: {e}"
+                    ))
+                })?;
             }
-            let named = event.file_name().map(|n| OsStr::from_bytes(n.to_bytes()));
-            relevant |= named.is_some_and(|n| self.names.iter().any(|w| w == n));
+            Ok(drained.written || drained.replaced || drained.ended)
         }
-    }
-}
-
-#[cfg(not(any(target_os = "linux", target_os = "android")))]
-impl StoreWatch {
-    /// No inotify here: the front end hands `resourcesListChanged` to the full server.
-    pub(crate) fn open(db: &Path) -> std::io::Result<StoreWatch> {
-        let _ = watched_names(db);
-        Err(std::io::Error::new(
-            std::io::ErrorKind::Unsupported,
-            "this platform has no inotify",
-        ))
+        #[cfg(not(any(target_os = "linux", target_os = "android")))]
+        {
+            let _ = &self.db;
+            Ok(false)
+        }
     }
 }
 

@@ -19,7 +19,8 @@
 //!   and a LISTEN/NOTIFY change feed ([`StoreAdmin::changes`]).
 //! - [`open_from_env`]: the one place that picks the backend from the environment
 //!   ([`open_sqlite_from_env`] for a program that links no PostgreSQL client).
-//! - [`StoreLocation`]: where the database lives (`HOOKS_MCP_HOME`, else the XDG state directory).
+//! - [`StoreLocation`] (the `store-files` crate's, which the stdio front end shares): where the
+//!   database lives (`HOOKS_MCP_HOME`, else the XDG state directory).
 //! - [`StoreError`]: typed failures that say what is wrong and how to repair it.
 //! - [`PushStore`]: the urgent messages to push into one session (Claude Code's channels).
 //! - [`no_wait`]: store calls that answer at once or refuse, for servers that run read-only
@@ -37,7 +38,6 @@ mod audit;
 mod delivery;
 mod error;
 mod fleet;
-mod location;
 pub mod no_wait;
 #[cfg(feature = "postgres")]
 mod postgres;
@@ -49,7 +49,6 @@ mod sqlite;
 pub use api::*;
 pub use delivery::{Admission, AtMost, Backlog, Delivery, Unbounded, delivery_order};
 pub use error::StoreError;
-pub use location::{HOME_ENV, StoreLocation};
 #[cfg(feature = "postgres")]
 pub use postgres::{
     CONNECT_TIMEOUT_ENV, POOL_SIZE_ENV, PgOptions, PostgresStore, STATEMENT_TIMEOUT_ENV,
@@ -60,6 +59,7 @@ pub use retention::{
 };
 pub use rules::{from_rfc3339, to_rfc3339};
 pub use sqlite::{OpenOptions, Opened, SCHEMA_VERSION, SqliteStore};
+pub use store_files::{HOME_ENV, StoreLocation};
 
 /// Environment variable holding a PostgreSQL URL; when set (and not blank) it selects the
 /// PostgreSQL backend instead of SQLite.

@@ -201,7 +201,11 @@ impl fmt::Write for ByteCount {
 /// budget whose [`DeliveryBudget::for_event`] admitted the messages.
 pub fn render_bounded(delivery: &Delivery) -> String {
     let summary = summary_line(&delivery.unshown);
-    let len = delivery.shown.iter().map(|m| line_len(m) + 1).sum::<usize>()
+    let len = delivery
+        .shown
+        .iter()
+        .map(|m| line_len(m) + 1)
+        .sum::<usize>()
         + summary.as_ref().map_or(0, String::len);
     let mut text = String::with_capacity(len);
     for m in &delivery.shown {

@@ -66,7 +66,7 @@ fn the_store_file_follows_the_store_crates_rule() {
 fn the_watch_wakes_for_the_database_and_its_wal_only() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("new/dir/state.db");
-    let watch = StoreWatch::open(&db).unwrap();
+    let mut watch = StoreWatch::open(&db).unwrap();
     assert!(db.parent().unwrap().is_dir(), "the directory is created");
     assert!(!watch.drain().unwrap(), "nothing yet");
 
@@ -92,6 +92,36 @@ fn the_watch_wakes_for_the_database_and_its_wal_only() {
     assert!(!watch.drain().unwrap());
     std::fs::rename(db.with_file_name("state.db.new"), &db).unwrap();
     assert!(watch.drain().unwrap(), "a rename onto the database wakes");
+}
+
+#[cfg(any(target_os = "linux", target_os = "android"))]
+#[test]
+fn a_removed_store_directory_is_watched_again_once_made_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    let db = home.join("state.db");
+    let mut watch = StoreWatch::open(&db).unwrap();
+    std::fs::remove_dir_all(&home).unwrap();
+    // The watch ended: the store may have changed, and the directory is watched again.
+    assert!(watch.drain().unwrap(), "an ended watch counts as a change");
+    assert!(home.is_dir(), "made again");
+    assert!(!watch.drain().unwrap(), "drained");
+    std::fs::write(home.join("state.db-wal"), b"x").unwrap();
+    assert!(watch.drain().unwrap(), "a write after the new watch wakes");
+}
+
+#[cfg(any(target_os = "linux", target_os = "android"))]
+#[test]
+fn a_store_reached_through_a_link_wakes_on_the_wal_sqlite_writes() {
+    let real = tempfile::tempdir().unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let file = real.path().join("shared.db");
+    std::fs::write(&file, b"").unwrap();
+    let db = home.path().join("state.db");
+    std::os::unix::fs::symlink(&file, &db).unwrap();
+    let mut watch = StoreWatch::open(&db).unwrap();
+    std::fs::write(real.path().join("shared.db-wal"), b"x").unwrap();
+    assert!(watch.drain().unwrap(), "the WAL beside the real file wakes");
 }
 
 #[test]

@@ -9,21 +9,19 @@
 //! Nothing else runs between writes: a process that holds a feed costs no wake-ups while the
 //! store is quiet beyond its own wait's timeout.
 
-use std::ffi::OsString;
-use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use rusqlite::Connection;
+use store_files::{DirWatch, WatchError};
 
 use crate::{Change, ChangeFeed, StoreError, StoreResult};
 
 /// A feed of the commits any connection makes to one SQLite database.
 pub(crate) struct FileFeed {
+    /// The database file, resolved.
     path: PathBuf,
-    fd: OwnedFd,
-    /// The database's file name and its WAL's.
-    names: [OsString; 2],
+    watch: DirWatch,
     conn: Connection,
     /// The data version last reported.
     seen: u64,
@@ -55,33 +53,23 @@ impl FileFeed {
     /// [`StoreError::Io`] when the path cannot be resolved, and what SQLite says when its
     /// connection cannot be opened or read (the caller may retry).
     pub(crate) fn open(path: &Path) -> StoreResult<FileFeed> {
-        use rustix::fs::inotify::{self, CreateFlags, WatchFlags};
-        let path = &std::fs::canonicalize(path).map_err(|e| io_error("resolving", path, e))?;
-        // Resolved, the path is absolute and names its file.
-        let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
-            let no_file = std::io::Error::other("the path names no file");
-            return Err(io_error("watching for changes", path, no_file));
-        };
-        let name = name.to_owned();
-        let mut wal = name.clone();
-        wal.push("-wal");
-        use rustix::io::Errno;
-        // `hint` says what to raise when the error is `limit`'s.
-        let no_watch = |e: Errno, limit: Errno, hint: &'static str| StoreError::NoWatch {
-            path: path.to_path_buf(),
-            source: e.into(),
-            hint: if e == limit { hint } else { "" },
-        };
-        let fd = inotify::init(CreateFlags::NONBLOCK | CreateFlags::CLOEXEC)
-            .map_err(|e| no_watch(e, Errno::MFILE, INSTANCES_HINT))?;
-        inotify::add_watch(&fd, dir, WatchFlags::MODIFY | WatchFlags::MOVED_TO)
-            .map_err(|e| no_watch(e, Errno::NOSPC, WATCHES_HINT))?;
+        let watch = DirWatch::open(path, false).map_err(|e| match e {
+            WatchError::Path { path, source } => io_error("resolving", &path, source),
+            e => StoreError::NoWatch {
+                path: path.to_path_buf(),
+                hint: e.hint(),
+                source: match e {
+                    WatchError::Init(source) | WatchError::Add(source) => source,
+                    other => std::io::Error::other(other.to_string()),
+                },
+            },
+        })?;
+        let path = watch.path().to_path_buf();
         let conn =
-            super::open_read_only(path, BUSY_WAIT).map_err(|e| super::map_err(path, e, None))?;
+            super::open_read_only(&path, BUSY_WAIT).map_err(|e| super::map_err(&path, e, None))?;
         let mut feed = FileFeed {
-            path: path.to_path_buf(),
-            fd,
-            names: [name, wal],
+            path,
+            watch,
             conn,
             seen: 0,
             settle: None,
@@ -102,38 +90,20 @@ impl FileFeed {
     /// replaced by a rename (this feed's connection reads the old file): the caller reopens
     /// the feed.
     fn drain(&self) -> StoreResult<bool> {
-        use std::ffi::OsStr;
-        use std::mem::MaybeUninit;
-        use std::os::unix::ffi::OsStrExt;
-
-        use rustix::fs::inotify::{ReadFlags, Reader};
-        let mut buf = [MaybeUninit::<u8>::uninit(); 4096];
-        let mut reader = Reader::new(&self.fd, &mut buf);
-        let mut relevant = false;
-        loop {
-            match reader.next() {
-                Ok(event) => {
-                    let named = event.file_name().map(|n| OsStr::from_bytes(n.to_bytes()));
-                    let flags = event.events();
-                    let replaced = flags.contains(ReadFlags::MOVED_TO)
-                        && named.is_some_and(|n| n == self.names[0]);
-                    if flags.contains(ReadFlags::IGNORED) || replaced {
-                        let why = if replaced {
-                            "the database file was replaced"
-                        } else {
-                            "the watch on its directory ended"
-                        };
-                        let ended = std::io::Error::other(why);
-                        return Err(io_error("watching", &self.path, ended));
-                    }
-                    relevant |= flags.contains(ReadFlags::QUEUE_OVERFLOW)
-                        || named.is_some_and(|n| self.names.iter().any(|w| w == n));
-                }
-                Err(rustix::io::Errno::AGAIN) => return Ok(relevant),
-                Err(rustix::io::Errno::INTR) => {}
-                Err(e) => return Err(io_error("reading file events of", &self.path, e.into())),
-            }
+        let drained = self
+            .watch
+            .drain()
+            .map_err(|e| io_error("reading file events of", &self.path, e))?;
+        if drained.replaced || drained.ended {
+            let why = if drained.replaced {
+                "the database file was replaced"
+            } else {
+                "the watch on its directory ended"
+            };
+            let ended = std::io::Error::other(why);
+            return Err(io_error("watching", &self.path, ended));
         }
+        Ok(drained.written)
     }
 }
 
@@ -160,7 +130,8 @@ impl ChangeFeed for FileFeed {
                     tv_sec: i64::MAX,
                     tv_nsec: 0,
                 });
-                let mut fds = [PollFd::new(&self.fd, PollFlags::IN)];
+                let fd = self.watch.fd();
+                let mut fds = [PollFd::new(&fd, PollFlags::IN)];
                 match poll(&mut fds, Some(&left)) {
                     Ok(0) => continue,
                     Ok(_) => {}
@@ -201,13 +172,6 @@ impl ChangeFeed for FileFeed {
         }
     }
 }
-
-/// What to raise when `inotify_init` finds no instance left (`EMFILE`).
-const INSTANCES_HINT: &str = "; too many watches: raise the per-user limit with `sysctl \
-                              fs.inotify.max_user_instances=1024`";
-/// What to raise when `inotify_add_watch` finds no watch left (`ENOSPC`).
-const WATCHES_HINT: &str = "; too many watches: raise the per-user limit with `sysctl \
-                            fs.inotify.max_user_watches=65536`";
 
 /// A failure of the feed on the database at `path`.
 fn io_error(action: &'static str, path: &Path, source: std::io::Error) -> StoreError {

@@ -1,4 +1,4 @@
-//! Where the store lives.
+//! Where the store lives: the one rule every program that opens or watches it follows.
 
 use std::path::{Path, PathBuf};
 
