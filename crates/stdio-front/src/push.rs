@@ -125,10 +125,11 @@ impl Pushing {
         lines
     }
 
-    /// [`StoreWatch::drain`], a read error counting as no event.
+    /// [`StoreWatch::drain`], a read error counting as no event, said on stderr (see
+    /// [`StoreWatch::drain`]).
     fn drain(&mut self) -> bool {
         self.watch.drain().unwrap_or_else(|e| {
-            debug(|| format!("cannot read the push watch: {e}"));
+            protocol_lite::diag!("hooks-mcp: cannot read the push watch: {e}");
             false
         })
     }

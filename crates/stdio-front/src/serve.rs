@@ -123,10 +123,12 @@ impl Watching {
     }
 }
 
-/// [`StoreWatch::drain`], a read error counting as no event (the watch cannot wake itself).
+/// [`StoreWatch::drain`], a read error counting as no event (the watch cannot wake itself),
+/// said on stderr: a watch that ended and could not be opened again leaves the session deaf
+/// to the store's changes.
 fn drain(watch: &mut StoreWatch) -> bool {
     watch.drain().unwrap_or_else(|e| {
-        debug(|| format!("cannot read the store watch: {e}"));
+        protocol_lite::diag!("hooks-mcp: cannot read the store watch: {e}");
         false
     })
 }
