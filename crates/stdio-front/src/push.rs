@@ -67,7 +67,7 @@ impl Pushing {
 
     /// The descriptor was readable: reads its events, and a write to the store makes a run due.
     pub(crate) fn woken(&mut self) {
-        if self.drain() {
+        if self.watch.drain() {
             self.pacer.woken();
         }
     }
@@ -86,10 +86,10 @@ impl Pushing {
     /// run is reported and pushes nothing (the next write tries again).
     pub(crate) fn run(&mut self, stdio: &Path) -> Vec<Vec<u8>> {
         // Writes queued before this run are what it answers.
-        self.drain();
+        self.watch.drain();
         let follow_up = self.pacer.start();
         let batch = pending(stdio, self.cursor, std::mem::replace(&mut self.ran, true));
-        let written = self.drain();
+        let written = self.watch.drain();
         let (lines, more) = match batch {
             Ok(batch) => match Cursor::parse(&batch.cursor) {
                 Ok(cursor) => {
@@ -123,15 +123,6 @@ impl Pushing {
         }
         debug(|| format!("push run: {} to push, cursor {}", lines.len(), self.cursor));
         lines
-    }
-
-    /// [`StoreWatch::drain`], a read error counting as no event, said on stderr (see
-    /// [`StoreWatch::drain`]).
-    fn drain(&mut self) -> bool {
-        self.watch.drain().unwrap_or_else(|e| {
-            protocol_lite::diag!("hooks-mcp: cannot read the push watch: {e}");
-            false
-        })
     }
 }
 

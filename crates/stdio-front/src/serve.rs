@@ -98,7 +98,7 @@ impl Watching {
         })?;
         let baseline = resources::list(stdio)?;
         let mut pacer = Pacer::default();
-        pacer.baseline(Instant::now(), drain(&mut watch));
+        pacer.baseline(Instant::now(), watch.drain());
         Ok(Watching {
             watch,
             pacer,
@@ -110,9 +110,9 @@ impl Watching {
     fn check(&mut self, stdio: &Path) -> Result<bool, FrontError> {
         let follow_up = self.pacer.start();
         // Wakes queued before this run are what it answers.
-        drain(&mut self.watch);
+        self.watch.drain();
         let listed = resources::list(stdio);
-        let events = drain(&mut self.watch);
+        let events = self.watch.drain();
         let changed = listed.as_ref().is_ok_and(|l| l.uris != self.uris);
         self.pacer.ran(Instant::now(), follow_up, changed, events);
         let listing = listed?;
@@ -121,16 +121,6 @@ impl Watching {
         }
         Ok(changed)
     }
-}
-
-/// [`StoreWatch::drain`], a read error counting as no event (the watch cannot wake itself),
-/// said on stderr: a watch that ended and could not be opened again leaves the session deaf
-/// to the store's changes.
-fn drain(watch: &mut StoreWatch) -> bool {
-    watch.drain().unwrap_or_else(|e| {
-        protocol_lite::diag!("hooks-mcp: cannot read the store watch: {e}");
-        false
-    })
 }
 
 /// Whether to go on serving.
@@ -245,7 +235,7 @@ pub(crate) fn serve(
         };
         if woken
             && let Some(watching) = &mut front.watching
-            && drain(&mut watching.watch)
+            && watching.watch.drain()
         {
             watching.pacer.woken();
         }

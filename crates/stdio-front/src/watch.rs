@@ -60,29 +60,36 @@ impl StoreWatch {
 
     /// Reads every queued event: whether the store may have changed (the database or its WAL
     /// was written, a file renamed onto it, the queue overflowed, or the watch ended and was
-    /// opened again, missing what happened meanwhile).
-    ///
-    /// # Errors
-    /// What reading the descriptor said, or why the ended watch could not be opened again
-    /// (the session then hears the store no more; the old descriptor stays, never readable).
-    pub(crate) fn drain(&mut self) -> std::io::Result<bool> {
-        #[cfg(any(target_os = "linux", target_os = "android"))]
-        {
-            let drained = self.watch.drain()?;
-            if drained.ended {
-                self.watch = DirWatch::open(&self.db, true).map_err(|e| {
-                    std::io::Error::other(format!(
-                        "the watch on the store's directory ended and cannot be opened again: {e}"
-                    ))
-                })?;
+    /// opened again, missing what happened meanwhile). A read error, or an ended watch that
+    /// cannot be opened again (the session then hears the store no more: the old descriptor
+    /// stays, never readable), is said on stderr and counts as no change.
+    pub(crate) fn drain(&mut self) -> bool {
+        match self.try_drain() {
+            Ok(changed) => changed,
+            Err(e) => {
+                protocol_lite::diag!("hooks-mcp: cannot read the store watch: {e}");
+                false
             }
-            Ok(drained.written || drained.replaced || drained.ended)
         }
-        #[cfg(not(any(target_os = "linux", target_os = "android")))]
-        {
-            let _ = &self.db;
-            Ok(false)
+    }
+
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    fn try_drain(&mut self) -> std::io::Result<bool> {
+        let drained = self.watch.drain()?;
+        if drained.ended {
+            self.watch = DirWatch::open(&self.db, true).map_err(|e| {
+                std::io::Error::other(format!(
+                    "the watch on the store's directory ended and cannot be opened again: {e}"
+                ))
+            })?;
         }
+        Ok(drained.written || drained.replaced || drained.ended)
+    }
+
+    #[cfg(not(any(target_os = "linux", target_os = "android")))]
+    fn try_drain(&mut self) -> std::io::Result<bool> {
+        let _ = &self.db;
+        Ok(false)
     }
 }
 

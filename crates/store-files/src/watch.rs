@@ -15,54 +15,33 @@ pub enum WatchError {
         /// What resolving or creating it said.
         source: std::io::Error,
     },
-    /// No inotify instance could be had (`EMFILE`: the per-user limit).
-    #[error("cannot start a file watch: {0}{hint}", hint = instances_hint(.0))]
-    Init(std::io::Error),
-    /// The directory could not be watched (`ENOSPC`: the per-user limit of watches).
-    #[error("cannot watch the directory: {0}{hint}", hint = watches_hint(.0))]
-    Add(std::io::Error),
+    /// No inotify instance could be had, or the directory could not be watched.
+    #[error("cannot watch the directory: {source}{hint}")]
+    Watch {
+        /// What the OS said.
+        source: std::io::Error,
+        /// What to raise when a per-user limit was reached (empty otherwise).
+        hint: &'static str,
+    },
     /// This platform has no inotify.
     #[error("this platform has no inotify")]
     Unsupported,
 }
 
-impl WatchError {
-    /// The OS error, when there is one.
-    pub fn io(&self) -> Option<&std::io::Error> {
-        match self {
-            WatchError::Path { source, .. } => Some(source),
-            WatchError::Init(e) | WatchError::Add(e) => Some(e),
-            WatchError::Unsupported => None,
-        }
-    }
-
-    /// What to raise when a per-user limit was reached; empty otherwise.
-    pub fn hint(&self) -> &'static str {
-        match self {
-            WatchError::Init(e) => instances_hint(e),
-            WatchError::Add(e) => watches_hint(e),
-            WatchError::Path { .. } | WatchError::Unsupported => "",
-        }
-    }
-}
-
 /// What to raise when `inotify_init` finds no instance left (`EMFILE`).
-fn instances_hint(e: &std::io::Error) -> &'static str {
-    if e.raw_os_error() == Some(rustix::io::Errno::MFILE.raw_os_error()) {
-        "; too many watches: raise the per-user limit with `sysctl \
-         fs.inotify.max_user_instances=1024`"
-    } else {
-        ""
-    }
-}
-
+const INSTANCES_HINT: &str =
+    "; too many watches: raise the per-user limit with `sysctl fs.inotify.max_user_instances=1024`";
 /// What to raise when `inotify_add_watch` finds no watch left (`ENOSPC`).
-fn watches_hint(e: &std::io::Error) -> &'static str {
-    if e.raw_os_error() == Some(rustix::io::Errno::NOSPC.raw_os_error()) {
-        "; too many watches: raise the per-user limit with `sysctl \
-         fs.inotify.max_user_watches=65536`"
-    } else {
-        ""
+const WATCHES_HINT: &str =
+    "; too many watches: raise the per-user limit with `sysctl fs.inotify.max_user_watches=65536`";
+
+impl WatchError {
+    /// [`WatchError::Watch`] for `errno`, with `hint` when it is the `limit` reached.
+    fn watch(errno: rustix::io::Errno, limit: rustix::io::Errno, hint: &'static str) -> Self {
+        WatchError::Watch {
+            source: errno.into(),
+            hint: if errno == limit { hint } else { "" },
+        }
     }
 }
 
@@ -142,10 +121,11 @@ impl DirWatch {
         use rustix::fs::inotify::{self, CreateFlags, WatchFlags};
         let (path, names) = resolve(db, create_dir)?;
         let dir = path.parent().unwrap_or(Path::new("/"));
+        use rustix::io::Errno;
         let fd = inotify::init(CreateFlags::NONBLOCK | CreateFlags::CLOEXEC)
-            .map_err(|e| WatchError::Init(e.into()))?;
+            .map_err(|e| WatchError::watch(e, Errno::MFILE, INSTANCES_HINT))?;
         inotify::add_watch(&fd, dir, WatchFlags::MODIFY | WatchFlags::MOVED_TO)
-            .map_err(|e| WatchError::Add(e.into()))?;
+            .map_err(|e| WatchError::watch(e, Errno::NOSPC, WATCHES_HINT))?;
         Ok(DirWatch { fd, path, names })
     }
 
@@ -280,15 +260,21 @@ mod tests {
 
     #[test]
     fn limits_reached_say_which_setting_to_raise() {
-        let instances = WatchError::Init(rustix::io::Errno::MFILE.into());
+        use rustix::io::Errno;
+        let instances = WatchError::watch(Errno::MFILE, Errno::MFILE, INSTANCES_HINT);
         assert!(
             instances.to_string().contains("max_user_instances"),
             "{instances}"
         );
-        let watches = WatchError::Add(rustix::io::Errno::NOSPC.into());
-        assert!(watches.hint().contains("max_user_watches"));
-        let other = WatchError::Add(rustix::io::Errno::ACCESS.into());
-        assert_eq!(other.hint(), "");
-        assert!(other.io().is_some());
+        let watches = WatchError::watch(Errno::NOSPC, Errno::NOSPC, WATCHES_HINT);
+        assert!(
+            watches.to_string().contains("max_user_watches"),
+            "{watches}"
+        );
+        let other = WatchError::watch(Errno::ACCESS, Errno::NOSPC, WATCHES_HINT);
+        assert!(
+            matches!(other, WatchError::Watch { hint: "", .. }),
+            "{other}"
+        );
     }
 }

@@ -154,7 +154,7 @@ impl Admission for EventBudget {
 /// repeat until acknowledged (alert, critical) say how to acknowledge; `info` ones are shown
 /// once and do not. A message to the session alone says so (`[ALERT #12 deploys, to you]`).
 pub fn render_line(m: &Message) -> String {
-    let mut line = String::with_capacity(line_len(m));
+    let mut line = String::new();
     // Writing into a `String` cannot fail.
     let _ = write_line(&mut line, m);
     line
@@ -200,21 +200,14 @@ impl fmt::Write for ByteCount {
 /// the summary of what was left out ([`summary_line`]). Empty when nothing was due. Within the
 /// budget whose [`DeliveryBudget::for_event`] admitted the messages.
 pub fn render_bounded(delivery: &Delivery) -> String {
-    let summary = summary_line(&delivery.unshown);
-    let len = delivery
-        .shown
-        .iter()
-        .map(|m| line_len(m) + 1)
-        .sum::<usize>()
-        + summary.as_ref().map_or(0, String::len);
-    let mut text = String::with_capacity(len);
+    let mut text = String::new();
     for m in &delivery.shown {
         if !text.is_empty() {
             text.push('\n');
         }
         let _ = write_line(&mut text, m);
     }
-    if let Some(summary) = summary {
+    if let Some(summary) = summary_line(&delivery.unshown) {
         if !text.is_empty() {
             text.push('\n');
         }

@@ -53,16 +53,15 @@ impl FileFeed {
     /// [`StoreError::Io`] when the path cannot be resolved, and what SQLite says when its
     /// connection cannot be opened or read (the caller may retry).
     pub(crate) fn open(path: &Path) -> StoreResult<FileFeed> {
+        let no_watch = |source, hint| StoreError::NoWatch {
+            path: path.to_path_buf(),
+            source,
+            hint,
+        };
         let watch = DirWatch::open(path, false).map_err(|e| match e {
             WatchError::Path { path, source } => io_error("resolving", &path, source),
-            e => StoreError::NoWatch {
-                path: path.to_path_buf(),
-                hint: e.hint(),
-                source: match e {
-                    WatchError::Init(source) | WatchError::Add(source) => source,
-                    other => std::io::Error::other(other.to_string()),
-                },
-            },
+            WatchError::Watch { source, hint } => no_watch(source, hint),
+            WatchError::Unsupported => no_watch(std::io::ErrorKind::Unsupported.into(), ""),
         })?;
         let path = watch.path().to_path_buf();
         let conn =
