@@ -435,3 +435,30 @@ fn status_names_a_client_that_diverges_and_the_last_payload_no_client_could_plac
         "{text}"
     );
 }
+
+#[test]
+fn status_reads_claude_code_files_with_comments_as_init_does() {
+    let env = Env::new();
+    let home = env.home();
+    std::fs::create_dir_all(home.join(".claude")).unwrap();
+    std::fs::write(
+        home.join(".claude/settings.json"),
+        "{\n  // chosen by hand\n  \"model\": \"opus\",\n}\n",
+    )
+    .unwrap();
+    std::fs::write(
+        home.join(".claude.json"),
+        "// user state\n{ \"numStartups\": 3 }\n",
+    )
+    .unwrap();
+    env.cli(&["init", "--client", "claude"]);
+
+    let out = env.run(&["status", "--json"], "", &[]);
+    let status: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let text = status["divergences"].to_string();
+    assert!(!text.contains("not valid JSON"), "{text}");
+    assert!(!text.contains("registers no hooks-mcp hook"), "{text}");
+    assert!(!text.contains("declares no"), "{text}");
+    let settings = std::fs::read_to_string(home.join(".claude/settings.json")).unwrap();
+    assert!(settings.contains("// chosen by hand"), "{settings}");
+}

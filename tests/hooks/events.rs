@@ -1,6 +1,8 @@
 //! Each event on recorded payloads: banner, broadcasts by severity, subscriptions, reminders,
 //! the conditions gate, schedules, and bad input.
 
+use std::io::Write;
+
 use serde_json::{Value, json};
 
 use crate::support::{Env, bash_call, fixture, fixture_for, full_bin};
@@ -79,6 +81,41 @@ fn malformed_and_unknown_payloads_exit_zero_with_a_message() {
         let run = env.hook_with(event, &stdin, &[]);
         assert!(run.answer.is_none(), "{event} {stdin}: {:?}", run.answer);
         assert!(run.stderr.contains(says), "{event} {stdin}: {}", run.stderr);
+    }
+}
+
+#[test]
+fn events_with_nothing_to_do_read_their_whole_payload() {
+    // A client writes the payload whole; a hook that left before reading it would leave the
+    // client a broken pipe once the payload outgrows the pipe's buffer.
+    let env = Env::new();
+    let payload = format!(
+        "{{\"session_id\": \"s\", \"message\": \"{}\"}}",
+        "x".repeat(1 << 20)
+    );
+    for args in [
+        &["hook", "Notification"][..],
+        &["hook", "NoSuchEvent"],
+        &["hook", "--client", "vscode", "Stop"],
+        &["hook", "--client", "nobody", "Stop"],
+    ] {
+        let mut child = env
+            .command(args)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let written = child.stdin.take().unwrap().write_all(payload.as_bytes());
+        let out = child.wait_with_output().unwrap();
+        assert!(written.is_ok(), "{args:?}: {written:?}");
+        assert_eq!(out.status.code(), Some(0), "{args:?}");
+        assert!(out.stdout.is_empty(), "{args:?}");
+        if args.contains(&"vscode") {
+            // The events it does handle are named.
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert!(stderr.contains("UserPromptSubmit, PreToolUse"), "{stderr}");
+        }
     }
 }
 

@@ -494,7 +494,8 @@ pub fn our_server(servers: &Value) -> Option<&Value> {
     servers.get("mcpServers").and_then(|m| m.get(SERVER_NAME))
 }
 
-/// Reads a JSON configuration file: `Ok(None)` when it does not exist.
+/// Reads a JSON configuration file (comments and trailing commas allowed): `Ok(None)` when it
+/// does not exist.
 ///
 /// # Errors
 /// A message naming the file when it cannot be read or is not a JSON object.
@@ -507,7 +508,8 @@ pub fn read_document(path: &Path) -> Result<Option<Map<String, Value>>, String> 
     if text.trim().is_empty() {
         return Ok(Some(Map::new()));
     }
-    match serde_json::from_str::<Value>(&text) {
+    // JSON with comments and trailing commas, as `init` reads and writes these files.
+    match crate::doc::parse_json(&text) {
         Ok(Value::Object(map)) => Ok(Some(map)),
         Ok(_) => Err(format!(
             "{} is not a JSON object; fix or move it aside, then run again",

@@ -136,7 +136,7 @@ async fn gate(State(shared): State<Arc<Shared>>, mut request: Request) -> Respon
         return shared.hooks.handle(event, http_hook, store, request).await;
     }
     let opens_session = match (request.method(), request.uri().path()) {
-        (&Method::POST, "/mcp") => !request.headers().contains_key("mcp-session-id"),
+        (&Method::POST, "/mcp") => opens_a_session(request.headers()),
         (&Method::GET, "/sse") => true,
         _ => false,
     };
@@ -159,6 +159,21 @@ async fn gate(State(shared): State<Arc<Shared>>, mut request: Request) -> Respon
         Err(never) => match never {},
     };
     counted(response, guard)
+}
+
+/// Whether a POST to `/mcp` with `headers` may open a legacy session, and so meets the cap: one
+/// without `Mcp-Session-Id`, unless it is a 2026-07-28 request (its `Mcp-Method` names a method
+/// other than `initialize`), which holds no session and is answered past a full cap. Its
+/// header is checked against its body downstream, so the header cannot smuggle an
+/// `initialize` past the cap.
+fn opens_a_session(headers: &axum::http::HeaderMap) -> bool {
+    if headers.contains_key("mcp-session-id") {
+        return false;
+    }
+    match headers.get("mcp-method") {
+        Some(method) => method.as_bytes().eq_ignore_ascii_case(b"initialize"),
+        None => true,
+    }
 }
 
 /// `response`, counted in flight (when `guard` is some) until its body has been sent or the

@@ -43,10 +43,22 @@ pub fn render(value: &Value, json: bool, text: impl FnOnce(&Value) -> String) ->
 }
 
 /// Writes `text` and a newline on stdout: the operator's terminal (the commands that print
-/// serve no MCP stream there). A closed stdout drops it.
-pub fn print_out(text: &str) {
+/// serve no MCP stream there).
+///
+/// A reader that went away (a broken pipe, as `| head` leaves) or a closed stdout is not an
+/// error: nobody is there to read.
+///
+/// # Errors
+/// Any other failure to write the whole text (a full disk behind `> file`), so that the
+/// command can say so and fail instead of reporting success over a truncated file.
+pub fn print_out(text: &str) -> std::io::Result<()> {
     use std::io::Write;
-    let _ = writeln!(std::io::stdout().lock(), "{text}");
+    let mut out = std::io::stdout().lock();
+    match writeln!(out, "{text}").and_then(|()| out.flush()) {
+        // The standard library already treats a closed stdout as a sink.
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        other => other,
+    }
 }
 
 #[cfg(test)]

@@ -43,6 +43,51 @@ fn sessions_are_capped_bodies_limited_and_idle_sessions_expire() {
         over.body
     );
     assert_eq!(http(addr, "GET", "/sse", &[], "").status, 503);
+    // 2026-07-28 requests hold no session: a full cap does not refuse them, and a header
+    // naming another method cannot carry an `initialize` past it.
+    let meta = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+    });
+    let modern = |method: &'static str, body: serde_json::Value| {
+        let mut headers = MCP_POST.to_vec();
+        headers.extend([
+            ("MCP-Protocol-Version", "2026-07-28"),
+            ("Mcp-Method", method),
+        ]);
+        if method == "tools/call" {
+            headers.push(("Mcp-Name", "channel_list"));
+        }
+        http(addr, "POST", "/mcp", &headers, &body.to_string())
+    };
+    for (method, params) in [
+        ("server/discover", json!({ "_meta": meta })),
+        ("tools/list", json!({ "_meta": meta })),
+        (
+            "tools/call",
+            json!({ "name": "channel_list", "arguments": {}, "_meta": meta }),
+        ),
+    ] {
+        let body = json!({ "jsonrpc": "2.0", "id": 7, "method": method, "params": params });
+        let reply = modern(method, body);
+        assert_eq!(
+            reply.status, 200,
+            "{method} past a full cap: {}",
+            reply.body
+        );
+        assert!(
+            reply.body.contains("\"result\""),
+            "{method}: {}",
+            reply.body
+        );
+    }
+    let smuggled = modern("tools/list", serde_json::from_str(&initialize(1)).unwrap());
+    assert_ne!(smuggled.status, 200, "{}", smuggled.body);
+    assert!(
+        smuggled.header("mcp-session-id").is_none(),
+        "{}",
+        smuggled.body
+    );
     let deleted = http(
         addr,
         "DELETE",

@@ -123,6 +123,18 @@ impl Client {
         }
     }
 
+    /// The client's event names [`Client::route`] handles, for a message: its own
+    /// registered events, or for those that run Claude Code's hooks, the events they take.
+    pub fn handled_events(self) -> Vec<&'static str> {
+        match self {
+            Client::Claude => Event::ALL.map(Event::name).to_vec(),
+            Client::Codex | Client::Copilot | Client::VsCode => {
+                Event::CORE.map(Event::name).to_vec()
+            }
+            Client::Gemini | Client::Cursor => self.hook_events().to_vec(),
+        }
+    }
+
     /// What the dispatcher does on the client's event `name` (ignoring case), or `None` for an
     /// event it does not handle.
     pub fn route(self, name: &str) -> Option<Route> {
@@ -294,5 +306,18 @@ mod tests {
             Some(Route::GATE_ONLY)
         );
         assert_eq!(Client::Cursor.route("afterFileEdit"), None);
+    }
+
+    #[test]
+    fn every_handled_event_routes_and_every_client_names_some() {
+        for client in Client::ALL {
+            let handled = client.handled_events();
+            assert!(!handled.is_empty(), "{client}");
+            for name in handled {
+                assert!(client.route(name).is_some(), "{client} {name}");
+            }
+        }
+        assert_eq!(Client::Claude.handled_events().len(), Event::ALL.len());
+        assert!(!Client::VsCode.handled_events().contains(&"Stop"));
     }
 }

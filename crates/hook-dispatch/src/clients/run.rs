@@ -25,12 +25,13 @@ use crate::{complete, conditions, forward, open};
 /// a line on stderr and a count in the [`unplaced`] record.
 pub fn run(client: Client, client_event: &str, open: open::Opener) -> ExitCode {
     let Some(route) = client.route(client_event) else {
-        let known = client.hook_events().join(", ");
+        crate::dispatch::drain_stdin();
+        let known = client.handled_events().join(", ");
         return unplaced_answer(
             client.name(),
             client_event,
             &format!(
-                "{} has no event `{client_event}` that hooks-mcp handles (it registers {known})",
+                "{} has no event `{client_event}` that hooks-mcp handles (those it does: {known})",
                 client.title()
             ),
         );
@@ -70,14 +71,17 @@ pub fn run_from_args(open: open::Opener) -> Option<ExitCode> {
     }
     Some(match Client::parse(name) {
         Some(client) => run(client, event, open),
-        None => unplaced_answer(
-            "unknown",
-            event,
-            &format!(
-                "unknown client `{name}`; use one of {}",
-                Client::ALL.map(Client::name).join(", ")
-            ),
-        ),
+        None => {
+            crate::dispatch::drain_stdin();
+            unplaced_answer(
+                "unknown",
+                event,
+                &format!(
+                    "unknown client `{name}`; use one of {}",
+                    Client::ALL.map(Client::name).join(", ")
+                ),
+            )
+        }
     })
 }
 

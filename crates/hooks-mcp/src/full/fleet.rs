@@ -9,6 +9,8 @@ use serde_json::Value;
 
 use hook_dispatch::open;
 use operator::{Since, SinceError};
+
+use crate::ops;
 use store::{AuditQuery, ReportQuery, Retention, SessionQuery, StoreHandle};
 
 /// A store value as JSON (the store's types serialize infallibly: plain fields, string keys).
@@ -74,8 +76,7 @@ fn store_failed(e: store::StoreError) -> ExitCode {
 }
 
 fn print(value: &Value, json: bool, text: impl FnOnce(&Value) -> String) -> ExitCode {
-    operator::print_out(&operator::render(value, json, text));
-    ExitCode::SUCCESS
+    ops::print_out(&operator::render(value, json, text))
 }
 
 /// Runs `hooks-mcp audit`.

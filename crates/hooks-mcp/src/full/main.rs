@@ -185,10 +185,7 @@ fn init(args: InitArgs) -> ExitCode {
             .collect(),
     };
     match client_config::init::run(&options) {
-        Ok(report) => {
-            ops::print_out(&report);
-            ExitCode::SUCCESS
-        }
+        Ok(report) => ops::print_out(&report),
         Err(e) => {
             protocol_lite::diag!("hooks-mcp init: {e}");
             ExitCode::FAILURE
@@ -203,14 +200,19 @@ fn status(json: bool) -> ExitCode {
         Ok((code, _)) => Daemon::Answered(code),
         Err(e) => Daemon::Down(format!("{e:#}")),
     });
-    ops::print_out(&report.text);
-    ExitCode::from(report.code)
+    match ops::print_out(&report.text) {
+        code if code == ExitCode::SUCCESS => ExitCode::from(report.code),
+        failed => failed,
+    }
 }
 
 /// `hooks-mcp-full health`: a probe for supervisors (Docker HEALTHCHECK) that needs no curl.
 fn health(level: Option<&str>) -> anyhow::Result<()> {
     let (status, body) = probe(level, 5000)?;
-    ops::print_out(&body);
+    anyhow::Context::context(
+        operator::print_out(&body),
+        "cannot write the answer on stdout",
+    )?;
     anyhow::ensure!(status == 200, "the daemon answered {status}");
     Ok(())
 }

@@ -15,7 +15,6 @@ use catalogue::{CallContext, SessionPolicy};
 use hook_dispatch::open;
 
 /// Writes on stdout (`init`, `status` and `health` print through it too).
-pub(crate) use operator::print_out;
 
 /// Environment variables naming the acting session when `--session-id` is not given.
 const SESSION_ENV: [&str; 2] = ["HOOKS_MCP_SESSION_ID", "CLAUDE_CODE_SESSION_ID"];
@@ -291,8 +290,7 @@ fn execute(tool: &str, args: Map<String, Value>, common: &Common) -> ExitCode {
     match catalogue::call(tool, &ctx, Value::Object(args)) {
         Ok(answer) => {
             let text = operator::render(&answer, common.json, |v| operator::human(tool, v));
-            operator::print_out(&text);
-            ExitCode::SUCCESS
+            print_out(&text)
         }
         Err(e) => {
             protocol_lite::diag!("hooks-mcp: {tool}: {e}");
@@ -309,4 +307,16 @@ pub(crate) fn operator_actor() -> store::Actor {
         .find_map(|k| std::env::var(k).ok().filter(|v| !v.trim().is_empty()))
         .unwrap_or_else(|| format!("uid {}", rustix::process::getuid().as_raw()));
     store::Actor::Operator(name)
+}
+
+/// Writes a command's output on stdout: success, or a failure said on stderr when the text
+/// could not be written whole (a full disk behind `> file`; a reader that left is no failure).
+pub(crate) fn print_out(text: &str) -> ExitCode {
+    match operator::print_out(text) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            protocol_lite::diag!("hooks-mcp: cannot write the output on stdout ({e})");
+            ExitCode::FAILURE
+        }
+    }
 }
