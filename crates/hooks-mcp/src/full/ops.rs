@@ -14,8 +14,6 @@ use catalogue::{CallContext, SessionPolicy};
 
 use hook_dispatch::open;
 
-/// Writes on stdout (`init`, `status` and `health` print through it too).
-
 /// Environment variables naming the acting session when `--session-id` is not given.
 const SESSION_ENV: [&str; 2] = ["HOOKS_MCP_SESSION_ID", "CLAUDE_CODE_SESSION_ID"];
 
@@ -309,7 +307,7 @@ pub(crate) fn operator_actor() -> store::Actor {
     store::Actor::Operator(name)
 }
 
-/// Writes a command's output on stdout: success, or a failure said on stderr when the text
+/// Writes a command's output on stdout (`init` and `status` print through it too): success, or a failure said on stderr when the text
 /// could not be written whole (a full disk behind `> file`; a reader that left is no failure).
 pub(crate) fn print_out(text: &str) -> ExitCode {
     match operator::print_out(text) {
