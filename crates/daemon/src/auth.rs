@@ -85,7 +85,9 @@ impl IntoResponse for Refusal {
                  (HOOKS_MCP_TOKEN)\n",
             )
                 .into_response(),
-            Refusal::Host(message) if message.starts_with("missing") => {
+            Refusal::Host(message)
+                if message.starts_with("missing") || message.starts_with("Bad Request") =>
+            {
                 (StatusCode::BAD_REQUEST, message).into_response()
             }
             Refusal::Host(message) | Refusal::Origin(message) => {
@@ -122,15 +124,36 @@ impl Access {
         }
     }
 
-    /// Checks `Host` and `Origin` against DNS rebinding and cross-site requests.
+    /// Checks `Host` and `Origin` against DNS rebinding and cross-site requests; `target` is
+    /// the authority of a request target in absolute form (`POST http://host/mcp`), which names
+    /// the host as much as `Host` does, and is checked too.
     ///
     /// # Errors
     /// [`Refusal::Host`] or [`Refusal::Origin`] saying which header was refused.
-    pub fn check_host_and_origin(&self, headers: &HeaderMap) -> Result<(), Refusal> {
-        let host = headers
-            .get(header::HOST)
+    pub fn check_host_and_origin(
+        &self,
+        headers: &HeaderMap,
+        target: Option<&str>,
+    ) -> Result<(), Refusal> {
+        let mut hosts = headers.get_all(header::HOST).iter();
+        let host = hosts
+            .next()
             .and_then(|v| v.to_str().ok())
             .ok_or_else(|| Refusal::Host("missing or unreadable Host header\n".into()))?;
+        if hosts.next().is_some() {
+            return Err(Refusal::Host(
+                "Bad Request: more than one Host header; send exactly one\n".into(),
+            ));
+        }
+        self.check_host(host)?;
+        if let Some(target) = target {
+            self.check_host(target)?;
+        }
+        self.check_origin(headers)
+    }
+
+    /// Checks one authority naming the host the request is for.
+    fn check_host(&self, host: &str) -> Result<(), Refusal> {
         let host_name = authority_host(host)
             .ok_or_else(|| Refusal::Host(format!("Forbidden: malformed Host header `{host}`\n")))?;
         if !self.host_allowed(&host_name) {
@@ -144,7 +167,7 @@ impl Access {
                  to HOOKS_MCP_ALLOWED_HOSTS\n"
             )));
         }
-        self.check_origin(headers)
+        Ok(())
     }
 
     /// Checks `Origin` alone (when present): what a request exempt from the `Host` check
@@ -153,9 +176,15 @@ impl Access {
     /// # Errors
     /// [`Refusal::Origin`] for an origin that is not allowed.
     pub fn check_origin(&self, headers: &HeaderMap) -> Result<(), Refusal> {
-        let Some(origin) = headers.get(header::ORIGIN) else {
+        let mut origins = headers.get_all(header::ORIGIN).iter();
+        let Some(origin) = origins.next() else {
             return Ok(());
         };
+        if origins.next().is_some() {
+            return Err(Refusal::Origin(
+                "Forbidden: more than one Origin header; a browser sends exactly one\n".into(),
+            ));
+        }
         let origin = origin.to_str().unwrap_or("");
         if self.origin_allowed(origin) {
             return Ok(());
@@ -272,15 +301,15 @@ mod tests {
     fn hosts_and_origins_are_checked() {
         let a = access(None);
         let ok = headers(&[(header::HOST, "127.0.0.1:8642")]);
-        assert_eq!(a.check_host_and_origin(&ok), Ok(()));
+        assert_eq!(a.check_host_and_origin(&ok, None), Ok(()));
         let v6 = headers(&[
             (header::HOST, "[::1]:8642"),
             (header::ORIGIN, "http://localhost:3000"),
         ]);
-        assert_eq!(a.check_host_and_origin(&v6), Ok(()));
+        assert_eq!(a.check_host_and_origin(&v6, None), Ok(()));
         let evil = headers(&[(header::HOST, "evil.example.com")]);
         assert!(matches!(
-            a.check_host_and_origin(&evil),
+            a.check_host_and_origin(&evil, None),
             Err(Refusal::Host(_))
         ));
         let evil_origin = headers(&[
@@ -288,20 +317,41 @@ mod tests {
             (header::ORIGIN, "http://evil.example.com"),
         ]);
         assert!(matches!(
-            a.check_host_and_origin(&evil_origin),
+            a.check_host_and_origin(&evil_origin, None),
             Err(Refusal::Origin(_))
         ));
         let listed = headers(&[
             (header::HOST, "localhost"),
             (header::ORIGIN, "https://app.example.com"),
         ]);
-        assert_eq!(a.check_host_and_origin(&listed), Ok(()));
+        assert_eq!(a.check_host_and_origin(&listed, None), Ok(()));
         let null = headers(&[(header::HOST, "localhost"), (header::ORIGIN, "null")]);
-        assert!(a.check_host_and_origin(&null).is_err());
+        assert!(a.check_host_and_origin(&null, None).is_err());
         assert!(matches!(
-            a.check_host_and_origin(&HeaderMap::new()),
+            a.check_host_and_origin(&HeaderMap::new(), None),
             Err(Refusal::Host(_))
         ));
+        // A second Host or Origin, or a target in absolute form naming another host.
+        let mut twice = headers(&[(header::HOST, "localhost")]);
+        twice.append(header::HOST, HeaderValue::from_static("evil.example.com"));
+        assert!(matches!(
+            a.check_host_and_origin(&twice, None),
+            Err(Refusal::Host(_))
+        ));
+        let mut origins = listed.clone();
+        origins.append(
+            header::ORIGIN,
+            HeaderValue::from_static("http://evil.example.com"),
+        );
+        assert!(matches!(
+            a.check_host_and_origin(&origins, None),
+            Err(Refusal::Origin(_))
+        ));
+        assert!(matches!(
+            a.check_host_and_origin(&ok, Some("evil.example.com:80")),
+            Err(Refusal::Host(_))
+        ));
+        assert_eq!(a.check_host_and_origin(&ok, Some("localhost:8642")), Ok(()));
         // The origin alone, without a Host.
         assert_eq!(a.check_origin(&HeaderMap::new()), Ok(()));
         let foreign = headers(&[(header::ORIGIN, "http://evil.example.com")]);

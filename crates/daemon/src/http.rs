@@ -57,7 +57,10 @@ async fn check_host_and_origin(
     let checked = if is_balancer_probe(&request) {
         shared.access.check_origin(request.headers())
     } else {
-        shared.access.check_host_and_origin(request.headers())
+        let target = request.uri().authority().map(|a| a.as_str());
+        shared
+            .access
+            .check_host_and_origin(request.headers(), target)
     };
     match checked {
         Ok(()) => next.run(request).await,

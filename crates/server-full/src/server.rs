@@ -1007,6 +1007,17 @@ impl ServerHandler for HooksServer {
         request: CustomRequest,
         _context: RequestContext<RoleServer>,
     ) -> Result<CustomResult, ErrorData> {
+        // rmcp hands over a request of a method it knows whose params do not parse as one.
+        if let Some(why) = malformed(&request.method, request.params) {
+            return Err(ErrorData::invalid_params(
+                format!(
+                    "invalid params for `{}`: {why}; see the method's schema in the MCP \
+                     specification",
+                    request.method
+                ),
+                None,
+            ));
+        }
         Err(ErrorData::new(
             ErrorCode::METHOD_NOT_FOUND,
             format!("Method not found: `{}`", request.method),
@@ -1018,6 +1029,41 @@ impl ServerHandler for HooksServer {
         tracing::debug!("client initialized");
         self.inner.initialized.notify_one();
     }
+}
+
+/// Why a request of `method`, one this server serves, did not parse with `params`: the
+/// parser's message. `None` for a method it does not serve.
+fn malformed(method: &str, params: Option<Value>) -> Option<String> {
+    use rmcp::model::{
+        CallToolRequest, CompleteRequest, DiscoverRequest, GetPromptRequest, InitializeRequest,
+        ListPromptsRequest, ListResourceTemplatesRequest, ListResourcesRequest, ListToolsRequest,
+        ReadResourceRequest, SetLevelRequest, SubscribeRequest, SubscriptionsListenRequest,
+        UnsubscribeRequest,
+    };
+    fn why<T: serde::de::DeserializeOwned>(request: Value) -> String {
+        match serde_json::from_value::<T>(request) {
+            Err(e) => e.to_string(),
+            Ok(_) => "they do not match the method's schema".to_owned(),
+        }
+    }
+    let request = serde_json::json!({ "method": method, "params": params });
+    Some(match method {
+        "tools/call" => why::<CallToolRequest>(request),
+        "tools/list" => why::<ListToolsRequest>(request),
+        "resources/read" => why::<ReadResourceRequest>(request),
+        "resources/list" => why::<ListResourcesRequest>(request),
+        "resources/templates/list" => why::<ListResourceTemplatesRequest>(request),
+        "resources/subscribe" => why::<SubscribeRequest>(request),
+        "resources/unsubscribe" => why::<UnsubscribeRequest>(request),
+        "prompts/list" => why::<ListPromptsRequest>(request),
+        "prompts/get" => why::<GetPromptRequest>(request),
+        "completion/complete" => why::<CompleteRequest>(request),
+        "logging/setLevel" => why::<SetLevelRequest>(request),
+        "subscriptions/listen" => why::<SubscriptionsListenRequest>(request),
+        "server/discover" => why::<DiscoverRequest>(request),
+        "initialize" => why::<InitializeRequest>(request),
+        _ => return None,
+    })
 }
 
 /// How long a transport waits for `notifications/initialized` to be handled before it reads

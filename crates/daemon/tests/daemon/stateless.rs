@@ -419,6 +419,28 @@ fn missing_meta_fields_and_an_unknown_revision_are_refused() {
         .collect();
     assert!(supported.contains(&VERSION), "{supported:?}");
     assert!(!supported.contains(&future), "{supported:?}");
+
+    // A method served, with params that are not its own: invalid params naming the method,
+    // not "method not found".
+    for (method, name, params) in [
+        (
+            "tools/call",
+            Some("channel_list"),
+            json!({"name": "channel_list", "arguments": []}),
+        ),
+        ("resources/read", None, json!({"uri": 7})),
+        ("subscriptions/listen", None, json!({})),
+    ] {
+        let body = request(8, method, params);
+        let reply = http(addr, "POST", "/mcp", &headers(method, name), &body);
+        let (status, code, text) = refusal(&reply);
+        assert_ne!(status, 404, "{method}: {text}");
+        assert_eq!(code, -32602, "{method}: {text}");
+        assert!(
+            text.contains(&format!("invalid params for `{method}`")),
+            "{text}"
+        );
+    }
 }
 
 #[test]
