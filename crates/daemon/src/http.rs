@@ -506,7 +506,9 @@ pub(crate) struct ConnectionLimits {
     /// after its previous response; otherwise it is closed (this also ends idle keep-alive
     /// connections).
     pub(crate) header_timeout: Duration,
-    /// A request body that delivers no data for this long is cut off and its connection closed.
+    /// A request body must arrive whole within this long of its request's head; otherwise it
+    /// is cut off and its connection closed (a body that trickles in holds no place for
+    /// longer).
     pub(crate) body_timeout: Duration,
     /// The most connections open at once over every listener; further clients wait in the
     /// kernel's accept queue until one closes.
@@ -579,8 +581,7 @@ async fn accept_loop(
         let app = app.clone();
         let body_timeout = limits.body_timeout;
         let service = hyper::service::service_fn(move |request: Request<hyper::body::Incoming>| {
-            let request = request
-                .map(|body| Body::new(tower_http::timeout::TimeoutBody::new(body_timeout, body)));
+            let request = request.map(|body| Body::new(DeadlineBody::new(body, body_timeout)));
             tower::ServiceExt::oneshot(app.clone(), request)
         });
         let connection = builder.serve_connection(hyper_util::rt::TokioIo::new(tcp), service);
@@ -595,4 +596,59 @@ async fn accept_loop(
     drop(listener);
     graceful.shutdown().await;
     Ok(())
+}
+
+/// A request body that must arrive whole by a deadline set when its request's head was read:
+/// a client that sends a byte now and then cannot hold its connection (and a place under
+/// the cap) for longer than that.
+struct DeadlineBody {
+    body: hyper::body::Incoming,
+    deadline: std::pin::Pin<Box<tokio::time::Sleep>>,
+    limit: Duration,
+}
+
+impl DeadlineBody {
+    fn new(body: hyper::body::Incoming, limit: Duration) -> DeadlineBody {
+        DeadlineBody {
+            body,
+            deadline: Box::pin(tokio::time::sleep(limit)),
+            limit,
+        }
+    }
+}
+
+impl hyper::body::Body for DeadlineBody {
+    type Data = axum::body::Bytes;
+    type Error = axum::BoxError;
+
+    fn poll_frame(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<hyper::body::Frame<Self::Data>, Self::Error>>> {
+        use std::future::Future;
+        use std::task::Poll;
+        let this = self.get_mut();
+        if let Poll::Ready(frame) = std::pin::Pin::new(&mut this.body).poll_frame(cx) {
+            return Poll::Ready(frame.map(|r| r.map_err(Into::into)));
+        }
+        match this.deadline.as_mut().poll(cx) {
+            Poll::Ready(()) => Poll::Ready(Some(Err(Box::new(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                format!(
+                    "the request body did not arrive whole within {} s ({})",
+                    this.limit.as_secs(),
+                    crate::lifecycle::BODY_TIMEOUT_ENV
+                ),
+            ))))),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> hyper::body::SizeHint {
+        self.body.size_hint()
+    }
 }

@@ -164,8 +164,9 @@ pub const NETWORK_SETTINGS: &[Setting] = &[
         env: BODY_TIMEOUT_ENV,
         flag: "",
         default: "30",
-        effect: "Seconds a request body may go without delivering data; then the request \
-                 fails and its connection is closed.",
+        effect: "Seconds a request body has to arrive whole, counted from its request's \
+                 head; then the request fails and its connection is closed (a body that \
+                 trickles in holds its connection no longer).",
     },
     Setting {
         env: MAX_CONNECTIONS_ENV,

@@ -105,6 +105,18 @@ fn stalled_heads_and_bodies_are_closed_within_their_timeouts_while_others_are_se
          Content-Type: application/json\r\nContent-Length: 400\r\n\r\n{{\"jsonrpc\":"
     );
     let mut bodies: Vec<_> = (0..5).map(|_| stall(addr, &half_body)).collect();
+    // A body that trickles in, a byte every 400 ms, is never silent for the timeout: it is
+    // cut off all the same once the timeout has passed since its head.
+    let (mut trickled, trickle_sent) = stall(addr, &half_body);
+    let mut writer = trickled.try_clone().unwrap();
+    let trickle = std::thread::spawn(move || {
+        for _ in 0..25 {
+            std::thread::sleep(Duration::from_millis(400));
+            if writer.write_all(b" ").is_err() {
+                return;
+            }
+        }
+    });
 
     // Everyone else is served meanwhile.
     let session = mcp_session(addr, &[]);
@@ -134,6 +146,11 @@ fn stalled_heads_and_bodies_are_closed_within_their_timeouts_while_others_are_se
             "stalled body #{i} still open after {limit:?}"
         );
     }
+    assert!(
+        closed_by(&mut trickled, trickle_sent + limit),
+        "a trickling body still open after {limit:?}"
+    );
+    trickle.join().unwrap();
     assert_eq!(http(addr, "GET", "/health", &[], "").status, 200);
 }
 
