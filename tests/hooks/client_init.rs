@@ -462,3 +462,44 @@ fn status_reads_claude_code_files_with_comments_as_init_does() {
     let settings = std::fs::read_to_string(home.join(".claude/settings.json")).unwrap();
     assert!(settings.contains("// chosen by hand"), "{settings}");
 }
+
+#[test]
+fn codex_tables_written_inline_are_tables() {
+    let env = Env::new();
+    let home = env.home();
+    std::fs::create_dir_all(home.join(".codex")).unwrap();
+    let config = "mcp_servers = { other = { command = \"x\" } }\n\
+                  [hooks]\nstate = { \"elsewhere:pre_tool_use:0:0\" = { trusted_hash = \"sha256:0\" } }\n";
+    let path = home.join(".codex/config.toml");
+    std::fs::write(&path, config).unwrap();
+
+    env.cli(&["init", "--client", "codex"]);
+    let text = std::fs::read_to_string(&path).unwrap();
+    let doc: toml_edit::DocumentMut = text.parse().unwrap();
+    assert_eq!(
+        doc["mcp_servers"]["other"]["command"].as_str(),
+        Some("x"),
+        "{text}"
+    );
+    assert!(
+        doc["mcp_servers"]["hooks"]["command"].as_str().is_some(),
+        "{text}"
+    );
+    let state = doc["hooks"]["state"].as_table_like().unwrap();
+    assert!(state.contains_key("elsewhere:pre_tool_use:0:0"), "{text}");
+    assert!(state.len() > 1, "hooks-mcp's hooks are trusted: {text}");
+    // A second run changes nothing; removing leaves what the user had.
+    let again = env.cli(&["init", "--client", "codex"]);
+    assert!(
+        !again.contains("add ") && !again.contains("replace "),
+        "{again}"
+    );
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), text);
+    env.cli(&["init", "--client", "codex", "--remove"]);
+    let removed: toml_edit::DocumentMut = std::fs::read_to_string(&path).unwrap().parse().unwrap();
+    let original: toml_edit::DocumentMut = config.parse().unwrap();
+    assert_eq!(
+        removed.to_string().replace(' ', ""),
+        original.to_string().replace(' ', "")
+    );
+}

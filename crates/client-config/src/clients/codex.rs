@@ -89,6 +89,7 @@ pub(super) fn plan(install: Option<&Install<'_>>) -> Result<Vec<FileChange>, Str
         &wanted,
         &ours,
         &mut config_changes,
+        &config.path,
     )?;
     Ok(vec![
         config.change(config_changes),
@@ -221,13 +222,13 @@ fn set_server(
 ) -> Result<(), String> {
     let key = format!("mcp_servers.{SERVER_NAME}");
     let Some(install) = install else {
-        let Some(servers) = doc.get_mut("mcp_servers").and_then(Item::as_table_mut) else {
+        let Some(servers) = doc.get_mut("mcp_servers").and_then(Item::as_table_like_mut) else {
             return Ok(());
         };
         if let Some(old) = servers.remove(SERVER_NAME) {
             changes.push(format!("remove {key} (was {})", item_json(&old)));
         }
-        if servers.is_empty() && servers.is_implicit() {
+        if servers.is_empty() && implicit(doc, &["mcp_servers"]) {
             doc.remove("mcp_servers");
         }
         return Ok(());
@@ -254,15 +255,20 @@ fn set_server(
             table.set_implicit(true);
             Item::Table(table)
         })
-        .as_table_mut()
+        // A table written inline (`mcp_servers = { ... }`) is one too: the entry goes in it,
+        // inline.
+        .as_table_like_mut()
         .ok_or_else(|| {
             format!(
                 "{}: `mcp_servers` is not a table; fix it, then run again (nothing was changed)",
                 file.display()
             )
         })?;
-    let old = servers.get(SERVER_NAME).and_then(Item::as_table).cloned();
-    if let Some(old) = &old
+    let old = servers
+        .get(SERVER_NAME)
+        .filter(|item| item.is_table_like())
+        .cloned();
+    if let Some(old) = old.as_ref().and_then(Item::as_table_like)
         && kind_keys.iter().all(|k| old.contains_key(k))
     {
         for k in keep {
@@ -273,13 +279,12 @@ fn set_server(
     }
     let wanted = item_json(&Item::Table(entry.clone()));
     match &old {
-        Some(old) if item_json(&Item::Table(old.clone())) == wanted => {}
+        Some(old) if item_json(old) == wanted => {}
         Some(old) => {
-            changes.push(format!(
-                "replace {key}: {} -> {wanted}",
-                item_json(&Item::Table(old.clone()))
-            ));
-            entry.set_position(old.position());
+            changes.push(format!("replace {key}: {} -> {wanted}", item_json(old)));
+            if let Some(position) = old.as_table().and_then(Table::position) {
+                entry.set_position(Some(position));
+            }
             servers.insert(SERVER_NAME, Item::Table(entry));
         }
         None => {
@@ -290,6 +295,20 @@ fn set_server(
     Ok(())
 }
 
+/// Whether the table at `path` is absent or implicit (a header only its subtables make):
+/// one `init` may remove once emptied. A table the user wrote (a `[section]` of its own or an
+/// inline table) stays.
+fn implicit(doc: &DocumentMut, path: &[&str]) -> bool {
+    let mut item = doc.as_item();
+    for key in path {
+        match item.get(key) {
+            Some(next) => item = next,
+            None => return true,
+        }
+    }
+    item.as_table().is_some_and(Table::is_implicit)
+}
+
 /// Makes the trust entries of hooks-mcp's hooks (those under `source` whose hash is one of
 /// `ours`) exactly `wanted`.
 fn set_trust(
@@ -298,6 +317,7 @@ fn set_trust(
     wanted: &[(String, String)],
     ours: &BTreeSet<String>,
     changes: &mut Vec<String>,
+    file: &Path,
 ) -> Result<(), String> {
     let prefix = format!("{source}:");
     let stale: Vec<String> = doc
@@ -338,36 +358,46 @@ fn set_trust(
         table.set_implicit(true);
         Item::Table(table)
     };
-    let not_table =
-        |what: &str| format!("config.toml: `{what}` is not a table; fix it, then run again");
+    let not_table = |what: &str| {
+        format!(
+            "{}: `{what}` is not a table; fix it, then run again (nothing was changed)",
+            file.display()
+        )
+    };
+    let hooks_implicit = self::implicit(doc, &["hooks"]);
+    let state_implicit = self::implicit(doc, &["hooks", "state"]);
+    // Tables written inline (`state = { ... }`) are tables too: entries go in them, inline.
     let hooks = doc
         .entry("hooks")
         .or_insert_with(implicit)
-        .as_table_mut()
+        .as_table_like_mut()
         .ok_or_else(|| not_table("hooks"))?;
+    if hooks.get("state").is_none() {
+        hooks.insert("state", implicit());
+    }
     let state = hooks
-        .entry("state")
-        .or_insert_with(implicit)
-        .as_table_mut()
+        .get_mut("state")
+        .and_then(Item::as_table_like_mut)
         .ok_or_else(|| not_table("hooks.state"))?;
     for key in &stale {
         state.remove(key);
         changes.push(format!("remove hooks.state.\"{key}\""));
     }
     for (key, hash) in missing {
-        let mut entry = state
-            .get(key)
-            .and_then(Item::as_table)
-            .cloned()
-            .unwrap_or_default();
+        let mut entry = Table::new();
+        if let Some(old) = state.get(key).and_then(Item::as_table_like) {
+            for (k, v) in old.iter() {
+                entry.insert(k, v.clone());
+            }
+        }
         entry.insert("trusted_hash", toml_edit::value(hash.as_str()));
         state.insert(key, Item::Table(entry));
         changes.push(format!("trust hooks.state.\"{key}\" = {hash}"));
     }
-    if state.is_empty() {
+    if state.is_empty() && state_implicit {
         hooks.remove("state");
     }
-    if hooks.is_empty() && hooks.is_implicit() {
+    if hooks.is_empty() && hooks_implicit {
         doc.remove("hooks");
     }
     Ok(())
