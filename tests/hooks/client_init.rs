@@ -503,3 +503,72 @@ fn codex_tables_written_inline_are_tables() {
         original.to_string().replace(' ', "")
     );
 }
+
+#[test]
+fn init_writes_every_file_or_none() {
+    let env = Env::new();
+    let home = env.home();
+    std::fs::write(home.join(".claude.json"), "{}\n").unwrap();
+    std::fs::create_dir_all(home.join(".gemini")).unwrap();
+    std::fs::write(home.join(".gemini/settings.json"), "{}\n").unwrap();
+    // Gemini CLI's new text cannot be written beside its file.
+    std::fs::create_dir(home.join(".gemini/.settings.json.hooks-mcp-tmp")).unwrap();
+    let before = snapshot(&env);
+
+    let out = env.run(&["init", "--client", "claude,gemini"], "", &[]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("nothing was changed"), "{stderr}");
+    assert_eq!(snapshot(&env), before, "no file changed");
+    assert_eq!(backups(&env), 0, "no backup left");
+
+    // Once it can, it writes them all.
+    std::fs::remove_dir(home.join(".gemini/.settings.json.hooks-mcp-tmp")).unwrap();
+    env.cli(&["init", "--client", "claude,gemini"]);
+    assert!(json_of(&home.join(".claude.json"))["mcpServers"]["hooks"].is_object());
+    assert!(json_of(&home.join(".gemini/settings.json"))["mcpServers"]["hooks"].is_object());
+}
+
+#[test]
+fn a_linked_settings_file_stays_a_link_even_before_its_target_exists() {
+    let env = Env::new();
+    let home = env.home();
+    std::fs::write(home.join(".claude.json"), "{}\n").unwrap();
+    std::fs::create_dir_all(home.join(".claude")).unwrap();
+    std::fs::create_dir_all(home.join("dotfiles")).unwrap();
+    let link = home.join(".claude/settings.json");
+    std::os::unix::fs::symlink("../dotfiles/claude-settings.json", &link).unwrap();
+
+    env.cli(&["init", "--client", "claude"]);
+    assert!(link.symlink_metadata().unwrap().file_type().is_symlink());
+    let target = home.join("dotfiles/claude-settings.json");
+    assert!(json_of(&target)["hooks"]["UserPromptSubmit"].is_array());
+
+    env.cli(&["init", "--client", "claude", "--remove"]);
+    assert!(link.symlink_metadata().unwrap().file_type().is_symlink());
+    assert!(
+        !target.exists(),
+        "the file init created is gone, the link kept"
+    );
+}
+
+#[test]
+fn directories_left_with_only_backups_are_no_sign_of_a_client() {
+    let env = Env::new();
+    let home = env.home();
+    env.cli(&["init", "--client", "all"]);
+    env.cli(&["init", "--client", "all", "--remove"]);
+    // Only backups remain where init created files; a plain init finds no other client.
+    let plan = env.cli(&["init", "--dry-run"]);
+    assert!(plan.contains("Claude Code:"), "{plan}");
+    for other in ["Codex", "Gemini CLI", "Copilot CLI", "Cursor", "VS Code"] {
+        assert!(
+            !plan.contains(&format!("{other}:")),
+            "{other} found: {plan}"
+        );
+    }
+    assert!(
+        home.join(".gemini").is_dir(),
+        "the test removes nothing itself"
+    );
+}

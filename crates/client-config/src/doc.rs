@@ -415,56 +415,150 @@ impl TomlDoc {
     }
 }
 
-/// Writes a planned change: a backup first (`<file>.hooks-mcp-<unix ms>.bak`, when it existed),
-/// then the new text through a temporary file renamed over it (a symbolic link stays one: its
-/// target is written), or the file deleted. Returns the backup's path.
+/// Whether a file name is one of `init`'s backups (`<file>.hooks-mcp-<unix ms>.bak`).
+pub fn is_backup_name(name: &str) -> bool {
+    name.strip_suffix(".bak")
+        .and_then(|stem| stem.rsplit_once(".hooks-mcp-"))
+        .is_some_and(|(_, ms)| !ms.is_empty() && ms.bytes().all(|b| b.is_ascii_digit()))
+}
+
+/// Writes every planned change, all or none: each file is first backed up
+/// (`<file>.hooks-mcp-<unix ms>.bak`, when it existed) and its new text written to a temporary
+/// file beside it; only when every file got that far are the temporary files renamed over
+/// theirs (or the files deleted). A file reached through a symbolic link is written at the
+/// link's target, so the link stays one (even one whose target does not exist yet). Returns
+/// the backups' paths.
 ///
 /// # Errors
-/// A message naming the file and the step that failed.
-pub fn write(change: &FileChange, now_ms: i64) -> Result<Option<PathBuf>, String> {
-    let path = if change.before.is_some() {
-        std::fs::canonicalize(&change.path).unwrap_or_else(|_| change.path.clone())
-    } else {
-        change.path.clone()
-    };
-    let failed = |what: &str, p: &Path, e: std::io::Error| {
-        format!(
-            "cannot {what} {}: {e} (nothing more was changed)",
-            p.display()
-        )
-    };
-    let backup = if change.before.is_some() {
-        let mut name = path.file_name().unwrap_or_default().to_os_string();
-        name.push(format!(".hooks-mcp-{now_ms}.bak"));
-        let backup = path.with_file_name(name);
-        std::fs::copy(&path, &backup).map_err(|e| failed("back up", &path, e))?;
-        Some(backup)
-    } else {
-        None
-    };
-    let Some(text) = &change.after else {
-        if change.before.is_some() {
-            std::fs::remove_file(&path).map_err(|e| failed("remove", &path, e))?;
+/// A message naming the file and the step that failed; every file is then as it was (the
+/// backups and temporary files made so far are removed).
+pub fn write_all(changes: &[&FileChange], now_ms: i64) -> Result<Vec<PathBuf>, String> {
+    let mut staged: Vec<Staged> = Vec::new();
+    for change in changes {
+        match Staged::new(change, now_ms) {
+            Ok(one) => staged.push(one),
+            Err(why) => {
+                staged.iter().for_each(Staged::abandon);
+                return Err(format!("{why} (nothing was changed)"));
+            }
         }
-        return Ok(backup);
-    };
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir).map_err(|e| failed("create", dir, e))?;
     }
-    let mut tmp_name = std::ffi::OsString::from(".");
-    tmp_name.push(path.file_name().unwrap_or_default());
-    tmp_name.push(".hooks-mcp-tmp");
-    let tmp = path.with_file_name(tmp_name);
-    std::fs::write(&tmp, text).map_err(|e| failed("write", &tmp, e))?;
-    if let Ok(meta) = std::fs::metadata(&path) {
-        // The client's files may be private (0600): the new one keeps the old permissions.
-        let _ = std::fs::set_permissions(&tmp, meta.permissions());
+    for (done, one) in staged.iter().enumerate() {
+        if let Err(why) = one.commit() {
+            // Rare (the directory was writable a moment ago): put back what was replaced.
+            staged[..done].iter().for_each(Staged::restore);
+            staged.iter().for_each(Staged::abandon);
+            return Err(format!("{why} (every file was put back as it was)"));
+        }
     }
-    if let Err(e) = std::fs::rename(&tmp, &path) {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(failed("replace", &path, e));
+    Ok(staged.into_iter().filter_map(|one| one.backup).collect())
+}
+
+/// One file's change, ready to take effect: its backup and its new text written beside it.
+struct Staged {
+    /// The file written (a symbolic link's target).
+    path: PathBuf,
+    /// Whether it existed before.
+    existed: bool,
+    backup: Option<PathBuf>,
+    /// The new text, beside the file; `None` when the file is deleted.
+    tmp: Option<PathBuf>,
+}
+
+impl Staged {
+    fn new(change: &FileChange, now_ms: i64) -> Result<Staged, String> {
+        let path = link_target(&change.path);
+        let failed =
+            |what: &str, p: &Path, e: std::io::Error| format!("cannot {what} {}: {e}", p.display());
+        let existed = change.before.is_some();
+        let backup = if existed {
+            let mut name = path.file_name().unwrap_or_default().to_os_string();
+            name.push(format!(".hooks-mcp-{now_ms}.bak"));
+            let backup = path.with_file_name(name);
+            std::fs::copy(&path, &backup).map_err(|e| failed("back up", &path, e))?;
+            Some(backup)
+        } else {
+            None
+        };
+        let mut staged = Staged {
+            path,
+            existed,
+            backup,
+            tmp: None,
+        };
+        let Some(text) = &change.after else {
+            return Ok(staged);
+        };
+        if let Some(dir) = staged.path.parent()
+            && let Err(e) = std::fs::create_dir_all(dir)
+        {
+            staged.abandon();
+            return Err(failed("create", dir, e));
+        }
+        let mut tmp_name = std::ffi::OsString::from(".");
+        tmp_name.push(staged.path.file_name().unwrap_or_default());
+        tmp_name.push(".hooks-mcp-tmp");
+        let tmp = staged.path.with_file_name(tmp_name);
+        if let Err(e) = std::fs::write(&tmp, text) {
+            let _ = std::fs::remove_file(&tmp);
+            staged.abandon();
+            return Err(failed("write", &tmp, e));
+        }
+        if let Ok(meta) = std::fs::metadata(&staged.path) {
+            // The client's files may be private (0600): the new one keeps the old permissions.
+            let _ = std::fs::set_permissions(&tmp, meta.permissions());
+        }
+        staged.tmp = Some(tmp);
+        Ok(staged)
     }
-    Ok(backup)
+
+    /// Puts the new text in place (or deletes the file).
+    fn commit(&self) -> Result<(), String> {
+        let done = match &self.tmp {
+            Some(tmp) => std::fs::rename(tmp, &self.path),
+            None if self.existed => std::fs::remove_file(&self.path),
+            None => Ok(()),
+        };
+        done.map_err(|e| format!("cannot replace {}: {e}", self.path.display()))
+    }
+
+    /// Undoes a commit: the backup copied back, or the file made here deleted.
+    fn restore(&self) {
+        match &self.backup {
+            Some(backup) => {
+                let _ = std::fs::copy(backup, &self.path);
+            }
+            None => {
+                let _ = std::fs::remove_file(&self.path);
+            }
+        }
+    }
+
+    /// Removes what staging made: the temporary file and the backup.
+    fn abandon(&self) {
+        for made in [&self.tmp, &self.backup].into_iter().flatten() {
+            let _ = std::fs::remove_file(made);
+        }
+    }
+}
+
+/// Where writing `path` must go so that a symbolic link stays one: the end of its chain of
+/// links (the target need not exist), or `path` itself.
+fn link_target(path: &Path) -> PathBuf {
+    let mut path = path.to_owned();
+    // Bounded as the kernel bounds a chain of links.
+    for _ in 0..40 {
+        match std::fs::read_link(&path) {
+            Ok(target) => {
+                path = match path.parent() {
+                    Some(dir) if target.is_relative() => dir.join(target),
+                    _ => target,
+                };
+            }
+            Err(_) => break,
+        }
+    }
+    path
 }
 
 #[cfg(test)]
@@ -525,8 +619,9 @@ mod tests {
         let mut after = doc.value.clone();
         after["mcpServers"]["hooks"] = json!({"command": "/bin/hooks-mcp"});
         let added = doc.change(after, vec!["add".into()]);
-        assert!(
-            write(&added, 10).unwrap().is_some(),
+        assert_eq!(
+            write_all(&[&added], 10).unwrap().len(),
+            1,
             "init backs the file up"
         );
         let added_text = std::fs::read_to_string(&path).unwrap();
@@ -569,7 +664,7 @@ mod tests {
         let removal = doc.change(Map::new(), vec!["remove".into()]);
         assert_eq!(removal.after, None);
         assert!(removal.before.is_some());
-        write(&removal, 1).unwrap();
+        write_all(&[&removal], 1).unwrap();
         assert!(!path.exists());
     }
 }

@@ -131,13 +131,13 @@ fn plan_and_apply(args: &InitOptions) -> Result<String, String> {
         return Ok(report.join("\n"));
     }
     let now = open::now_ms();
-    for change in plans.iter().flat_map(|(_, plan)| plan) {
-        if change.is_unchanged() {
-            continue;
-        }
-        if let Some(backup) = crate::doc::write(change, now)? {
-            report.push(format!("backup of the previous file: {}", backup.display()));
-        }
+    let changed: Vec<&FileChange> = plans
+        .iter()
+        .flat_map(|(_, plan)| plan)
+        .filter(|change| !change.is_unchanged())
+        .collect();
+    for backup in crate::doc::write_all(&changed, now)? {
+        report.push(format!("backup of the previous file: {}", backup.display()));
     }
     if let Some(HookKind::Http { base }) = &hooks {
         report.push(format!(

@@ -21,8 +21,9 @@ fn main() -> ExitCode {
         None => {
             protocol_lite::diag!(
                 "hooks-mcp-hook: usage: hooks-mcp-hook hook <SessionStart|UserPromptSubmit|\
-                 PreToolUse|PostToolUse>, or hooks-mcp-hook hook --client <codex|gemini|copilot|\
-                 cursor|vscode> <the client's event> (docs/clients.md); nothing was done"
+                 PreToolUse|PostToolUse|SubagentStart|SubagentStop|Stop|SessionEnd>, or \
+                 hooks-mcp-hook hook --client <codex|gemini|copilot|cursor|vscode> <the \
+                 client's event> (docs/clients.md); nothing was done"
             );
             // A broken hook registration must never block the agent.
             ExitCode::SUCCESS

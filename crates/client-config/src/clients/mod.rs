@@ -167,10 +167,28 @@ fn is_executable(path: &Path) -> bool {
 /// `~/.claude` directory may hold only the settings VS Code's hooks were registered in.
 pub fn found(client: Client) -> bool {
     let on_disk = match client {
+        // Not `~/.claude`: VS Code's agent hooks are written there.
         Client::Claude => crate::client::ClientFiles::from_env().is_ok_and(|f| f.servers.is_file()),
-        other => directory(other).is_ok_and(|d| d.is_dir()),
+        other => directory(other).is_ok_and(|d| holds_files(&d, 3)),
     };
     on_disk || binary(client).is_some()
+}
+
+/// Whether `dir` holds a file (within `depth` levels) other than `init`'s own backups: a
+/// directory left by `init --remove` with nothing but those is no sign of the client.
+fn holds_files(dir: &std::path::Path, depth: usize) -> bool {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return false;
+    };
+    entries.flatten().any(|entry| {
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        match entry.file_type() {
+            Ok(t) if t.is_dir() => depth > 1 && holds_files(&entry.path(), depth - 1),
+            Ok(_) => !crate::doc::is_backup_name(&name),
+            Err(_) => true,
+        }
+    })
 }
 
 /// Whether `client` can reach the server over `transport` (Codex has no SSE).

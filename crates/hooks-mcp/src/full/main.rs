@@ -44,7 +44,8 @@ enum Cmd {
         level: Option<String>,
     },
     /// The agent client's hook command: reads one lifecycle event's payload on stdin
-    /// (SessionStart, UserPromptSubmit, PreToolUse, PostToolUse) and answers on stdout.
+    /// (SessionStart, UserPromptSubmit, PreToolUse, PostToolUse, SubagentStart, SubagentStop,
+    /// Stop, SessionEnd) and answers on stdout.
     Hook {
         /// The event this command is registered for.
         event: String,
