@@ -517,6 +517,30 @@ fn a_subscription_cancelled_after_the_handoff_leaves_the_server_idle() {
 }
 
 #[test]
+fn the_end_of_input_ends_a_held_subscription_with_its_result() {
+    // Claude Code holds a subscription all session long; when it closes the server's input,
+    // the subscription ends with its final result, and the process with it (rmcp waits for
+    // every running request before it returns, so a subscription left open would hold the
+    // process for its grace period, then be dropped without an answer).
+    let mut s = Server::start();
+    claude_code_opening(&mut s);
+    let listed = s.ask(&modern(
+        3,
+        "tools/call",
+        json!({"name": "channel_list", "arguments": {}}),
+    ));
+    assert_eq!(listed["result"]["isError"], false, "{listed}");
+    assert!(exe(&s).ends_with("hooks-mcp-stdio"), "{:?}", exe(&s));
+    let (status, rest) = s.finish();
+    assert!(status.success(), "{rest:?}");
+    let ended = rest
+        .iter()
+        .find(|m| m["id"] == 1)
+        .unwrap_or_else(|| panic!("no final result for the subscription: {rest:?}"));
+    assert_eq!(ended["result"]["resultType"], "complete", "{ended}");
+}
+
+#[test]
 fn the_2026_answers_are_byte_identical_on_both_paths() {
     let home = tempfile::tempdir().unwrap();
     let home_path = home.path().to_string_lossy().into_owned();

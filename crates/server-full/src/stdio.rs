@@ -204,6 +204,7 @@ where
         subscribed: server.subscribed_signal(),
         listening: listening.clone(),
         seen_request: false,
+        server: server.clone(),
     };
     let reader = tokio::spawn(reader.run());
     let transport = LineTransport {
@@ -253,6 +254,8 @@ struct LineReader<R, W> {
     listening: Arc<std::sync::Mutex<Option<RequestId>>>,
     /// Notifications before the first request are dropped (there is no session yet).
     seen_request: bool,
+    /// The server, whose open subscriptions end when the input does.
+    server: HooksServer,
 }
 
 /// What the reader waits for after handing a message to rmcp (which runs each message in a
@@ -272,16 +275,24 @@ where
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
 {
+    /// The input ended: the client is gone (the stdio transport's way to end a session), so
+    /// its open `subscriptions/listen` end too, and rmcp, which waits for every running
+    /// request before it returns, lets the process exit at once rather than seconds later.
+    /// Requests still running (a tool call) are answered first.
+    fn end(&self) {
+        self.server.end_subscriptions();
+    }
+
     async fn run(mut self) {
         let mut line = Vec::with_capacity(4096);
         loop {
             line.clear();
             match self.reader.read_until(b'\n', &mut line).await {
-                Ok(0) => return,
+                Ok(0) => return self.end(),
                 Ok(_) => {}
                 Err(e) => {
                     tracing::debug!("stdin closed: {e}");
-                    return;
+                    return self.end();
                 }
             }
             let trimmed = line.strip_suffix(b"\n").unwrap_or(&line);
