@@ -926,8 +926,17 @@ impl ServerHandler for HooksServer {
     async fn set_level(
         &self,
         request: SetLevelRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
+        if modern::is_modern(&context) {
+            // Removed by 2026-07-28, whose requests each say their level in `_meta`.
+            return Err(ErrorData::new(
+                ErrorCode::METHOD_NOT_FOUND,
+                "Method not found: `logging/setLevel` is not part of 2026-07-28; send \
+                 `io.modelcontextprotocol/logLevel` in each request's `_meta` instead",
+                None,
+            ));
+        }
         *lock(&self.session.log_level) = modern::log_level(request.level);
         Ok(())
     }

@@ -441,6 +441,18 @@ fn missing_meta_fields_and_an_unknown_revision_are_refused() {
             "{text}"
         );
     }
+    // A method this revision removed: not found, and what replaces it.
+    let body = request(9, "logging/setLevel", json!({"level": "debug"}));
+    let reply = http(
+        addr,
+        "POST",
+        "/mcp",
+        &headers("logging/setLevel", None),
+        &body,
+    );
+    let (_, code, text) = refusal(&reply);
+    assert_eq!(code, -32601, "{text}");
+    assert!(text.contains("io.modelcontextprotocol/logLevel"), "{text}");
 }
 
 #[test]
