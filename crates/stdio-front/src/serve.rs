@@ -33,6 +33,9 @@ struct Input {
     buf: Vec<u8>,
     /// Where the next unhandled line starts.
     start: usize,
+    /// How far past `start` the buffer is known to hold no newline: a long line is scanned
+    /// once as it arrives, not again from its start after every read.
+    scanned: usize,
     eof: bool,
 }
 
@@ -42,17 +45,23 @@ impl Input {
         Input {
             buf: Vec::with_capacity(CHUNK),
             start: 0,
+            scanned: 0,
             eof: false,
         }
     }
 
     /// The next line (its newline included), or at the end of input what is left.
-    fn next_line(&self) -> Option<Range<usize>> {
-        let rest = &self.buf[self.start..];
-        match rest.iter().position(|&b| b == b'\n') {
-            Some(at) => Some(self.start..self.start + at + 1),
-            None if self.eof && !rest.is_empty() => Some(self.start..self.buf.len()),
-            None => None,
+    fn next_line(&mut self) -> Option<Range<usize>> {
+        let from = self.scanned.clamp(self.start, self.buf.len());
+        match self.buf[from..].iter().position(|&b| b == b'\n') {
+            Some(at) => {
+                self.scanned = from + at + 1;
+                Some(self.start..self.scanned)
+            }
+            None => {
+                self.scanned = self.buf.len();
+                (self.eof && self.start < self.buf.len()).then_some(self.start..self.buf.len())
+            }
         }
     }
 
@@ -60,6 +69,7 @@ impl Input {
     fn fill(&mut self, stdin: &Stdin) -> io::Result<()> {
         if self.start > 0 {
             self.buf.drain(..self.start);
+            self.scanned = self.scanned.saturating_sub(self.start);
             self.start = 0;
         }
         let mut chunk = [0u8; CHUNK];
@@ -394,6 +404,7 @@ mod tests {
         Input {
             buf: bytes.to_vec(),
             start: 0,
+            scanned: 0,
             eof,
         }
     }
@@ -415,5 +426,20 @@ mod tests {
         i.start = last.end;
         assert_eq!(i.next_line(), None);
         assert_eq!(input(b"", true).next_line(), None);
+    }
+
+    #[test]
+    fn a_line_arriving_in_pieces_is_found_whole() {
+        let mut i = input(b"", false);
+        let mut lines = Vec::new();
+        for piece in [&b"{\"a\":"[..], b"1", b"}\n{\"b\"", b":2}\n"] {
+            i.buf.extend_from_slice(piece);
+            while let Some(line) = i.next_line() {
+                lines.push(i.buf[line.clone()].to_vec());
+                i.start = line.end;
+            }
+        }
+        assert_eq!(lines, [&b"{\"a\":1}\n"[..], b"{\"b\":2}\n"]);
+        assert_eq!(i.next_line(), None);
     }
 }
