@@ -297,6 +297,34 @@ fn the_operators_prompt_arms_the_conditions_gate_for_its_session_only() {
 }
 
 #[test]
+fn the_operators_prompt_opens_the_gate_before_any_store_exists() {
+    // A fresh install: no store yet. The operator's first request must not be lost.
+    let env = Env::new();
+    let not_asking = fixture_for("user_prompt_submit", "s0");
+    assert!(env.hook("UserPromptSubmit", &not_asking).answer.is_none());
+    assert!(
+        !env.store_dir().join("state.db").exists(),
+        "an ordinary prompt makes no store"
+    );
+
+    let mut asking = fixture_for("user_prompt_submit", "s1");
+    asking["prompt"] = "Please add a condition that blocks force pushes.".into();
+    let run = env.hook("UserPromptSubmit", &asking);
+    assert!(
+        run.context().contains("opened the conditions gate"),
+        "{}",
+        run.context()
+    );
+    let set = env.mcp_call(
+        "condition_set",
+        json!({"name": "no_force_push", "step": "pre", "matcher": "bash.git",
+               "script": "exit 0", "replace": true}),
+        &[("HOOKS_MCP_SESSION_ID", "s1")],
+    );
+    assert_eq!(set["isError"], json!(false), "{set}");
+}
+
+#[test]
 fn due_schedules_fire_from_hooks_exactly_once() {
     let env = Env::new();
     env.schedule_due_now("ops", "scheduled hello");

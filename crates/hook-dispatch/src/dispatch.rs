@@ -171,6 +171,29 @@ fn direct(
             store.close_at_exit();
             part
         }
+        // No store yet, and the operator's prompt asks to change conditions: the gate it
+        // opens is written down, in a store made for it (what the tool will check).
+        Err(open::OpenError::Store(StoreError::Missing { .. }))
+            if event == Event::UserPromptSubmit
+                && settings.gate_enforced
+                && tools_conditions::prompt_requests_condition_change(payload.prompt()) =>
+        {
+            match store::open_sqlite_from_env(true) {
+                Ok(Some((store, _))) => {
+                    let part = store_part(event, payload, settings, &*store, now);
+                    store.close_at_exit();
+                    part
+                }
+                Ok(None) => StorePart::default(),
+                Err(e) => StorePart {
+                    errors: vec![format!(
+                        "hooks-mcp hook {event}: cannot create the store to open the conditions \
+                         gate: {e}"
+                    )],
+                    ..StorePart::default()
+                },
+            }
+        }
         // No store yet: nothing was ever published, so there is nothing to deliver.
         Err(open::OpenError::Store(StoreError::Missing { .. })) => StorePart::default(),
         Err(e) => StorePart {
