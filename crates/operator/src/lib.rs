@@ -54,18 +54,52 @@ pub fn render(value: &Value, json: bool, text: impl FnOnce(&Value) -> String) ->
 pub fn print_out(text: &str) -> std::io::Result<()> {
     use std::io::Write;
     let mut out = std::io::stdout().lock();
-    match writeln!(out, "{text}").and_then(|()| out.flush()) {
+    match writeln!(out, "{}", for_terminal(text)).and_then(|()| out.flush()) {
         // The standard library already treats a closed stdout as a sink.
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
         other => other,
     }
 }
 
+/// `text` with every control character but newline and tab written as a `\u00XX` escape:
+/// message bodies and session ids come from agents, and an escape sequence among them must not
+/// reach the operator's terminal (to move the cursor, rewrite a line, retitle the window). The
+/// escape is JSON's own, so `--json` output stays valid.
+pub fn for_terminal(text: &str) -> std::borrow::Cow<'_, str> {
+    let unsafe_char = |c: char| c.is_control() && c != '\n' && c != '\t';
+    if !text.contains(unsafe_char) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    for c in text.chars() {
+        if unsafe_char(c) {
+            out.push_str(&format!("\\u{:04x}", u32::from(c)));
+        } else {
+            out.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;
 
-    use super::render;
+    use super::{for_terminal, render};
+
+    #[test]
+    fn control_characters_reach_the_terminal_escaped() {
+        assert_eq!(for_terminal("plain\n\tline"), "plain\n\tline");
+        assert_eq!(
+            for_terminal("ok\u{1b}[2K\rPWNED\u{7}\u{9b}"),
+            "ok\\u001b[2K\\u000dPWNED\\u0007\\u009b"
+        );
+        // JSON stays JSON.
+        let json = serde_json::to_string(&serde_json::json!({"m": "a\u{7f}b\u{9b}"})).unwrap();
+        let shown = for_terminal(&json);
+        let back: serde_json::Value = serde_json::from_str(&shown).unwrap();
+        assert_eq!(back["m"], "a\u{7f}b\u{9b}");
+    }
 
     #[test]
     fn render_prints_json_or_the_text_layout() {
