@@ -82,7 +82,8 @@ pub enum StoreError {
     /// not take effect unless the server committed it before the connection was lost.
     #[error(
         "the store at {store} is unavailable ({detail}); check that the database server is \
-         running and reachable, then retry: the server reconnects by itself"
+         running and reachable, then retry (a running daemon or MCP server reconnects by \
+         itself; each hook tries again on its next event)"
     )]
     Unavailable {
         /// The store's description (never credentials).
