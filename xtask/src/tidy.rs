@@ -21,8 +21,10 @@ const SKIPPED_DIRS: [&str; 3] = ["target", "fixtures", "node_modules"];
 /// Line budgets: (folder, most lines all its `.rs` files may add up to).
 const LINE_BUDGETS: [(&str, usize); 2] = [
     // 3,200 until subscriptions learnt to cost nothing on a quiet store (the watcher's timing
-    // by the next expiry, the change feed's fallback to polling).
-    ("crates/server-full/src", 3_300),
+    // by the next expiry, the change feed's fallback to polling); 3,300 until the 2026-07-28
+    // edges (a served method's malformed params, removed methods, held subscriptions ended by
+    // the end of input).
+    ("crates/server-full/src", 3_400),
     ("crates/hooks-mcp/src", 1_200),
 ];
 

@@ -635,9 +635,8 @@ impl hyper::body::Body for DeadlineBody {
             Poll::Ready(()) => Poll::Ready(Some(Err(Box::new(std::io::Error::new(
                 std::io::ErrorKind::TimedOut,
                 format!(
-                    "the request body did not arrive whole within {} s ({})",
-                    this.limit.as_secs(),
-                    crate::lifecycle::BODY_TIMEOUT_ENV
+                    "the request body did not arrive whole within {} s",
+                    this.limit.as_secs()
                 ),
             ))))),
             Poll::Pending => Poll::Pending,

@@ -36,14 +36,6 @@ pub fn run_from_args_with(open: open::Opener) -> Option<ExitCode> {
     (command == "hook" && !event.starts_with('-')).then(|| run_with(event, open))
 }
 
-/// Reads the payload of an event with nothing to do, to its end, and drops it: the client
-/// writes it whole, and a hook gone before the client finished writing would leave it a broken
-/// pipe (a payload over the pipe's 64 KiB), which a client may report as a failed hook.
-pub(crate) fn drain_stdin() {
-    // Nothing to report: the payload is not needed, and the client closes its end.
-    let _ = io::copy(&mut io::stdin().lock(), &mut io::sink());
-}
-
 /// Runs the command hook for the event named `event`; always exits 0 (a broken hook never
 /// blocks the agent). The store is opened in this process, either backend.
 pub fn run(event: &str) -> ExitCode {
@@ -56,12 +48,12 @@ pub fn run_with(event: &str, open: open::Opener) -> ExitCode {
         if let Some(name) = crate::payload::quiet_event(event) {
             // A Claude Code event with nothing to do: no output, counted.
             crate::clients::quiet::record(name, open::now_ms());
-            drain_stdin();
+            crate::payload::drain_stdin();
             return ExitCode::SUCCESS;
         }
         protocol_lite::diag!("{}", unknown_event(event));
         crate::clients::unplaced::record("claude", event, "unknown event", open::now_ms());
-        drain_stdin();
+        crate::payload::drain_stdin();
         return ExitCode::SUCCESS;
     };
     let mut text = String::new();

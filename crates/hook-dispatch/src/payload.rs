@@ -5,6 +5,14 @@ use std::fmt;
 
 use serde_json::{Map, Value};
 
+/// Reads the payload of an event with nothing to do, to its end, and drops it: the client
+/// writes it whole, and a hook gone before the client finished writing would leave it a broken
+/// pipe (a payload over the pipe's 64 KiB), which a client may report as a failed hook.
+pub(crate) fn drain_stdin() {
+    // Nothing to report: the payload is not needed, and the client closes its end.
+    let _ = std::io::copy(&mut std::io::stdin().lock(), &mut std::io::sink());
+}
+
 /// Why a payload is refused: each says what is wrong and what the client should send.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]

@@ -122,7 +122,14 @@ fn check(value: &Value) -> Result<Incoming, ErrorReply> {
     let id = match obj.get("id") {
         None => None,
         Some(id @ Value::String(_)) => Some(id.clone()),
-        Some(id @ Value::Number(n)) if n.is_i64() || n.is_u64() => Some(id.clone()),
+        // The integers the full server (rmcp) takes: a 64-bit signed one.
+        Some(id @ Value::Number(n)) if n.is_i64() => Some(id.clone()),
+        Some(Value::Number(n)) if n.is_u64() => {
+            return Err(invalid(
+                Value::Null,
+                "an integer `id` must lie between -2^63 and 2^63-1; use a smaller one or a string",
+            ));
+        }
         Some(_) => {
             return Err(invalid(Value::Null, "`id` must be a string or an integer"));
         }

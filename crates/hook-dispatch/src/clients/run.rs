@@ -25,7 +25,7 @@ use crate::{complete, conditions, forward, open};
 /// a line on stderr and a count in the [`unplaced`] record.
 pub fn run(client: Client, client_event: &str, open: open::Opener) -> ExitCode {
     let Some(route) = client.route(client_event) else {
-        crate::dispatch::drain_stdin();
+        crate::payload::drain_stdin();
         let known = client.handled_events().join(", ");
         return unplaced_answer(
             client.name(),
@@ -72,7 +72,7 @@ pub fn run_from_args(open: open::Opener) -> Option<ExitCode> {
     Some(match Client::parse(name) {
         Some(client) => run(client, event, open),
         None => {
-            crate::dispatch::drain_stdin();
+            crate::payload::drain_stdin();
             unplaced_answer(
                 "unknown",
                 event,

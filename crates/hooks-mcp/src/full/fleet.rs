@@ -10,7 +10,6 @@ use serde_json::Value;
 use hook_dispatch::open;
 use operator::{Since, SinceError};
 
-use crate::ops;
 use store::{AuditQuery, ReportQuery, Retention, SessionQuery, StoreHandle};
 
 /// A store value as JSON (the store's types serialize infallibly: plain fields, string keys).
@@ -76,7 +75,7 @@ fn store_failed(e: store::StoreError) -> ExitCode {
 }
 
 fn print(value: &Value, json: bool, text: impl FnOnce(&Value) -> String) -> ExitCode {
-    ops::print_out(&operator::render(value, json, text))
+    print_out(&operator::render(value, json, text))
 }
 
 /// Runs `hooks-mcp audit`.
@@ -164,5 +163,18 @@ pub(crate) fn channel_status(message_id: i64, json: bool) -> ExitCode {
     match operator::delivery_report(pages, now, store::to_rfc3339) {
         Some(report) => print(&report, json, operator::delivery),
         None => ExitCode::FAILURE,
+    }
+}
+
+/// Writes a command's output on stdout (every operator command, `init` and `status` print
+/// through it): success, or a failure said on stderr when the text could not be written whole
+/// (a full disk behind `> file`; a reader that left is no failure).
+pub(crate) fn print_out(text: &str) -> ExitCode {
+    match operator::print_out(text) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            protocol_lite::diag!("hooks-mcp: cannot write the output on stdout ({e})");
+            ExitCode::FAILURE
+        }
     }
 }

@@ -186,7 +186,7 @@ fn init(args: InitArgs) -> ExitCode {
             .collect(),
     };
     match client_config::init::run(&options) {
-        Ok(report) => ops::print_out(&report),
+        Ok(report) => fleet::print_out(&report),
         Err(e) => {
             protocol_lite::diag!("hooks-mcp init: {e}");
             ExitCode::FAILURE
@@ -201,7 +201,7 @@ fn status(json: bool) -> ExitCode {
         Ok((code, _)) => Daemon::Answered(code),
         Err(e) => Daemon::Down(format!("{e:#}")),
     });
-    match ops::print_out(&report.text) {
+    match fleet::print_out(&report.text) {
         code if code == ExitCode::SUCCESS => ExitCode::from(report.code),
         failed => failed,
     }

@@ -288,7 +288,7 @@ fn execute(tool: &str, args: Map<String, Value>, common: &Common) -> ExitCode {
     match catalogue::call(tool, &ctx, Value::Object(args)) {
         Ok(answer) => {
             let text = operator::render(&answer, common.json, |v| operator::human(tool, v));
-            print_out(&text)
+            crate::fleet::print_out(&text)
         }
         Err(e) => {
             protocol_lite::diag!("hooks-mcp: {tool}: {e}");
@@ -305,16 +305,4 @@ pub(crate) fn operator_actor() -> store::Actor {
         .find_map(|k| std::env::var(k).ok().filter(|v| !v.trim().is_empty()))
         .unwrap_or_else(|| format!("uid {}", rustix::process::getuid().as_raw()));
     store::Actor::Operator(name)
-}
-
-/// Writes a command's output on stdout (`init` and `status` print through it too): success, or a failure said on stderr when the text
-/// could not be written whole (a full disk behind `> file`; a reader that left is no failure).
-pub(crate) fn print_out(text: &str) -> ExitCode {
-    match operator::print_out(text) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            protocol_lite::diag!("hooks-mcp: cannot write the output on stdout ({e})");
-            ExitCode::FAILURE
-        }
-    }
 }

@@ -41,10 +41,23 @@ fn invalid_requests() {
         ),
         (r#"{"jsonrpc":"2.0","id":"x","method":7}"#, json!("x")),
         (r#"{"jsonrpc":"2.0","id":3}"#, json!(3)),
+        // Past a 64-bit signed integer: the full server could not take it either.
+        (
+            r#"{"jsonrpc":"2.0","id":9223372036854775808,"method":"ping"}"#,
+            Value::Null,
+        ),
     ] {
         let r = reply(line);
         assert_eq!(r["error"]["code"], INVALID_REQUEST, "{line}");
         assert_eq!(r["id"], id, "{line}");
+    }
+}
+
+#[test]
+fn the_largest_and_smallest_integer_ids_are_taken() {
+    for id in [i64::MAX, i64::MIN] {
+        let line = format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"ping"}}"#);
+        assert!(parse_line(line.as_bytes()).is_ok(), "{line}");
     }
 }
 
