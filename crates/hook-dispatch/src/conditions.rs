@@ -467,9 +467,11 @@ fn kill_group(child: &mut Child) {
     let _ = child.wait();
 }
 
-/// Reads a pipe to its end, keeping at most [`OUTPUT_CAP`] bytes.
+/// Reads a pipe to its end, keeping at most [`OUTPUT_CAP`] bytes; a line at the end says how
+/// much was dropped, when anything was.
 fn read_capped(mut pipe: impl Read) -> String {
     let mut kept = Vec::new();
+    let mut dropped = 0usize;
     let mut buf = [0u8; 8192];
     loop {
         match pipe.read(&mut buf) {
@@ -477,12 +479,19 @@ fn read_capped(mut pipe: impl Read) -> String {
             Ok(n) => {
                 let room = OUTPUT_CAP.saturating_sub(kept.len());
                 kept.extend_from_slice(&buf[..n.min(room)]);
+                dropped = dropped.saturating_add(n.saturating_sub(room));
             }
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
             Err(_) => break,
         }
     }
-    String::from_utf8_lossy(&kept).into_owned()
+    let mut text = String::from_utf8_lossy(&kept).into_owned();
+    if dropped > 0 {
+        text.push_str(&format!(
+            "\n[hooks-mcp: the output was cut at {OUTPUT_CAP} bytes; {dropped} more were dropped]"
+        ));
+    }
+    text
 }
 
 #[cfg(test)]
@@ -490,6 +499,20 @@ mod tests {
     #![allow(clippy::unwrap_used)]
 
     use super::*;
+
+    #[test]
+    fn output_past_the_cap_is_cut_and_says_so() {
+        let small = read_capped(&b"fine\n"[..]);
+        assert_eq!(small, "fine\n");
+        let big = vec![b'x'; OUTPUT_CAP + 10];
+        let cut = read_capped(&big[..]);
+        assert!(cut.starts_with(&"x".repeat(OUTPUT_CAP)));
+        assert!(
+            cut.ends_with("10 more were dropped]"),
+            "{}",
+            &cut[OUTPUT_CAP..]
+        );
+    }
 
     fn condition(name: &str, script: &str) -> Condition {
         Condition {
