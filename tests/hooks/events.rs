@@ -270,28 +270,13 @@ fn reminders_follow_each_sessions_tool_call_cadence() {
 fn the_operators_prompt_arms_the_conditions_gate_for_its_session_only() {
     let env = Env::new();
     env.cli(&["channel", "list"]); // creates the store
-    let condition = |session: &str| {
-        env.mcp_call(
-            "condition_set",
-            json!({"name": "no_force_push", "step": "pre", "matcher": "bash.git",
-                   "script": "exit 0", "replace": true}),
-            &[("HOOKS_MCP_SESSION_ID", session)],
-        )
-    };
-    let mut asking = fixture_for("user_prompt_submit", "s1");
-    asking["prompt"] = "Please add a condition that blocks force pushes.".into();
-    let run = env.hook("UserPromptSubmit", &asking);
-    assert!(
-        run.context().contains("opened the conditions gate"),
-        "{}",
-        run.context()
-    );
-    assert_eq!(condition("s1")["isError"], json!(false));
+    operator_asks_for_a_condition(&env, "s1");
+    assert_eq!(set_a_condition(&env, "s1")["isError"], json!(false));
 
     let not_asking = fixture_for("user_prompt_submit", "s2");
     let run = env.hook("UserPromptSubmit", &not_asking);
     assert!(run.answer.is_none(), "{:?}", run.answer);
-    let refused = condition("s2");
+    let refused = set_a_condition(&env, "s2");
     assert_eq!(refused["isError"], json!(true), "{refused}");
     assert!(refused.to_string().contains("gate"), "{refused}");
 }
@@ -307,7 +292,14 @@ fn the_operators_prompt_opens_the_gate_before_any_store_exists() {
         "an ordinary prompt makes no store"
     );
 
-    let mut asking = fixture_for("user_prompt_submit", "s1");
+    operator_asks_for_a_condition(&env, "s1");
+    let set = set_a_condition(&env, "s1");
+    assert_eq!(set["isError"], json!(false), "{set}");
+}
+
+/// The operator's prompt in `session` asking for a condition: the hook says the gate opened.
+fn operator_asks_for_a_condition(env: &Env, session: &str) {
+    let mut asking = fixture_for("user_prompt_submit", session);
     asking["prompt"] = "Please add a condition that blocks force pushes.".into();
     let run = env.hook("UserPromptSubmit", &asking);
     assert!(
@@ -315,13 +307,16 @@ fn the_operators_prompt_opens_the_gate_before_any_store_exists() {
         "{}",
         run.context()
     );
-    let set = env.mcp_call(
+}
+
+/// `condition_set` through the stdio server, acting for `session`.
+fn set_a_condition(env: &Env, session: &str) -> Value {
+    env.mcp_call(
         "condition_set",
         json!({"name": "no_force_push", "step": "pre", "matcher": "bash.git",
                "script": "exit 0", "replace": true}),
-        &[("HOOKS_MCP_SESSION_ID", "s1")],
-    );
-    assert_eq!(set["isError"], json!(false), "{set}");
+        &[("HOOKS_MCP_SESSION_ID", session)],
+    )
 }
 
 #[test]
