@@ -172,9 +172,11 @@ pub const NETWORK_SETTINGS: &[Setting] = &[
         env: MAX_CONNECTIONS_ENV,
         flag: "",
         default: "512",
-        effect: "Most HTTP connections open at once (each open SSE or GET stream holds one); \
+        effect: "Most HTTP connections open at once (each open SSE, GET or \
+                 `subscriptions/listen` stream holds one, and so does a `/health` probe); \
                  further clients wait in the kernel's accept queue until one closes. Keep it \
-                 below the process's open-file limit.",
+                 below the process's open-file limit, and well above the streams clients hold \
+                 open.",
     },
     Setting {
         env: DRAIN_ENV,
