@@ -384,12 +384,18 @@ fn set_trust(
         changes.push(format!("remove hooks.state.\"{key}\""));
     }
     for (key, hash) in missing {
-        let mut entry = Table::new();
-        if let Some(old) = state.get(key).and_then(Item::as_table_like) {
-            for (k, v) in old.iter() {
-                entry.insert(k, v.clone());
+        // An entry's own table keeps its place and comments; one written inline is copied.
+        let mut entry = match state.get(key) {
+            Some(Item::Table(table)) => table.clone(),
+            Some(item) => {
+                let mut copy = Table::new();
+                for (k, v) in item.as_table_like().into_iter().flat_map(|t| t.iter()) {
+                    copy.insert(k, v.clone());
+                }
+                copy
             }
-        }
+            None => Table::new(),
+        };
         entry.insert("trusted_hash", toml_edit::value(hash.as_str()));
         state.insert(key, Item::Table(entry));
         changes.push(format!("trust hooks.state.\"{key}\" = {hash}"));
