@@ -31,7 +31,7 @@ use crate::health;
 use crate::http_sessions::{HttpSessions, StoredSessions};
 use crate::metrics::{self, Snapshot, StoreOperation, StoreSnapshot};
 use crate::sse::SseSessions;
-use crate::state::{InFlightGuard, Shared};
+use crate::state::{InFlightGuard, Sessions, Shared};
 use server_full::HooksServer;
 
 /// The top-level router: `/health` always, everything else through access checks and the
@@ -369,9 +369,35 @@ pub(crate) fn mcp_router(
             options.max_body_bytes,
             crate::mcp_headers::fill_notification_method,
         ))
+        .route_layer(axum::middleware::from_fn_with_state(
+            (manager.clone(), shared.sessions.clone()),
+            resume_under_the_cap,
+        ))
         .route("/sse", get(crate::sse::connect))
         .route("/messages", post(crate::sse::message))
         .with_state(sse)
+}
+
+/// A request for a session this daemon does not hold in memory but the store keeps resumes it,
+/// which takes a place under the session cap: past a full cap it gets the cap's 503 with
+/// `Retry-After`, as a new session does, rather than rmcp's 500 for a failed restore.
+async fn resume_under_the_cap(
+    State((manager, sessions)): State<(Arc<HttpSessions>, Arc<Sessions>)>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let resumed = match request.headers().get("mcp-session-id") {
+        Some(id) if request.method() != Method::DELETE && sessions.is_full() => {
+            let id = id.to_str().unwrap_or_default();
+            // Kept in the store (an ended or unknown one stays rmcp's 404).
+            !manager.holds(id) && manager.is_live(id).await
+        }
+        _ => false,
+    };
+    if resumed {
+        return sessions.full_response();
+    }
+    next.run(request).await
 }
 
 /// `DELETE /mcp`: ends a live session with 200 (the SDKs' servers answer 200, and the Python

@@ -154,6 +154,11 @@ impl HttpSessions {
         }
     }
 
+    /// Whether the session `id` is live in this daemon's memory (not only kept in the store).
+    pub(crate) fn holds(&self, id: &str) -> bool {
+        lock(&self.live).contains_key(id)
+    }
+
     /// A new session under `id` and the cap: its transport for the service.
     fn open(&self, id: SessionId) -> Result<SessionTransport, SessionError> {
         let permit = self.cap.admit(Kind::Http).ok_or(SessionError::Full)?;

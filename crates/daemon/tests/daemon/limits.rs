@@ -124,6 +124,15 @@ fn sessions_are_capped_bodies_limited_and_idle_sessions_expire() {
     assert_eq!(overview.status, 200, "{}", overview.body);
     assert_eq!(overview.json()["status"], "degraded", "{}", overview.body);
     let headers = [MCP_POST[0], ("Mcp-Session-Id", second.as_str())];
+    // Resuming takes a place: past a full cap it gets the cap's answer, not a failed restore.
+    let fillers = [mcp_session(addr, &[]), mcp_session(addr, &[])];
+    let over = http(addr, "POST", "/mcp", &headers, &list);
+    assert_eq!(over.status, 503, "{}", over.body);
+    assert!(over.header("retry-after").is_some(), "{}", over.body);
+    for filler in &fillers {
+        let with_id = [("Mcp-Session-Id", filler.as_str())];
+        assert_eq!(http(addr, "DELETE", "/mcp", &with_id, "").status, 200);
+    }
     let resumed = http(addr, "POST", "/mcp", &headers, &list);
     assert_eq!(resumed.status, 200, "{}", resumed.body);
     assert!(resumed.body.contains("channel_publish"), "{}", resumed.body);
