@@ -31,15 +31,33 @@ pub(crate) fn parse_cron(expr: &str) -> Result<(String, Cron), String> {
             fields.len()
         ));
     }
+    // croner reads `0,,5` as `0,5`: an empty list element is a typo to point out, not skip.
+    const NAMES: [&str; 5] = ["minute", "hour", "day-of-month", "month", "day-of-week"];
+    if let Some((name, field)) = NAMES
+        .iter()
+        .zip(&fields)
+        .find(|(_, f)| f.split(',').any(str::is_empty))
+    {
+        return Err(format!(
+            "the {name} field `{field}` has an empty list element (a comma too many); e.g. \
+             `0,30` for two values"
+        ));
+    }
     let normalized = fields.join(" ");
-    let parser = CronParser::builder()
-        .seconds(Seconds::Disallowed)
-        .year(Year::Disallowed)
-        .build();
-    let cron = parser.parse(&normalized).map_err(|e| {
+    let cron = compile_cron(&normalized).map_err(|e| {
         format!("`{normalized}` is not a valid cron expression ({e}); e.g. `0 9 * * 1-5`")
     })?;
     Ok((normalized, cron))
+}
+
+/// A stored expression compiled as croner reads it, without [`parse_cron`]'s stricter checks
+/// of new input (a schedule stored before a check was added keeps firing as it did).
+fn compile_cron(normalized: &str) -> Result<Cron, croner::errors::CronError> {
+    CronParser::builder()
+        .seconds(Seconds::Disallowed)
+        .year(Year::Disallowed)
+        .build()
+        .parse(normalized)
 }
 
 /// The first occurrence of `cron` strictly after `after`, or `None` when there is none within
@@ -86,7 +104,8 @@ pub fn plan_next(schedule: &Schedule, now: Millis) -> NextFire {
             }
         }
         Trigger::Cron(expr) => {
-            let Ok((_, cron)) = parse_cron(expr) else {
+            let Ok(cron) = compile_cron(&expr.split_whitespace().collect::<Vec<_>>().join(" "))
+            else {
                 return DONE;
             };
             let mut skipped = 0;

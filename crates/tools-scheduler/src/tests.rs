@@ -180,6 +180,14 @@ fn create_rejects_bad_input() {
         ),
         (with(json!({"cron": ""})), "cron: must have 5 fields"),
         (
+            with(json!({"cron": "0,,5 * * * *"})),
+            "cron: the minute field `0,,5` has an empty list element",
+        ),
+        (
+            with(json!({"cron": "0 9 * * 1,"})),
+            "cron: the day-of-week field `1,` has an empty list element",
+        ),
+        (
             with(json!({"cron": "0 0 30 2 *"})),
             "cron: `0 0 30 2 *` never matches",
         ),
@@ -346,6 +354,12 @@ fn plan_next_table() {
             cron(),
             t + 10 * MINUTE,
             next(t + 15 * MINUTE, 2),
+        ),
+        (
+            "a stored cron a new one may not be keeps firing",
+            Trigger::Cron("0,,5 * * * *".into()),
+            t,
+            next(t + 55 * MINUTE, 0),
         ),
         (
             "unparsable stored cron completes",
