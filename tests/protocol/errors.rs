@@ -133,3 +133,26 @@ fn a_failing_catalogue_child_stops_startup_before_initialization() {
         );
     }
 }
+
+#[test]
+fn a_store_that_cannot_be_opened_answers_the_call_with_why() {
+    // The light path never opens the store; the handoff does, and when it cannot, the call
+    // that triggered it is answered with the reason rather than left unanswered.
+    let mut s = Server::start();
+    s.handshake();
+    std::fs::write(s.home.path().join("state.db"), vec![0x5a; 8192]).unwrap();
+    let r = s.ask(&request(
+        7,
+        "tools/call",
+        json!({"name": "channel_list", "arguments": {}}),
+    ));
+    assert_error(&r, json!(7), -32603);
+    let message = r["error"]["message"].as_str().unwrap();
+    assert!(message.contains("cannot serve this session"), "{message}");
+    assert!(
+        message.contains("state.db"),
+        "the store is named: {message}"
+    );
+    let (status, rest) = s.finish();
+    assert!(!status.success(), "{rest:?}");
+}

@@ -86,8 +86,13 @@ pub fn serve_from_env() -> Result<(), StdioError> {
             .and_then(|ids| serde_json::from_str::<Vec<Value>>(&ids).ok())
             .unwrap_or_default(),
     };
-    let (settings, warnings, opened) =
-        crate::Settings::stdio_from_env().map_err(StdioError::Store)?;
+    let (settings, warnings, opened) = match crate::Settings::stdio_from_env() {
+        Ok(opened) => opened,
+        Err(e) => {
+            answer_unserved(&replay, suppress.initialize.as_ref(), &e.to_string());
+            return Err(StdioError::Store(e));
+        }
+    };
     if opened == store::Opened::Created {
         tracing::info!("created a new store");
     }
@@ -113,6 +118,32 @@ pub fn serve_from_env() -> Result<(), StdioError> {
     // On the heap: the session future is large, and block_on would hold it (and copies made
     // while it is moved there) on the main thread's stack, whose touched pages stay dirty.
     runtime.block_on(Box::pin(serve_stdio(server, replay, suppress)))
+}
+
+/// Answers every request the front end handed over (but the `initialize` it answered) with an
+/// internal error saying why the server cannot serve it, so that the client learns the reason
+/// (a store that cannot be opened) instead of seeing the process end with its call unanswered.
+fn answer_unserved(replay: &[u8], answered: Option<&Value>, why: &str) {
+    use std::io::Write as _;
+    let mut out = std::io::stdout().lock();
+    for line in replay.split(|&b| b == b'\n') {
+        let Ok((_, jsonrpc::Incoming::Request { id, .. })) = jsonrpc::parse_line(line) else {
+            continue;
+        };
+        if answered == Some(&id) {
+            continue;
+        }
+        let reply = jsonrpc::ErrorReply {
+            id,
+            code: jsonrpc::INTERNAL_ERROR,
+            message: format!("hooks-mcp cannot serve this session: {why}"),
+        };
+        // Nothing more to do when the client is gone.
+        if out.write_all(&reply.to_line()).is_err() {
+            return;
+        }
+    }
+    let _ = out.flush();
 }
 
 /// What the light front end already answered, which the full server must not answer again.
