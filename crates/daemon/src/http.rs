@@ -629,7 +629,11 @@ async fn accept_loop(
 /// the cap) for longer than that.
 struct DeadlineBody {
     body: hyper::body::Incoming,
-    deadline: std::pin::Pin<Box<tokio::time::Sleep>>,
+    /// When the head was read, plus the limit.
+    due: tokio::time::Instant,
+    /// The timer, made only when the body first has to wait: a body that is there at once (or
+    /// a request without one) costs no timer.
+    deadline: Option<std::pin::Pin<Box<tokio::time::Sleep>>>,
     limit: Duration,
 }
 
@@ -637,7 +641,8 @@ impl DeadlineBody {
     fn new(body: hyper::body::Incoming, limit: Duration) -> DeadlineBody {
         DeadlineBody {
             body,
-            deadline: Box::pin(tokio::time::sleep(limit)),
+            due: tokio::time::Instant::now() + limit,
+            deadline: None,
             limit,
         }
     }
@@ -657,11 +662,16 @@ impl hyper::body::Body for DeadlineBody {
         if let Poll::Ready(frame) = std::pin::Pin::new(&mut this.body).poll_frame(cx) {
             return Poll::Ready(frame.map(|r| r.map_err(Into::into)));
         }
-        match this.deadline.as_mut().poll(cx) {
+        let due = this.due;
+        let deadline = this
+            .deadline
+            .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(due)));
+        match deadline.as_mut().poll(cx) {
             Poll::Ready(()) => Poll::Ready(Some(Err(Box::new(std::io::Error::new(
                 std::io::ErrorKind::TimedOut,
                 format!(
-                    "the request body did not arrive whole within {} s",
+                    "the request body did not arrive whole within {} s of its head; send it \
+                     faster, or raise HOOKS_MCP_BODY_TIMEOUT_SECS",
                     this.limit.as_secs()
                 ),
             ))))),

@@ -228,7 +228,7 @@ fn set_server(
         if let Some(old) = servers.remove(SERVER_NAME) {
             changes.push(format!("remove {key} (was {})", item_json(&old)));
         }
-        if servers.is_empty() && implicit(doc, &["mcp_servers"]) {
+        if servers.is_empty() && is_implicit_table(doc, &["mcp_servers"]) {
             doc.remove("mcp_servers");
         }
         return Ok(());
@@ -298,7 +298,7 @@ fn set_server(
 /// Whether the table at `path` is absent or implicit (a header only its subtables make):
 /// one `init` may remove once emptied. A table the user wrote (a `[section]` of its own or an
 /// inline table) stays.
-fn implicit(doc: &DocumentMut, path: &[&str]) -> bool {
+fn is_implicit_table(doc: &DocumentMut, path: &[&str]) -> bool {
     let mut item = doc.as_item();
     for key in path {
         match item.get(key) {
@@ -364,8 +364,8 @@ fn set_trust(
             file.display()
         )
     };
-    let hooks_implicit = self::implicit(doc, &["hooks"]);
-    let state_implicit = self::implicit(doc, &["hooks", "state"]);
+    let hooks_implicit = is_implicit_table(doc, &["hooks"]);
+    let state_implicit = is_implicit_table(doc, &["hooks", "state"]);
     // Tables written inline (`state = { ... }`) are tables too: entries go in them, inline.
     let hooks = doc
         .entry("hooks")
