@@ -149,3 +149,27 @@ fn without_the_full_binary_the_hook_says_where_it_looked_and_answers_nothing() {
         "{stderr}"
     );
 }
+
+#[test]
+fn a_refusing_postgres_server_costs_the_hook_one_attempt_not_the_connect_timeout() {
+    let env = Env::new();
+    let payload = bash_call("s1", "cargo test").to_string();
+    let mut vars = on_postgres();
+    // Two minutes to connect: a hook that retried until then would hold the agent's tool call
+    // that long on every event while the server is down.
+    vars.retain(|(k, _)| *k != "HOOKS_MCP_DB_CONNECT_TIMEOUT_MS");
+    vars.push(("HOOKS_MCP_DB_CONNECT_TIMEOUT_MS", "120000".to_owned()));
+    for bin in [hook_bin(), full_bin()] {
+        let began = std::time::Instant::now();
+        let (_, stdout, stderr) = run(&env, bin, "PreToolUse", &payload, &vars, None);
+        let took = began.elapsed();
+        assert_eq!(stdout, "", "the hook gives way: {stderr}");
+        // The cause, not only the client's "error connecting to server".
+        assert!(
+            stderr.contains("cannot open the store") && stderr.contains("refused"),
+            "{stderr}"
+        );
+        assert!(!stderr.contains("no connection within"), "{stderr}");
+        assert!(took < std::time::Duration::from_secs(60), "{bin}: {took:?}");
+    }
+}

@@ -8,13 +8,14 @@ use std::process::Command;
 
 use crate::payload::Event;
 
-/// Opens the store the environment selects (`store::open_from_env`). Without `create`, a
-/// missing store is [`store::StoreError::Missing`] (the hook treats that as "nothing to
-/// deliver").
+/// Opens the store the environment selects for one command and its exit
+/// (`store::open_from_env_once`: a PostgreSQL server that refuses is reported at once).
+/// Without `create`, a missing store is [`store::StoreError::Missing`] (the hook treats that
+/// as "nothing to deliver").
 pub fn store_from_env(
     create: bool,
 ) -> Result<(store::StoreHandle, store::Opened), store::StoreError> {
-    store::open_from_env(create)
+    store::open_from_env_once(create)
 }
 
 /// The current time in Unix milliseconds.
@@ -61,11 +62,13 @@ pub enum OpenError {
 pub type Opener = fn(Event, &str) -> Result<store::StoreHandle, OpenError>;
 
 /// Opens either backend in this process, never creating the store: the full binary's hook.
+/// A PostgreSQL server that refuses is reported at once ([`store::open_from_env_once`]):
+/// the agent waits on the hook, and the hook gives way (it answers nothing and exits 0).
 ///
 /// # Errors
-/// [`OpenError::Store`], as [`store::open_from_env`].
+/// [`OpenError::Store`], as [`store::open_from_env_once`].
 pub fn any_backend(_event: Event, _payload: &str) -> Result<store::StoreHandle, OpenError> {
-    Ok(store::open_from_env(false)?.0)
+    Ok(store::open_from_env_once(false)?.0)
 }
 
 /// Opens an SQLite store in this process; a PostgreSQL store is handed over to the full

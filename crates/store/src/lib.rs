@@ -126,7 +126,9 @@ pub const SETTINGS: &[catalogue::Setting] = &[
         env: CONNECT_TIMEOUT_ENV,
         flag: "",
         default: "5000",
-        effect: "PostgreSQL: limit on opening a connection, or waiting for a free one, in ms.",
+        effect: "PostgreSQL: limit on opening a connection, or waiting for a free one, in ms \
+                 (servers retry a refused connection within it; hooks and operator commands \
+                 report the first failure).",
     },
     #[cfg(feature = "postgres")]
     catalogue::Setting {
@@ -148,7 +150,21 @@ pub const SETTINGS: &[catalogue::Setting] = &[
 pub fn open_from_env(create: bool) -> Result<(StoreHandle, Opened), StoreError> {
     match open_sqlite_from_env(create)? {
         Some(opened) => Ok(opened),
-        None => open_postgres(&database_url_from_env().unwrap_or_default(), create),
+        None => open_postgres(&database_url_from_env().unwrap_or_default(), create, true),
+    }
+}
+
+/// [`open_from_env`] for a process that serves one event and exits (the command hook, which
+/// the agent waits on): a PostgreSQL server that refuses or cannot be reached is reported at
+/// the first failed attempt instead of retried for the connect timeout, and one connection
+/// is kept (`PgOptions::retry_connect` off). SQLite opens as in [`open_from_env`].
+///
+/// # Errors
+/// As [`open_from_env`].
+pub fn open_from_env_once(create: bool) -> Result<(StoreHandle, Opened), StoreError> {
+    match open_sqlite_from_env(create)? {
+        Some(opened) => Ok(opened),
+        None => open_postgres(&database_url_from_env().unwrap_or_default(), create, false),
     }
 }
 
@@ -213,18 +229,29 @@ fn postgres_identity(url: &str) -> Result<String, StoreError> {
 
 #[cfg(not(feature = "postgres"))]
 fn postgres_identity(url: &str) -> Result<String, StoreError> {
-    open_postgres(url, false).map(|_| String::new())
+    open_postgres(url, false, false).map(|_| String::new())
 }
 
 #[cfg(feature = "postgres")]
-fn open_postgres(url: &str, create: bool) -> Result<(StoreHandle, Opened), StoreError> {
-    let options = PgOptions::from_env(create)?;
+fn open_postgres(
+    url: &str,
+    create: bool,
+    retry_connect: bool,
+) -> Result<(StoreHandle, Opened), StoreError> {
+    let options = PgOptions {
+        retry_connect,
+        ..PgOptions::from_env(create)?
+    };
     let (store, opened) = PostgresStore::open(url, &options)?;
     Ok((StoreHandle::from(store), opened))
 }
 
 #[cfg(not(feature = "postgres"))]
-fn open_postgres(_url: &str, _create: bool) -> Result<(StoreHandle, Opened), StoreError> {
+fn open_postgres(
+    _url: &str,
+    _create: bool,
+    _retry_connect: bool,
+) -> Result<(StoreHandle, Opened), StoreError> {
     Err(StoreError::InvalidSetting {
         name: DATABASE_URL_ENV,
         problem: "this build has no PostgreSQL support (store feature `postgres`); unset it to \

@@ -33,10 +33,16 @@ pub struct PgOptions {
     pub statement_timeout: Duration,
     /// Limit on waiting for another transaction's row lock (`lock_timeout`).
     pub lock_timeout: Duration,
+    /// Keep trying to connect for up to `connect_timeout` when an attempt fails (a server
+    /// restarting comes back within it): what a long-lived process wants. Off, the first failed
+    /// attempt is the answer and the pool keeps one connection: what a process serving one
+    /// event wants (the command hook, which the agent waits on).
+    pub retry_connect: bool,
 }
 
 impl Default for PgOptions {
-    /// Do not create; 8 connections; 5 s to connect; 30 s per statement; 5 s per lock.
+    /// Do not create; 8 connections; 5 s to connect, retrying; 30 s per statement; 5 s per
+    /// lock.
     fn default() -> Self {
         PgOptions {
             create: false,
@@ -44,6 +50,7 @@ impl Default for PgOptions {
             connect_timeout: Duration::from_secs(5),
             statement_timeout: Duration::from_secs(30),
             lock_timeout: Duration::from_secs(5),
+            retry_connect: true,
         }
     }
 }

@@ -1,9 +1,11 @@
 //! The PostgreSQL backend: one database server shared by many processes on many machines.
 //!
 //! Same API and semantics as the SQLite backend. Connections come from a bounded pool that opens
-//! none before the first call needs one (a hook pays for exactly one connection); each is checked
-//! before use, so a server restart costs the calls in flight an [`StoreError::Unavailable`] and
-//! nothing else. Statements are prepared once per connection. Most operations are one statement
+//! none before the first call needs one (a hook pays for exactly one connection). A long-lived
+//! process retries a failed connection within the connect timeout and checks each pooled
+//! connection before use, so a server restart costs the calls in flight an
+//! [`StoreError::Unavailable`] and nothing else; a process that serves one event
+//! ([`PgOptions::retry_connect`] off) reports the first failure at once. Statements are prepared once per connection. Most operations are one statement
 //! (atomic on their own); [`crate::ScheduleStore::fire_due`] is one transaction that claims due
 //! schedules with `FOR UPDATE SKIP LOCKED`.
 
@@ -54,6 +56,10 @@ const CHANNEL_SQL: &str = "'hooks_mcp_' || left(md5(current_schema()), 16)";
 
 type Manager = PostgresConnectionManager<tls::Connector>;
 
+/// How often a store that connects once ([`PgOptions::retry_connect`] off) looks whether its
+/// connection attempt failed.
+const FAILURE_LOOK: Duration = Duration::from_millis(10);
+
 /// Longest wait of [`crate::StoreAdmin::ping`] for a connection.
 const PING_WAIT: Duration = Duration::from_secs(1);
 
@@ -67,30 +73,59 @@ pub struct PostgresStore {
     /// The change version's listening thread, started by the first
     /// [`crate::StoreAdmin::change_version`].
     version: std::sync::OnceLock<Arc<changes::VersionFeed>>,
-    /// The server's refusal of the pool's last failed connection attempt: when, SQLSTATE and
-    /// message.
-    last_connect_error: Arc<std::sync::Mutex<Option<Refusal>>>,
+    /// The pool's last failed connection attempt.
+    last_connect_error: Arc<std::sync::Mutex<Option<ConnectFailure>>>,
 }
 
-/// Keeps the server's refusal of a failed connection attempt (the pool itself keeps only its
-/// text, without the SQLSTATE), so that running out of server connections can be told apart.
+/// Keeps the pool's last failed connection attempt whole (the pool itself keeps only the
+/// error's first line, "error connecting to server", without its cause or the server's
+/// SQLSTATE), so that the error can say why: refused, unreachable, out of connection slots.
 #[derive(Debug)]
-struct ConnectErrors(Arc<std::sync::Mutex<Option<Refusal>>>);
+struct ConnectErrors(Arc<std::sync::Mutex<Option<ConnectFailure>>>);
 
-/// A server's refusal of a connection: when, SQLSTATE, message.
-type Refusal = (std::time::Instant, String, String);
+/// A failed connection attempt.
+#[derive(Debug, Clone)]
+struct ConnectFailure {
+    /// When it failed.
+    at: std::time::Instant,
+    /// The server's SQLSTATE when the server refused (`53300`: no connection slot left).
+    code: Option<String>,
+    /// The server's message, or the client's error with its causes.
+    message: String,
+}
 
 impl r2d2::HandleError<postgres::Error> for ConnectErrors {
     fn handle_error(&self, error: postgres::Error) {
-        let refusal = error.as_db_error().map(|db| {
-            (
-                std::time::Instant::now(),
-                db.code().code().to_owned(),
-                db.message().to_owned(),
-            )
-        });
-        *self.0.lock().unwrap_or_else(|p| p.into_inner()) = refusal;
+        let failure = match error.as_db_error() {
+            Some(db) => ConnectFailure {
+                at: std::time::Instant::now(),
+                code: Some(db.code().code().to_owned()),
+                message: db.message().to_owned(),
+            },
+            None => ConnectFailure {
+                at: std::time::Instant::now(),
+                code: None,
+                message: with_causes(&error),
+            },
+        };
+        *self.0.lock().unwrap_or_else(|p| p.into_inner()) = Some(failure);
     }
+}
+
+/// An error's text followed by each of its causes' (the client's own text alone is only
+/// "error connecting to server").
+fn with_causes(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        let more = s.to_string();
+        if !text.ends_with(&more) {
+            text.push_str(": ");
+            text.push_str(&more);
+        }
+        source = s.source();
+    }
+    text
 }
 
 impl Drop for PostgresStore {
@@ -146,13 +181,22 @@ impl PostgresStore {
         })?;
         let manager = PostgresConnectionManager::new(target.config.clone(), tls.clone());
         let last_connect_error = Arc::new(std::sync::Mutex::new(None));
+        // A process that connects once needs one connection, and must not start another
+        // while it polls for the first (`connection`).
+        let pool_size = if options.retry_connect {
+            options.pool_size.max(1)
+        } else {
+            1
+        };
         let pool = r2d2::Pool::builder()
-            .max_size(options.pool_size.max(1))
+            .max_size(pool_size)
             .min_idle(Some(0))
             .connection_timeout(options.connect_timeout)
             .idle_timeout(Some(Duration::from_secs(600)))
             .max_lifetime(Some(Duration::from_secs(1800)))
-            .test_on_check_out(true)
+            // A long-lived process checks a pooled connection before each use (the server
+            // may have restarted since); one that connects once has just made its connection.
+            .test_on_check_out(options.retry_connect)
             .error_handler(Box::new(ConnectErrors(last_connect_error.clone())))
             .build_unchecked(manager);
         let store = PostgresStore {
@@ -254,10 +298,34 @@ impl PostgresStore {
         if crate::no_wait::active() {
             return Err(crate::no_wait::refuse());
         }
-        self.pool
-            .get_timeout(wait)
-            .map(|conn| Db { conn })
-            .map_err(|e| self.no_connection(wait, &e))
+        if self.options.retry_connect {
+            return self
+                .pool
+                .get_timeout(wait)
+                .map(|conn| Db { conn })
+                .map_err(|e| self.no_connection(wait, &e));
+        }
+        // Connecting once: the pool retries a failed attempt in the background until `wait`
+        // is over, so look in short slices for a failure since this call began and answer
+        // with it at once (a refused connection costs a hook a millisecond, not `wait`).
+        let began = std::time::Instant::now();
+        loop {
+            let left = wait.saturating_sub(began.elapsed());
+            match self.pool.get_timeout(left.min(FAILURE_LOOK)) {
+                Ok(conn) => return Ok(Db { conn }),
+                Err(e) => {
+                    let failed = self
+                        .last_connect_error
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .clone()
+                        .filter(|f| f.at >= began);
+                    if failed.is_some() || began.elapsed() >= wait {
+                        return Err(self.no_connection(wait, &e));
+                    }
+                }
+            }
+        }
     }
 
     /// Why no connection came within `wait`, and what to do: the server refused one for want
@@ -265,18 +333,20 @@ impl PostgresStore {
     /// connection of this process's pool stayed busy. Either way the next call tries again:
     /// the store recovers as soon as a slot or a connection is free.
     fn no_connection(&self, wait: Duration, e: &r2d2::Error) -> StoreError {
-        let refusal = self
+        let failure = self
             .last_connect_error
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .take();
         let state = self.pool.state();
-        // Only a refusal met while this call waited counts.
-        let recent = |at: &std::time::Instant| at.elapsed() <= wait + Duration::from_secs(1);
-        let detail = if let Some((_, _, message)) =
-            refusal.filter(|(at, code, _)| code == "53300" && recent(at))
-        {
-            format!(
+        // Only a failure met while this call waited counts.
+        let failure = failure.filter(|f| f.at.elapsed() <= wait + Duration::from_secs(1));
+        let detail = match failure {
+            Some(ConnectFailure {
+                code: Some(code),
+                message,
+                ..
+            }) if code == "53300" => format!(
                 "the server has no connection slot left ({message}): the processes on this \
                  database together want more connections than its max_connections (or the \
                  role's or the database's connection limit) allows; lower {POOL_SIZE_ENV} \
@@ -284,16 +354,25 @@ impl PostgresStore {
                  max_connections (see docs/deployment.md on sizing); calls work again as soon \
                  as a slot is free",
                 self.options.pool_size
-            )
-        } else if state.connections >= self.options.pool_size && state.idle_connections == 0 {
-            format!(
-                "all {} connections of this process ({POOL_SIZE_ENV}) stayed busy for \
-                 {wait:?}; raise {POOL_SIZE_ENV} within the server's max_connections, or lower \
-                 the load",
-                self.options.pool_size
-            )
-        } else {
-            format!("no connection within {wait:?}: {e}")
+            ),
+            _ if state.connections >= self.pool.max_size() && state.idle_connections == 0 => {
+                format!(
+                    "all {} connections of this process ({POOL_SIZE_ENV}) stayed busy for \
+                     {wait:?}; raise {POOL_SIZE_ENV} within the server's max_connections, or \
+                     lower the load",
+                    self.pool.max_size()
+                )
+            }
+            Some(ConnectFailure {
+                code: Some(code),
+                message,
+                ..
+            }) => format!("the server refused the connection: {message} [{code}]"),
+            Some(ConnectFailure { message, .. }) if self.options.retry_connect => {
+                format!("no connection within {wait:?}: {message}")
+            }
+            Some(ConnectFailure { message, .. }) => message,
+            None => format!("no connection within {wait:?}: {e}"),
         };
         StoreError::Unavailable {
             store: self.describe.clone(),
@@ -709,5 +788,73 @@ mod changes {
 impl From<PostgresStore> for crate::StoreHandle {
     fn from(store: PostgresStore) -> Self {
         crate::StoreHandle(Arc::new(store))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A loopback port nothing listens on (bound, then released).
+    fn refusing_url() -> String {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .map(|a| a.port())
+            .expect("bind an ephemeral port");
+        format!("postgres://hooks@127.0.0.1:{port}/db")
+    }
+
+    #[test]
+    fn connecting_once_reports_a_refusal_at_the_first_attempt_with_its_cause() {
+        // A connect timeout no test would outwait: the answer must come from the first
+        // failed attempt, not from the timeout.
+        let options = PgOptions {
+            connect_timeout: Duration::from_secs(600),
+            retry_connect: false,
+            ..PgOptions::default()
+        };
+        let began = std::time::Instant::now();
+        match PostgresStore::open(&refusing_url(), &options) {
+            Err(StoreError::Unavailable { detail, .. }) => {
+                assert!(detail.contains("refused"), "{detail}");
+                assert!(!detail.contains("no connection within"), "{detail}");
+            }
+            other => panic!("expected Unavailable, got {:?}", other.map(|(_, o)| o)),
+        }
+        assert!(
+            began.elapsed() < Duration::from_secs(300),
+            "{:?}",
+            began.elapsed()
+        );
+    }
+
+    #[test]
+    fn retrying_names_the_last_attempts_cause_after_the_wait() {
+        let options = PgOptions {
+            connect_timeout: Duration::from_millis(300),
+            ..PgOptions::default()
+        };
+        match PostgresStore::open(&refusing_url(), &options) {
+            Err(StoreError::Unavailable { detail, .. }) => {
+                assert!(detail.contains("no connection within 300ms"), "{detail}");
+                // The client's own text alone is "error connecting to server".
+                assert!(detail.contains("refused"), "{detail}");
+            }
+            other => panic!("expected Unavailable, got {:?}", other.map(|(_, o)| o)),
+        }
+    }
+
+    #[test]
+    fn causes_follow_the_error_once_each() {
+        let inner = std::io::Error::new(std::io::ErrorKind::ConnectionRefused, "refused");
+        #[derive(Debug, thiserror::Error)]
+        #[error("outer")]
+        struct Outer(#[source] std::io::Error);
+        assert_eq!(with_causes(&Outer(inner)), "outer: refused");
+        #[derive(Debug, thiserror::Error)]
+        #[error("outer: refused")]
+        struct Repeats(#[source] std::io::Error);
+        let inner = std::io::Error::new(std::io::ErrorKind::ConnectionRefused, "refused");
+        assert_eq!(with_causes(&Repeats(inner)), "outer: refused");
     }
 }
