@@ -483,6 +483,51 @@ fn a_handoff_keeps_the_held_subscription_and_load_modules_notifies_it_once() {
     );
 }
 
+/// The pings a client may send without a lifecycle, each as (request, expected answer).
+fn pings() -> Vec<(String, Value)> {
+    let unsupported = modern("u", "ping", json!({})).replace("2026-07-28", "1900-01-01");
+    vec![
+        (modern("m", "ping", json!({})), json!(-32601)),
+        (request("b", "ping", json!({})), json!({})),
+        (
+            r#"{"jsonrpc":"2.0","id":"n","method":"ping"}"#.to_owned(),
+            json!({}),
+        ),
+        (unsupported, json!(-32022)),
+    ]
+}
+
+#[test]
+fn a_ping_gets_the_same_answer_on_both_sides_of_the_handoff() {
+    let mut s = Server::start();
+    claude_code_opening(&mut s);
+    let mut before = Vec::new();
+    for (line, expected) in pings() {
+        let r = s.ask(&line);
+        let got = r
+            .get("result")
+            .cloned()
+            .unwrap_or(r["error"]["code"].clone());
+        assert_eq!(got, expected, "{line}: {r}");
+        before.push(r);
+    }
+    assert_light(&s);
+    let r = s.ask(&modern(
+        3,
+        "tools/call",
+        json!({"name": "channel_list", "arguments": {}}),
+    ));
+    assert_eq!(r["result"]["isError"], false, "{r}");
+    assert!(exe(&s).ends_with("hooks-mcp-stdio"), "{:?}", exe(&s));
+    // The full server, now in the stateless era, answers each exactly as the light path did
+    // (rmcp alone refuses a bare ping there with -32602, and words the 2026 refusal "ping").
+    for ((line, _), earlier) in pings().into_iter().zip(before) {
+        assert_eq!(s.ask(&line), earlier, "{line}");
+    }
+    let (status, rest) = s.finish();
+    assert!(status.success(), "{rest:?}");
+}
+
 #[test]
 fn a_subscription_cancelled_after_the_handoff_leaves_the_server_idle() {
     let mut s = Server::start();

@@ -300,14 +300,7 @@ impl LightSession {
     ) -> Step {
         if method == "ping" {
             // Answered in every era but the stateless one, which removed it.
-            let reply = match modern::requested_version(params) {
-                Some(v) if !SUPPORTED_VERSIONS.contains(&v) => {
-                    modern::unsupported_version_line(&id, v)
-                }
-                Some(STATELESS_VERSION) => modern::ping_not_found(&id).to_line(),
-                _ => jsonrpc::result_line(&id, &json!({})),
-            };
-            return Step::Reply(reply);
+            return Step::Reply(modern::ping_reply_line(&id, params));
         }
         let missing = modern::missing_meta(params);
         if !missing.is_empty() {

@@ -93,6 +93,18 @@ pub fn ping_not_found(id: &Value) -> ErrorReply {
     }
 }
 
+/// The reply to a `ping` before any `initialize`: `{}` without a version or for a version with
+/// a lifecycle (the legacy rules allow a ping before `initialize`), `-32601` for 2026-07-28
+/// (which removed it), `-32022` for a version not served. The light path and the full server
+/// answer by this one rule, so a client cannot tell which one it met.
+pub fn ping_reply_line(id: &Value, params: Option<&Map<String, Value>>) -> Vec<u8> {
+    match requested_version(params) {
+        Some(v) if !SUPPORTED_VERSIONS.contains(&v) => unsupported_version_line(id, v),
+        Some(crate::handshake::STATELESS_VERSION) => ping_not_found(id).to_line(),
+        _ => jsonrpc::result_line(id, &json!({})),
+    }
+}
+
 /// The `-32603` reply to a request the front end could not complete, saying why.
 pub fn internal_error(id: &Value, message: impl Into<String>) -> ErrorReply {
     ErrorReply {

@@ -8,7 +8,7 @@
 use std::future::Future;
 use std::sync::Arc;
 
-use protocol_lite::jsonrpc;
+use protocol_lite::{jsonrpc, modern};
 use rmcp::model::{
     ClientJsonRpcMessage, JsonRpcMessage, RequestId, ServerJsonRpcMessage, ServerNotification,
 };
@@ -235,6 +235,7 @@ where
         subscribed: server.subscribed_signal(),
         listening: listening.clone(),
         seen_request: false,
+        lifecycle: false,
         server: server.clone(),
     };
     let reader = tokio::spawn(reader.run());
@@ -285,6 +286,8 @@ struct LineReader<R, W> {
     listening: Arc<std::sync::Mutex<Option<RequestId>>>,
     /// Notifications before the first request are dropped (there is no session yet).
     seen_request: bool,
+    /// An `initialize` request was read: the legacy lifecycle, whose `ping` rmcp answers.
+    lifecycle: bool,
     /// The server, whose open subscriptions end when the input does.
     server: HooksServer,
 }
@@ -370,7 +373,23 @@ where
         };
         let (id, method) = match incoming {
             jsonrpc::Incoming::Notification { .. } if !self.seen_request => return None,
-            jsonrpc::Incoming::Request { id, method, .. } => (Some(id), method),
+            jsonrpc::Incoming::Request { id, method, .. }
+                if method == "ping" && !self.lifecycle =>
+            {
+                // Without a lifecycle the light path's rule (rmcp would refuse a bare ping
+                // once a 2026-07-28 request chose the stateless era, where the light path
+                // answers it): the same answer on both sides of the hand-off.
+                self.seen_request = true;
+                let params = value.get("params").and_then(Value::as_object);
+                self.write_line(&modern::ping_reply_line(&id, params)).await;
+                return None;
+            }
+            jsonrpc::Incoming::Request { id, method, .. } => {
+                if method == "initialize" {
+                    self.lifecycle = true;
+                }
+                (Some(id), method)
+            }
             jsonrpc::Incoming::Notification { method } => (None, method),
             jsonrpc::Incoming::Response => (None, String::new()),
         };
@@ -403,13 +422,18 @@ where
     }
 
     async fn reply(&mut self, reply: &jsonrpc::ErrorReply) {
+        self.write_line(&reply.to_line()).await;
+    }
+
+    /// Writes one reply line of the reader's own (a client that stopped reading is logged).
+    async fn write_line(&mut self, line: &[u8]) {
         let mut writer = self.writer.lock().await;
         let written = async {
-            writer.write_all(&reply.to_line()).await?;
+            writer.write_all(line).await?;
             writer.flush().await
         };
         if let Err(e) = written.await {
-            tracing::warn!("cannot write an error reply: {e}");
+            tracing::warn!("cannot write a reply: {e}");
         }
     }
 }
