@@ -56,6 +56,23 @@ impl ErrorReply {
     }
 }
 
+/// `-32603` replies, one line each, to every request among `lines` (newline-delimited) but the
+/// one whose id is `answered`, each with `message`: how a process that cannot serve a session
+/// tells each request it was handed why, instead of leaving it unanswered.
+pub fn internal_errors_for(lines: &[u8], answered: Option<&Value>, message: &str) -> Vec<u8> {
+    let mut replies = Vec::new();
+    for line in lines.split(|&b| b == b'\n') {
+        if let Ok((_, Incoming::Request { id, .. })) = parse_line(line)
+            && answered != Some(&id)
+        {
+            let message = message.to_owned();
+            let code = INTERNAL_ERROR;
+            replies.extend(ErrorReply { id, code, message }.to_line());
+        }
+    }
+    replies
+}
+
 /// A success response as one line, newline included.
 pub fn result_line<T: serde::Serialize + ?Sized>(id: &Value, result: &T) -> Vec<u8> {
     #[derive(serde::Serialize)]

@@ -125,25 +125,11 @@ pub fn serve_from_env() -> Result<(), StdioError> {
 /// (a store that cannot be opened) instead of seeing the process end with its call unanswered.
 fn answer_unserved(replay: &[u8], answered: Option<&Value>, why: &str) {
     use std::io::Write as _;
+    let why = format!("hooks-mcp cannot serve this session: {why}");
+    let replies = jsonrpc::internal_errors_for(replay, answered, &why);
+    // Nothing more to do when the client is gone.
     let mut out = std::io::stdout().lock();
-    for line in replay.split(|&b| b == b'\n') {
-        let Ok((_, jsonrpc::Incoming::Request { id, .. })) = jsonrpc::parse_line(line) else {
-            continue;
-        };
-        if answered == Some(&id) {
-            continue;
-        }
-        let reply = jsonrpc::ErrorReply {
-            id,
-            code: jsonrpc::INTERNAL_ERROR,
-            message: format!("hooks-mcp cannot serve this session: {why}"),
-        };
-        // Nothing more to do when the client is gone.
-        if out.write_all(&reply.to_line()).is_err() {
-            return;
-        }
-    }
-    let _ = out.flush();
+    let _ = out.write_all(&replies).and_then(|()| out.flush());
 }
 
 /// What the light front end already answered, which the full server must not answer again.
@@ -367,7 +353,7 @@ where
             Ok(parsed) => parsed,
             Err(reply) => {
                 tracing::debug!(code = reply.code, "answered a bad line: {}", reply.message);
-                self.reply(&reply).await;
+                self.write_line(&reply.to_line()).await;
                 return None;
             }
         };
@@ -415,14 +401,10 @@ where
                     code: jsonrpc::INVALID_PARAMS,
                     message: format!("Invalid params for `{method}`: {e}"),
                 };
-                self.reply(&reply).await;
+                self.write_line(&reply.to_line()).await;
                 None
             }
         }
-    }
-
-    async fn reply(&mut self, reply: &jsonrpc::ErrorReply) {
-        self.write_line(&reply.to_line()).await;
     }
 
     /// Writes one reply line of the reader's own (a client that stopped reading is logged).

@@ -91,3 +91,29 @@ fn valid_messages_classify() {
     let (_, m) = parse_line(br#"{"jsonrpc":"2.0","id":9,"result":{}}"#).unwrap();
     assert_eq!(m, Incoming::Response);
 }
+
+#[test]
+fn internal_errors_answer_each_request_but_the_answered_one() {
+    let lines = concat!(
+        r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}"#,
+        "\n",
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+        "\n\n",
+        r#"{"jsonrpc":"2.0","id":"x","method":"tools/call","params":{"name":"t"}}"#,
+        "\nnot json\n",
+        r#"{"jsonrpc":"2.0","id":3,"method":"tools/list"}"#,
+    );
+    let out = internal_errors_for(lines.as_bytes(), Some(&json!(1)), "no store");
+    let replies: Vec<Value> = out
+        .split(|&b| b == b'\n')
+        .filter(|l| !l.is_empty())
+        .map(|l| serde_json::from_slice(l).unwrap())
+        .collect();
+    assert_eq!(
+        replies,
+        [
+            json!({"jsonrpc": "2.0", "id": "x", "error": {"code": -32603, "message": "no store"}}),
+            json!({"jsonrpc": "2.0", "id": 3, "error": {"code": -32603, "message": "no store"}}),
+        ]
+    );
+}
