@@ -723,6 +723,23 @@ fn sessions_cookies_csrf_and_headers_over_plain_http() {
         "{head}"
     );
 
+    // Clearing a message that is not there says so (the tool answers `removed: 0`).
+    let clear = format!("csrf={csrf}&back=%2Fconsole%2Fchannels");
+    let (status, head, _) = http(port, "POST", "/console/messages/99999/clear", &form, &clear);
+    assert_eq!(status, 303);
+    let location = header(&head, "location").unwrap();
+    assert!(
+        location.contains("problem=Not+cleared") && location.contains("99999"),
+        "{head}"
+    );
+    let (_, head, _) = http(port, "POST", "/console/messages/1/clear", &form, &clear);
+    assert!(
+        header(&head, "location")
+            .unwrap()
+            .contains("notice=Cleared+message+%231"),
+        "{head}"
+    );
+
     // The live region's own request gets the region alone.
     let (status, _, live) = http(
         port,
@@ -733,7 +750,7 @@ fn sessions_cookies_csrf_and_headers_over_plain_http() {
     );
     assert_eq!(status, 200);
     assert!(
-        !live.contains("<html") && live.contains("message-1"),
+        !live.contains("<html") && live.contains("message-2") && !live.contains("message-1"),
         "{live}"
     );
 

@@ -214,6 +214,9 @@ fn http_answer(event: &str, body: &[u8], channels: Option<&str>, store: &StoreHa
                 None => Outcome::Empty,
             }
         }
+        Err(why @ hook_dispatch::http::HttpHookError::UnknownEvent(_)) => {
+            Outcome::Refused(StatusCode::NOT_FOUND, why.to_string())
+        }
         Err(why) => Outcome::Refused(StatusCode::BAD_REQUEST, why.to_string()),
     }
 }

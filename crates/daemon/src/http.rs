@@ -83,15 +83,16 @@ fn is_balancer_probe(request: &Request) -> bool {
         "/health/ready" | "/health/live" => return true,
         _ => return false,
     }
-    request
-        .uri()
-        .query()
-        .unwrap_or("")
-        .split('&')
-        .all(|pair| match pair.split_once('=') {
-            Some(("level", level)) => matches!(level.trim(), "" | "alive"),
-            _ => true,
-        })
+    // Decoded as the handler decodes them: `?%6cevel=full` is `level=full`, which keeps the
+    // `Host` check. A query that does not decode is no probe (the handler refuses it).
+    let Ok(pairs) = axum::extract::Query::<Vec<(String, String)>>::try_from_uri(request.uri())
+    else {
+        return false;
+    };
+    pairs
+        .0
+        .iter()
+        .all(|(key, level)| key != "level" || matches!(level.trim(), "" | "alive"))
 }
 
 /// Authenticates, waits for readiness, applies the session cap, and counts the request in

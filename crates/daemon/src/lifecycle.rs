@@ -110,7 +110,8 @@ pub const NETWORK_SETTINGS: &[Setting] = &[
         env: TOKEN_ENV,
         flag: "",
         default: "unset",
-        effect: "Bearer token every MCP request must carry (at least 16 characters).",
+        effect: "Bearer token every MCP request must carry (at least 16 characters; set but \
+                 empty refuses to start).",
     },
     Setting {
         env: TOKEN_FILE_ENV,
@@ -365,6 +366,14 @@ impl DaemonConfig {
         let port: u16 = number(&get, PORT_ENV, DEFAULT_PORT, 0, u16::MAX)?;
         let host = get(HOST_ENV).unwrap_or_else(|| "localhost".into());
         let addrs = resolve(&host, port)?;
+        if var(TOKEN_ENV).is_some_and(|v| v.trim().is_empty()) {
+            // Most often `HOOKS_MCP_TOKEN=$(cat a-missing-file)`: serving without a token
+            // because of it would be a silent downgrade (an empty token file is refused too).
+            return Err(DaemonError::Config(format!(
+                "{TOKEN_ENV}: set but empty; give a token of at least 16 characters \
+                 (`openssl rand -hex 32`), or unset it to serve without one (loopback only)"
+            )));
+        }
         let token = token(&get)?;
         if token.is_none()
             && let Some(open) = addrs.iter().find(|a| !a.ip().is_loopback())
@@ -978,9 +987,12 @@ async fn start(
     let router =
         http::mcp_router(server.clone(), shared, &options, close_sessions).merge(web.api_router());
     let _ = shared.mcp.set(router);
+    // The console's forms (its login too, which needs no session) take no larger body than
+    // any other route (`HOOKS_MCP_MAX_BODY_BYTES`).
     let console = web
         .console_router()
-        .map_err(|e| DaemonError::Console(e.to_string()))?;
+        .map_err(|e| DaemonError::Console(e.to_string()))?
+        .layer(axum::extract::DefaultBodyLimit::max(config.max_body_bytes));
     let _ = shared.console.set(console);
     phases.done();
 
@@ -1224,6 +1236,10 @@ mod tests {
         let both = message(&[(TOKEN_ENV, "0123456789abcdef"), (TOKEN_FILE_ENV, "/x")]);
         assert!(both.contains("not both"), "{both}");
         assert!(message(&[(TOKEN_ENV, "short")]).starts_with("HOOKS_MCP_TOKEN:"));
+        for blank in ["", "   ", "\n"] {
+            let m = message(&[(TOKEN_ENV, blank)]);
+            assert!(m.starts_with("HOOKS_MCP_TOKEN: set but empty"), "{m}");
+        }
         let missing = message(&[(TOKEN_FILE_ENV, "/nonexistent/token")]);
         assert!(
             missing.starts_with("HOOKS_MCP_TOKEN_FILE: cannot read"),

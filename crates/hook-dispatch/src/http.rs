@@ -49,6 +49,14 @@ pub enum HttpHookError {
         #[source]
         source: PayloadError,
     },
+    /// The route names no event this dispatcher handles nor one of Claude Code's others: a
+    /// hook URL mistyped or mangled (the command hook says the same on stderr and exits 0).
+    #[error(
+        "hooks-mcp: no hook event `{0}`; post to /hooks/<Event> with one of {events}, or \
+         another Claude Code event (answered with nothing)",
+        events = Event::ALL.map(|e| e.name()).join(", ")
+    )]
+    UnknownEvent(String),
 }
 
 /// Answers the HTTP hook for the event named `event` with the payload `body`, over `store` at
@@ -56,9 +64,10 @@ pub enum HttpHookError {
 /// matching conditions' scripts (blocking).
 ///
 /// # Errors
-/// [`HttpHookError::Payload`] when the body is not a valid payload of a handled event. An
-/// event this dispatcher does not handle is answered with nothing, as the command hook does
-/// (one of Claude Code's, [`crate::QUIET_EVENTS`], marked [`HttpAnswer::quiet`]).
+/// [`HttpHookError::Payload`] when the body is not a valid payload of a handled event;
+/// [`HttpHookError::UnknownEvent`] for a name that is no Claude Code event. One of Claude
+/// Code's other events ([`crate::QUIET_EVENTS`]) is answered with nothing, as the command hook
+/// does, marked [`HttpAnswer::quiet`].
 pub fn answer_http(
     event: &str,
     body: &[u8],
@@ -67,15 +76,13 @@ pub fn answer_http(
     now: i64,
 ) -> Result<HttpAnswer, HttpHookError> {
     let Some(event) = Event::parse(event) else {
-        let quiet = crate::payload::quiet_event(event).is_some();
+        if crate::payload::quiet_event(event).is_none() {
+            return Err(HttpHookError::UnknownEvent(event.to_owned()));
+        }
         return Ok(HttpAnswer {
             body: None,
-            notes: if quiet {
-                Vec::new()
-            } else {
-                vec![dispatch::unknown_event(event)]
-            },
-            quiet,
+            notes: Vec::new(),
+            quiet: true,
         });
     };
     let refused = |source| HttpHookError::Payload { event, source };

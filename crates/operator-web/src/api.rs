@@ -14,7 +14,7 @@
 use std::sync::Arc;
 
 use axum::Json;
-use axum::extract::{Path, Query, State};
+use axum::extract::{FromRequestParts, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
@@ -66,12 +66,25 @@ type ApiState = Arc<OperatorWeb>;
 pub(crate) fn router(state: ApiState) -> axum::Router {
     let (router, doc) = routes().with_state(state).split_for_parts();
     let doc = Arc::new(doc);
-    router.route(
-        &format!("{PREFIX}/openapi.json"),
-        axum::routing::get(move || {
-            let doc = doc.clone();
-            async move { Json(doc.as_ref().clone()) }
-        }),
+    router
+        .route(
+            &format!("{PREFIX}/openapi.json"),
+            axum::routing::get(move || {
+                let doc = doc.clone();
+                async move { Json(doc.as_ref().clone()) }
+            }),
+        )
+        .route(&format!("{PREFIX}/{{*rest}}"), axum::routing::any(no_route))
+}
+
+/// Any other path under the prefix: a 404 in the API's shape, pointing at the route list.
+async fn no_route(uri: axum::http::Uri) -> Response {
+    error(
+        StatusCode::NOT_FOUND,
+        format!(
+            "no route {}; the routes are listed at {PREFIX}/openapi.json",
+            uri.path()
+        ),
     )
 }
 
@@ -122,6 +135,41 @@ struct BadParameter(String);
 impl IntoResponse for BadParameter {
     fn into_response(self) -> Response {
         error(StatusCode::BAD_REQUEST, self.0)
+    }
+}
+
+/// axum's [`axum::extract::Query`], its rejection answered as the API answers a bad
+/// parameter (JSON `{"error"}`, 400) instead of axum's plain text.
+struct Query<T>(T);
+
+impl<T: serde::de::DeserializeOwned, S: Send + Sync> FromRequestParts<S> for Query<T> {
+    type Rejection = BadParameter;
+
+    async fn from_request_parts(
+        parts: &mut axum::http::request::Parts,
+        state: &S,
+    ) -> Result<Self, Self::Rejection> {
+        axum::extract::Query::<T>::from_request_parts(parts, state)
+            .await
+            .map(|axum::extract::Query(value)| Query(value))
+            .map_err(|e| BadParameter(format!("{}; see GET {PREFIX}/openapi.json", e.body_text())))
+    }
+}
+
+/// axum's [`axum::extract::Path`], its rejection answered as [`Query`]'s.
+struct Path<T>(T);
+
+impl<T: serde::de::DeserializeOwned + Send, S: Send + Sync> FromRequestParts<S> for Path<T> {
+    type Rejection = BadParameter;
+
+    async fn from_request_parts(
+        parts: &mut axum::http::request::Parts,
+        state: &S,
+    ) -> Result<Self, Self::Rejection> {
+        axum::extract::Path::<T>::from_request_parts(parts, state)
+            .await
+            .map(|axum::extract::Path(value)| Path(value))
+            .map_err(|e| BadParameter(format!("{}; see GET {PREFIX}/openapi.json", e.body_text())))
     }
 }
 
@@ -370,7 +418,8 @@ pub(crate) struct MessagePage {
 #[into_params(parameter_in = Query)]
 pub(crate) struct PageQuery {
     /// Items on the page (1 to 500; 100 by default).
-    limit: Option<u32>,
+    #[param(minimum = 1, maximum = 500)]
+    limit: Option<i64>,
     /// The `next` cursor of the previous page.
     before: Option<String>,
 }
@@ -461,6 +510,7 @@ async fn channel_messages(
     params(("id" = i64, Path, description = "The message's id")),
     responses(
         (status = 200, description = "The message", body = ApiMessage),
+        (status = 400, description = "An id that is not a whole number", body = ApiError),
         (status = 404, description = "No unexpired message has this id", body = ApiError),
         (status = 503, description = "The store cannot be reached", body = ApiError),
     )
@@ -715,7 +765,8 @@ pub(crate) struct SessionsQuery {
     /// `false`: every session still kept, the ended ones too.
     live: Option<bool>,
     /// Sessions on the page (1 to 500; 100 by default).
-    limit: Option<u32>,
+    #[param(minimum = 1, maximum = 500)]
+    limit: Option<i64>,
     /// How many to skip: the `next` of the previous page.
     offset: Option<u32>,
 }
@@ -727,12 +778,15 @@ fn channels_of(subscribed: Option<&store::Subscribed>) -> Option<Vec<String>> {
     })
 }
 
-fn check_limit(limit: Option<u32>) -> Result<u32, BadParameter> {
-    match limit {
+/// A page's size: read as any whole number, so that a negative or huge one is refused as out
+/// of range rather than as "invalid digit".
+fn check_limit(limit: Option<i64>) -> Result<u32, BadParameter> {
+    match limit.map(u32::try_from) {
         None => Ok(DEFAULT_LIMIT),
-        Some(n) if (1..=MAX_LIMIT).contains(&n) => Ok(n),
-        Some(n) => Err(BadParameter(format!(
-            "limit: {n} is out of range; pass 1 to {MAX_LIMIT}"
+        Some(Ok(n)) if (1..=MAX_LIMIT).contains(&n) => Ok(n),
+        Some(_) => Err(BadParameter(format!(
+            "limit: {} is out of range; pass 1 to {MAX_LIMIT}",
+            limit.unwrap_or_default()
         ))),
     }
 }
@@ -838,7 +892,8 @@ pub(crate) struct ApiSessionDelivery {
 #[into_params(parameter_in = Query)]
 pub(crate) struct DeliveryQuery {
     /// Sessions on the page (1 to 500; 100 by default).
-    limit: Option<u32>,
+    #[param(minimum = 1, maximum = 500)]
+    limit: Option<i64>,
     /// The `next` of the previous page.
     after: Option<String>,
 }
@@ -961,7 +1016,8 @@ pub(crate) struct AuditParams {
     /// Only this action (`publish`, `clear`, `acknowledge`, ...).
     action: Option<String>,
     /// Entries on the page (1 to 500; 100 by default).
-    limit: Option<u32>,
+    #[param(minimum = 1, maximum = 500)]
+    limit: Option<i64>,
 }
 
 /// The audit trail, oldest first, a page at a time.

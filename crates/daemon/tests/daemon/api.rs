@@ -254,6 +254,12 @@ fn every_documented_route_answers_with_its_documented_shape() {
         ("/api/v1/audit?since=noon", "RFC 3339"),
         ("/api/v1/audit?action=explode", "action"),
         ("/api/v1/sessions?limit=501", "limit"),
+        // Values that do not parse are answered in the same shape (not axum's plain text).
+        ("/api/v1/sessions?limit=-1", "out of range"),
+        ("/api/v1/sessions?limit=99999999999", "out of range"),
+        ("/api/v1/sessions?limit=abc", "limit"),
+        ("/api/v1/sessions?live=yes", "live"),
+        ("/api/v1/messages/abc", "abc"),
     ] {
         let (status, body) = get(&daemon, query);
         assert_eq!(status, 400, "{query}: {body}");
@@ -266,6 +272,14 @@ fn every_documented_route_answers_with_its_documented_shape() {
     assert_eq!(status, 404, "{body}");
     let unknown = http(addr, "GET", "/api/v1/nothing-here", &auth, "");
     assert_eq!(unknown.status, 404);
+    let error: Value = serde_json::from_str(&unknown.body).unwrap();
+    assert!(
+        error["error"]
+            .as_str()
+            .unwrap()
+            .contains("/api/v1/openapi.json"),
+        "{error}"
+    );
 
     // The same checks as /mcp: no token, 401; a foreign Host, 403.
     let bare = http(addr, "GET", "/api/v1/overview", &[], "");

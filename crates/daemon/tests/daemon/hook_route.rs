@@ -71,6 +71,24 @@ fn hook_routes_are_gated_like_mcp_and_answered_by_the_dispatcher() {
     assert_eq!(bad.status, 400, "{}", bad.body);
     assert!(bad.body.contains("tool_name"), "{}", bad.body);
     assert_eq!(bad.body.trim_end().lines().count(), 1, "{}", bad.body);
+    // Another Claude Code event: nothing to say. A name that is no event (a mistyped or
+    // mangled hook URL): 404 naming the events, so the client shows an error, not success.
+    let quiet = post(&auth, "/hooks/Notification", r#"{"session_id":"s"}"#);
+    assert_eq!(quiet.status, 204, "{}", quiet.body);
+    for path in [
+        "/hooks/NoSuchEvent",
+        "/hooks/UserPromptSubmit/extra",
+        "/hooks/User%50romptSubmit",
+        "/hooks/",
+    ] {
+        let wrong = post(&auth, path, r#"{"session_id":"s","prompt":"hi"}"#);
+        assert_eq!(wrong.status, 404, "{path}: {}", wrong.body);
+        assert!(
+            wrong.body.contains("UserPromptSubmit, "),
+            "{path}: {}",
+            wrong.body
+        );
+    }
 
     // A forwarded event over SQLite is refused: hooks open an SQLite store themselves.
     let forwarded = post(
@@ -84,8 +102,9 @@ fn hook_routes_are_gated_like_mcp_and_answered_by_the_dispatcher() {
     let health = wait_health(addr, "hook counters", |h| h["hooks"].is_object());
     assert_eq!(health["hooks"]["answered"], 0, "{health}");
     assert_eq!(health["hooks"]["refused"], 1, "{health}");
-    assert_eq!(health["hooks"]["http"]["answered"], 3, "{health}");
-    assert_eq!(health["hooks"]["http"]["refused"], 1, "{health}");
+    assert_eq!(health["hooks"]["http"]["answered"], 4, "{health}");
+    assert_eq!(health["hooks"]["http"]["quiet"], 1, "{health}");
+    assert_eq!(health["hooks"]["http"]["refused"], 5, "{health}");
     assert!(
         !daemon.log.text().contains(TOKEN),
         "the token leaked into the log"

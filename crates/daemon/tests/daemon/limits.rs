@@ -32,6 +32,13 @@ fn sessions_are_capped_bodies_limited_and_idle_sessions_expire() {
     let mut sse = SseSession::connect(addr, &[]);
     assert_eq!(sse.post(addr, &[], &big), 413);
     sse.handshake(addr, &[]);
+    // The console's forms too, its login included (no session needed to send one).
+    let form = [("Content-Type", "application/x-www-form-urlencoded")];
+    let login = format!("token={}", "x".repeat(8000));
+    let r = http(addr, "POST", "/console/login", &form, &login);
+    assert_eq!(r.status, 413, "{}", r.body);
+    let r = http(addr, "POST", "/console/login", &form, "token=short");
+    assert_ne!(r.status, 413, "{}", r.body);
 
     // The cap counts both transports: one SSE and one Streamable HTTP session fill it.
     let first = mcp_session(addr, &[]);

@@ -124,6 +124,13 @@ fn a_balancer_probe_needs_no_allowed_host_and_nothing_else_does() {
             403,
         ),
         ("GET /health?level=db HTTP/1.0\r\n\r\n", 400),
+        // The key percent-encoded is the same key to the handler, so it is to the check.
+        (
+            "GET /health?%6cevel=full HTTP/1.0\r\nHost: 10.1.2.3:8080\r\n\r\n",
+            403,
+        ),
+        ("GET /health?lev%65l=db HTTP/1.0\r\n\r\n", 400),
+        ("GET /health?level=%64b&x=1 HTTP/1.0\r\n\r\n", 400),
         ("GET /metrics HTTP/1.0\r\nHost: 10.1.2.3:8080\r\n\r\n", 403),
         (
             "GET /api/v1/overview HTTP/1.0\r\nHost: 10.1.2.3\r\n\r\n",

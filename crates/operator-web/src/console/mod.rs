@@ -1166,12 +1166,16 @@ async fn act_on_id(
     let mut args = serde_json::Map::new();
     args.insert(action.argument.to_owned(), id.into());
     let result = call_tool(console, action.tool, Value::Object(args)).await;
-    back(
-        form,
-        result
-            .map(|_| format!("{} {} #{id}", action.done, action.what))
-            .map_err(|e| format!("{}: {e}", action.failed)),
-    )
+    let outcome = match result {
+        // `channel_clear` answers an unknown id with `removed: 0`, not an error.
+        Ok(answer) if answer["removed"] == 0 => Err(format!(
+            "{}: there is no {} #{id} (removed already, expired, or never made)",
+            action.failed, action.what
+        )),
+        Ok(_) => Ok(format!("{} {} #{id}", action.done, action.what)),
+        Err(e) => Err(format!("{}: {e}", action.failed)),
+    };
+    back(form, outcome)
 }
 
 async fn clear_message(
