@@ -236,7 +236,10 @@ fn event_calls(inputs: &Inputs<'_>, store: &dyn Store, part: &mut StorePart) {
                 Ok((_, due)) => {
                     let lines: Vec<String> = due
                         .iter()
-                        .map(|r| format!("[REMINDER #{}] {}", r.id, r.message))
+                        .map(|r| {
+                            let text = store::rules::on_one_line(&r.message);
+                            format!("[REMINDER #{}] {text}", r.id)
+                        })
                         .collect();
                     part.add_context(lines.join("\n"));
                 }
@@ -332,7 +335,9 @@ fn reminder_lines(reminders: &[store::Reminder], budget_bytes: usize, used: usiz
     for (i, r) in reminders.iter().enumerate() {
         let line = format!(
             "[REMINDER #{}] {} (every {} tool calls)",
-            r.id, r.message, r.cadence
+            r.id,
+            store::rules::on_one_line(&r.message),
+            r.cadence
         );
         if line.len() + 1 > left {
             lines.push(format!(

@@ -179,7 +179,7 @@ fn write_line(out: &mut impl fmt::Write, m: &Message) -> fmt::Result {
     if m.target.is_some() {
         out.write_str(", to you")?;
     }
-    write!(out, "] {}", m.body)?;
+    write!(out, "] {}", store::rules::on_one_line(&m.body))?;
     if m.severity != Severity::Info {
         write!(out, " (ack: channel_acknowledge message_id={})", m.id)?;
     }

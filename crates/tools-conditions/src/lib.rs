@@ -96,6 +96,14 @@ fn check_script(script: &str) -> Result<(), ToolError> {
             script.len()
         )));
     }
+    if let Some(at) = script.find('\0') {
+        // A program's arguments cannot hold one: the script could never start, and a guard
+        // would silently guard nothing.
+        return Err(ToolError::InvalidArguments(format!(
+            "script: holds a NUL character (at byte {at}), which no interpreter can be given; \
+             remove it"
+        )));
+    }
     Ok(())
 }
 

@@ -134,15 +134,6 @@ fn invalid(field: &str, problem: impl std::fmt::Display) -> ToolError {
 
 /// Checks a schedule name against `^[A-Za-z0-9._-]{1,64}$`.
 fn check_name(name: &str) -> Result<(), ToolError> {
-    if name.is_empty() || name.len() > NAME_MAX {
-        return Err(invalid(
-            "name",
-            format!(
-                "must be 1 to {NAME_MAX} characters long (got {})",
-                name.chars().count()
-            ),
-        ));
-    }
     if let Some(bad) = name
         .chars()
         .find(|c| !(c.is_ascii_alphanumeric() || "._-".contains(*c)))
@@ -152,6 +143,15 @@ fn check_name(name: &str) -> Result<(), ToolError> {
             format!(
                 "may contain only letters, digits, `.`, `_` and `-` (found {bad:?}); \
                  e.g. `nightly-report`"
+            ),
+        ));
+    }
+    if name.is_empty() || name.len() > NAME_MAX {
+        return Err(invalid(
+            "name",
+            format!(
+                "must be 1 to {NAME_MAX} characters long (got {})",
+                name.chars().count()
             ),
         ));
     }

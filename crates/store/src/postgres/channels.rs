@@ -525,9 +525,11 @@ impl ChannelStore for PostgresStore {
                 concat!(
                     "SELECT ",
                     message_columns!(),
-                    " FROM messages m WHERE m.id = $1 AND m.expires_at > $2 FOR KEY SHARE"
+                    " FROM messages m WHERE m.id = $1 AND m.expires_at > $2",
+                    // A message to one session is not another's to acknowledge (nor to see).
+                    " AND (m.target IS NULL OR m.target = $3) FOR KEY SHARE"
                 ),
-                &[&message_id, &now],
+                &[&message_id, &now, &session_id],
             )?;
             let Some(row) = row else {
                 return Err(Fail::Store(StoreError::NotFound {

@@ -417,11 +417,13 @@ impl ChannelStore for SqliteStore {
         self.write(|tx| {
             let raw = tx
                 .query_row(
+                    // A message to one session is not another's to acknowledge (nor to see).
                     &format!(
                         "SELECT {MESSAGE_COLUMNS} FROM messages m
-                         WHERE m.id = ?1 AND m.expires_at > ?2"
+                         WHERE m.id = ?1 AND m.expires_at > ?2
+                           AND (m.target IS NULL OR m.target = ?3)"
                     ),
-                    params![message_id, now],
+                    params![message_id, now, session_id],
                     message_from_row,
                 )
                 .optional()?;

@@ -159,6 +159,37 @@ pub(crate) fn acknowledge_refuses_unknown_and_expired_ids_and_accepts_repeats(b:
         live
     );
     assert_eq!(store.count("message_acks"), 1);
+    // A message to one session: that session acknowledges it; to any other it is not there.
+    let to_bob = store
+        .publish(
+            &NewMessage {
+                target: Some("bob".into()),
+                ..NewMessage {
+                    channel: "a".into(),
+                    body: "for bob".into(),
+                    severity: Severity::Critical,
+                    created_at: T0,
+                    expires_at: T0 + HOUR,
+                    target: None,
+                }
+            },
+            &store::Actor::Daemon,
+        )
+        .unwrap();
+    match store.acknowledge(to_bob.id, "alice", T0, &store::Actor::Daemon) {
+        Err(StoreError::NotFound {
+            what: "message", ..
+        }) => {}
+        other => panic!("alice acknowledged bob's message: {other:?}"),
+    }
+    assert_eq!(store.count("message_acks"), 1, "nothing recorded for alice");
+    assert_eq!(
+        store
+            .acknowledge(to_bob.id, "bob", T0, &store::Actor::Daemon)
+            .unwrap(),
+        to_bob
+    );
+    assert_eq!(store.count("message_acks"), 2);
 }
 
 pub(crate) fn clear_deletes_by_scope_with_acks_and_deliveries(b: &dyn Backend) {
