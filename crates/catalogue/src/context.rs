@@ -201,8 +201,10 @@ impl<'a> CallContext<'a> {
     /// [`ToolError::InvalidArguments`] naming `session_id` when no id is available; an id is
     /// never made up.
     pub fn session_id(&self, explicit: Option<&str>) -> Result<String, ToolError> {
-        if let Some(id) = explicit.map(str::trim).filter(|s| !s.is_empty()) {
-            return Ok(id.to_owned());
+        if let Some(id) = explicit.filter(|s| !s.trim().is_empty()) {
+            return check_session_id(id)
+                .map(str::to_owned)
+                .map_err(|e| ToolError::InvalidArguments(format!("session_id: {e}")));
         }
         match self.session {
             SessionPolicy::Fallback(Some(id)) => Ok(id.clone()),
@@ -218,6 +220,32 @@ impl<'a> CallContext<'a> {
             )),
         }
     }
+}
+
+/// The longest session id taken (an agent's are UUIDs, 36 bytes).
+pub const SESSION_ID_MAX_BYTES: usize = 256;
+
+/// Checks a session id, wherever one comes from (a tool's argument, a message's recipient, a
+/// hook's payload): not blank, at most [`SESSION_ID_MAX_BYTES`], no control characters;
+/// returns it trimmed. One rule, so that every id a session is recorded under can be named.
+///
+/// # Errors
+/// What is wrong with it, for the caller to name the field.
+pub fn check_session_id(id: &str) -> Result<&str, String> {
+    let id = id.trim();
+    if id.is_empty() {
+        return Err("is blank; give a session id".into());
+    }
+    if id.len() > SESSION_ID_MAX_BYTES {
+        return Err(format!(
+            "is {} bytes; a session id is at most {SESSION_ID_MAX_BYTES}",
+            id.len()
+        ));
+    }
+    if id.chars().any(char::is_control) {
+        return Err("contains control characters; give a session id".into());
+    }
+    Ok(id)
 }
 
 /// A failure the caller can see and, usually, correct. Servers report it as a tool result with

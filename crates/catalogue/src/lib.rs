@@ -145,7 +145,8 @@ pub use content::{
     UriVariables, match_template, prompts, resources,
 };
 pub use context::{
-    CallContext, ClientLink, Extensions, LogLevel, SessionPolicy, ToolError, json_kind, parse_args,
+    CallContext, ClientLink, Extensions, LogLevel, SESSION_ID_MAX_BYTES, SessionPolicy, ToolError,
+    check_session_id, json_kind, parse_args,
 };
 pub use filter::{ALLOWED_TOOLS_ENV, CATEGORIES_ENV, FILTER_SETTINGS, Filter, FilterWarning};
 pub use listing::Listing;

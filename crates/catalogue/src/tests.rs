@@ -635,6 +635,25 @@ fn session_id_without_any_id_is_an_error_naming_the_field() {
 }
 
 #[test]
+fn an_explicit_session_id_no_session_can_have_is_refused_naming_the_rule() {
+    let ext = Extensions::new();
+    let policy = SessionPolicy::Fallback(Some("env".into()));
+    let ctx = CallContext::new(0, &policy, &ext);
+    let long = "s".repeat(crate::SESSION_ID_MAX_BYTES + 1);
+    for (id, rule) in [
+        ("x\u{0}y", "control characters"),
+        ("a\u{1b}b", "control characters"),
+        (long.as_str(), "at most 256"),
+    ] {
+        let message = invalid(ctx.session_id(Some(id)));
+        assert!(message.starts_with("session_id: "), "{message}");
+        assert!(message.contains(rule), "{message}");
+    }
+    let longest = "s".repeat(crate::SESSION_ID_MAX_BYTES);
+    assert_eq!(ctx.session_id(Some(&longest)).unwrap(), longest);
+}
+
+#[test]
 fn services_and_time_come_from_the_context() {
     #[derive(Debug, PartialEq)]
     struct Settings(u8);

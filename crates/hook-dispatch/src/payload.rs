@@ -40,6 +40,9 @@ pub enum PayloadError {
     /// No usable `session_id`.
     #[error("the payload has no `session_id` string")]
     NoSession,
+    /// A `session_id` no session can be recorded under: why, and the id as shown.
+    #[error("the payload's `session_id` `{1}` {0}")]
+    BadSession(String, String),
     /// A tool event without a usable `tool_name`.
     #[error("the {0} payload has no `tool_name` string")]
     NoToolName(Event),
@@ -226,7 +229,9 @@ impl Payload {
             });
         }
         let session_id = match raw.get("session_id") {
-            Some(Value::String(s)) if !s.trim().is_empty() => s.trim().to_owned(),
+            Some(Value::String(s)) if !s.trim().is_empty() => catalogue::check_session_id(s)
+                .map_err(|why| PayloadError::BadSession(why, shown(s)))?
+                .to_owned(),
             _ => return Err(PayloadError::NoSession),
         };
         let tool_name = if event.is_tool_event() {
@@ -307,6 +312,14 @@ mod tests {
             (Event::SessionStart, " \n", PayloadError::Empty),
             (Event::SessionStart, "[1]", PayloadError::NotObject),
             (Event::SessionStart, "{}", PayloadError::NoSession),
+            (
+                Event::SessionStart,
+                r#"{"session_id":"a\u001b[31mb"}"#,
+                PayloadError::BadSession(
+                    "contains control characters; give a session id".into(),
+                    "a\\u{1b}[31mb".into(),
+                ),
+            ),
             (
                 Event::PostToolUse,
                 r#"{"session_id":"s"}"#,

@@ -125,28 +125,18 @@ struct PublishArgs {
 }
 
 /// The longest session id a message can be addressed to.
-pub const TARGET_MAX_BYTES: usize = 256;
+pub const TARGET_MAX_BYTES: usize = catalogue::SESSION_ID_MAX_BYTES;
 
-/// Checks a session id a message is addressed to (`channel_publish`'s `to`): not blank, at
-/// most [`TARGET_MAX_BYTES`], no control characters; returns it trimmed.
+/// Checks a session id a message is addressed to (`channel_publish`'s `to`) by the rule of
+/// every session id ([`catalogue::check_session_id`]); returns it trimmed.
 ///
 /// # Errors
 /// What is wrong with it, for the caller to name the field.
 pub fn check_target(to: &str) -> Result<String, String> {
-    let to = to.trim();
-    if to.is_empty() {
+    if to.trim().is_empty() {
         return Err("is blank; give the session id of the one session the message is for".into());
     }
-    if to.len() > TARGET_MAX_BYTES {
-        return Err(format!(
-            "is {} bytes; a session id is at most {TARGET_MAX_BYTES}",
-            to.len()
-        ));
-    }
-    if to.chars().any(char::is_control) {
-        return Err("contains control characters; give a session id".into());
-    }
-    Ok(to.to_owned())
+    catalogue::check_session_id(to).map(str::to_owned)
 }
 
 fn publish(ctx: &CallContext<'_>, args: Value) -> Result<Value, ToolError> {

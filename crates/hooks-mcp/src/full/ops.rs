@@ -96,6 +96,7 @@ pub(crate) enum ChannelCmd {
         message_id: i64,
     },
     /// Delete one message or every message of a channel (channel_clear).
+    #[command(group(clap::ArgGroup::new("which").required(true).args(["channel", "message_id"])))]
     Clear {
         /// Delete every message of this channel.
         #[arg(long)]
@@ -123,6 +124,7 @@ pub(crate) enum EnforcementCmd {
     /// List the reminders (enforcement_list).
     List,
     /// Remove one reminder or a tagged group (enforcement_clear).
+    #[command(group(clap::ArgGroup::new("which").required(true).args(["enforcement_id", "tag"])))]
     Clear {
         /// Remove the reminder with this id.
         #[arg(long = "id")]
@@ -158,6 +160,7 @@ pub(crate) enum ConditionCmd {
 pub(crate) enum ScheduleCmd {
     /// Schedule a publication (schedule_create); pass exactly one of --at, --every-seconds,
     /// --cron.
+    #[command(group(clap::ArgGroup::new("when").required(true).args(["at", "every_seconds", "cron"])))]
     Create {
         /// Target channel.
         channel: String,
@@ -289,6 +292,16 @@ fn execute(tool: &str, args: Map<String, Value>, common: &Common) -> ExitCode {
         Ok(answer) => {
             let text = operator::render(&answer, common.json, |v| operator::human(tool, v));
             crate::fleet::print_out(&text)
+        }
+        Err(catalogue::ToolError::InvalidArguments(why))
+            if why.starts_with("session_id: required") =>
+        {
+            // The tool's words are for an MCP client; here the session is a flag.
+            protocol_lite::diag!(
+                "hooks-mcp: {tool}: which session? pass --session-id ID, or set \
+                 HOOKS_MCP_SESSION_ID (or CLAUDE_CODE_SESSION_ID)"
+            );
+            ExitCode::FAILURE
         }
         Err(e) => {
             protocol_lite::diag!("hooks-mcp: {tool}: {e}");
