@@ -689,6 +689,20 @@ fn sessions_cookies_csrf_and_headers_over_plain_http() {
             .starts_with("/console/channels?notice=Published+message+%231"),
         "{head}"
     );
+    // The page it leads to shows the notice; the same words in a link made elsewhere (a
+    // phishing banner on the trusted console) are not shown, nor with another session's tag.
+    let location = header(&head, "location").unwrap().to_owned();
+    let cookie_only = [("Cookie", cookie.as_str())];
+    let (status, _, page) = http(port, "GET", &location, &cookie_only, "");
+    assert_eq!(status, 200);
+    assert!(page.contains("role=\"status\">Published message #1"), "{page}");
+    let forged = "/console/channels?problem=Your+token+expired%3A+sign+in+at+evil.example";
+    let (_, _, page) = http(port, "GET", forged, &cookie_only, "");
+    assert!(!page.contains("evil.example"), "{page}");
+    let (_, other_head, _) = http(port, "GET", "/console/", &[("Authorization", &bearer)], "");
+    let other = cookie_pair(header(&other_head, "set-cookie").unwrap());
+    let (_, _, page) = http(port, "GET", &location, &[("Cookie", &other)], "");
+    assert!(!page.contains("Published message #1"), "{page}");
     // A bad lifetime is reported back, not published.
     let (status, head, _) = http(
         port,

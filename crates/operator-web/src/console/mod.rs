@@ -506,9 +506,15 @@ fn read_problem(e: &ReadError) -> Response {
 fn frame(console: &Console, session: &Session, query: &Params, path: &str) -> views::Frame {
     let kept: Vec<(&str, &str)> = query
         .iter()
-        .filter(|(k, _)| k.as_str() != "notice" && k.as_str() != "problem")
+        .filter(|(k, _)| !BANNER_KEYS.contains(&k.as_str()))
         .map(|(k, v)| (k.as_str(), v.as_str()))
         .collect();
+    // Only a banner this session's own form produced: a link cannot put words in one.
+    let banner = |kind: &str| {
+        let text = query.get(kind)?;
+        let tag = query.get("banner")?;
+        same(tag, &banner_tag(session, kind, text)).then(|| text.clone())
+    };
     let path = if kept.is_empty() {
         path.to_owned()
     } else {
@@ -518,8 +524,8 @@ fn frame(console: &Console, session: &Session, query: &Params, path: &str) -> vi
         path,
         csrf: session.csrf.clone(),
         signed_in_with_token: console.token_mode(),
-        notice: query.get("notice").cloned(),
-        problem: query.get("problem").cloned(),
+        notice: banner("notice"),
+        problem: banner("problem"),
         version: None,
         now: now_ms(),
     }
@@ -1055,7 +1061,22 @@ async fn call_tool(console: &Console, tool: &'static str, args: Value) -> Result
 
 /// Back to the page the form came from (its `back` field, a console page) with a notice or a
 /// problem to show.
-fn back(form: &Params, result: Result<String, String>) -> Response {
+/// The query keys of a banner: its text (`notice` or `problem`) and its tag.
+const BANNER_KEYS: [&str; 3] = ["notice", "problem", "banner"];
+
+/// The tag that shows a banner's text came from `session`'s own form: a MAC keyed by the
+/// session's CSRF secret, which no other page knows.
+fn banner_tag(session: &Session, kind: &str, text: &str) -> String {
+    let mut mac = <HmacSha256 as KeyInit>::new_from_slice(session.csrf.as_bytes())
+        .unwrap_or_else(|_| unreachable!("HMAC accepts keys of any length"));
+    for part in [b"banner".as_slice(), kind.as_bytes(), text.as_bytes()] {
+        mac.update(part);
+        mac.update(b"\0");
+    }
+    hex(&mac.finalize().into_bytes()[..16])
+}
+
+fn back(session: &Session, form: &Params, result: Result<String, String>) -> Response {
     let page = safe_next(form.get("back"));
     let (page, anchor) = match page.split_once('#') {
         Some((p, a)) => (p.to_owned(), format!("#{a}")),
@@ -1063,11 +1084,13 @@ fn back(form: &Params, result: Result<String, String>) -> Response {
     };
     let (path, query) = page.split_once('?').unwrap_or((&page, ""));
     let mut pairs: Vec<(String, String)> = serde_urlencoded::from_str(query).unwrap_or_default();
-    pairs.retain(|(k, _)| k != "notice" && k != "problem");
-    match result {
-        Ok(notice) => pairs.push(("notice".into(), notice)),
-        Err(problem) => pairs.push(("problem".into(), problem)),
-    }
+    pairs.retain(|(k, _)| !BANNER_KEYS.contains(&k.as_str()));
+    let (kind, text) = match result {
+        Ok(notice) => ("notice", notice),
+        Err(problem) => ("problem", problem),
+    };
+    let tag = banner_tag(session, kind, &text);
+    pairs.extend([(kind.to_owned(), text), ("banner".to_owned(), tag)]);
     let query = serde_urlencoded::to_string(&pairs).unwrap_or_default();
     see_other(&format!("{path}?{query}{anchor}"))
 }
@@ -1102,6 +1125,7 @@ async fn publish(
             Ok(n) => args["ttl_seconds"] = n.into(),
             Err(_) => {
                 return back(
+                    &session,
                     &form,
                     Err(format!(
                         "Not published: the lifetime `{ttl}` is not a whole number of seconds"
@@ -1112,6 +1136,7 @@ async fn publish(
     }
     let result = call_tool(&console, "channel_publish", args).await;
     back(
+        &session,
         &form,
         result
             .map(|answer| {
@@ -1156,6 +1181,7 @@ async fn act_on_id(
     }
     let Ok(id) = id.parse::<i64>() else {
         return back(
+            session,
             form,
             Err(format!(
                 "{}: `{id}` is not a {} id",
@@ -1175,7 +1201,7 @@ async fn act_on_id(
         Ok(_) => Ok(format!("{} {} #{id}", action.done, action.what)),
         Err(e) => Err(format!("{}: {e}", action.failed)),
     };
-    back(form, outcome)
+    back(session, form, outcome)
 }
 
 async fn clear_message(
@@ -1221,6 +1247,7 @@ async fn add_reminder(
     let cadence = field(&form, "cadence").trim();
     let Ok(cadence) = cadence.parse::<u64>() else {
         return back(
+            &session,
             &form,
             Err(format!(
                 "Not added: the cadence `{cadence}` is not a whole number of tool calls"
@@ -1234,6 +1261,7 @@ async fn add_reminder(
     }
     let result = call_tool(&console, "enforcement_set", args).await;
     back(
+        &session,
         &form,
         result
             .map(|answer| format!("Added reminder #{}", answer["id"]))
