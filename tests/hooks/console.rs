@@ -695,7 +695,10 @@ fn sessions_cookies_csrf_and_headers_over_plain_http() {
     let cookie_only = [("Cookie", cookie.as_str())];
     let (status, _, page) = http(port, "GET", &location, &cookie_only, "");
     assert_eq!(status, 200);
-    assert!(page.contains("role=\"status\">Published message #1"), "{page}");
+    assert!(
+        page.contains("role=\"status\">Published message #1"),
+        "{page}"
+    );
     let forged = "/console/channels?problem=Your+token+expired%3A+sign+in+at+evil.example";
     let (_, _, page) = http(port, "GET", forged, &cookie_only, "");
     assert!(!page.contains("evil.example"), "{page}");
