@@ -276,7 +276,10 @@ pub enum ToolError {
 pub fn parse_args<T: DeserializeOwned>(args: Value) -> Result<T, ToolError> {
     let args = match args {
         Value::Null => Value::Object(Default::default()),
-        obj @ Value::Object(_) => obj,
+        Value::Object(mut fields) => {
+            whole_numbers_as_integers(&mut fields);
+            Value::Object(fields)
+        }
         other => {
             return Err(ToolError::InvalidArguments(format!(
                 "arguments must be a JSON object, got {}",
@@ -284,12 +287,30 @@ pub fn parse_args<T: DeserializeOwned>(args: Value) -> Result<T, ToolError> {
             )));
         }
     };
-    match serde_json::from_value::<T>(args.clone()) {
+    match T::deserialize(&args) {
         Ok(parsed) => Ok(parsed),
         Err(e) => Err(ToolError::InvalidArguments(name_the_field::<T>(
             &args,
             e.to_string(),
         ))),
+    }
+}
+
+/// A whole number written with a fraction or an exponent (`5.0`, `1e3`) taken as the integer
+/// it is: JSON Schema's `integer`, which the tools' schemas advertise, admits it, and models
+/// write it. Only exact values (below 2^53); a real fraction stays for the parser to refuse.
+fn whole_numbers_as_integers(fields: &mut serde_json::Map<String, Value>) {
+    const EXACT: f64 = 9_007_199_254_740_992.0;
+    for value in fields.values_mut() {
+        if let Value::Number(n) = value
+            && n.is_f64()
+            && let Some(f) = n.as_f64()
+            && f.fract() == 0.0
+            && f.abs() < EXACT
+        {
+            // Exact below 2^53, so the cast loses nothing.
+            *value = Value::from(f as i64);
+        }
     }
 }
 

@@ -541,6 +541,37 @@ fn parse_args_accepts_valid_objects() {
 }
 
 #[test]
+fn parse_args_takes_a_whole_number_written_as_a_float_as_what_the_schema_admits() {
+    // JSON Schema's `integer` admits 5.0 and 3e0; the tools' schemas say `integer`.
+    for limit in [json!(3.0), json!(3e0), json!(3)] {
+        assert_eq!(
+            parse_args::<Args>(json!({"channel": "ops", "limit": limit})).unwrap(),
+            Args {
+                channel: "ops".into(),
+                limit: Some(3)
+            },
+            "{limit}"
+        );
+    }
+    for (limit, says) in [
+        (
+            json!(3.5),
+            "limit: invalid type: floating point `3.5`, expected u32",
+        ),
+        (
+            json!(-1.0),
+            "limit: invalid value: integer `-1`, expected u32",
+        ),
+        (json!(1e300), "limit: invalid type: floating point"),
+    ] {
+        let message = invalid(parse_args::<Args>(
+            json!({"channel": "ops", "limit": limit}),
+        ));
+        assert!(message.starts_with(says), "{message}");
+    }
+}
+
+#[test]
 fn parse_args_errors_name_the_field_and_the_problem() {
     let cases = [
         (json!({}), "missing field `channel`"),
