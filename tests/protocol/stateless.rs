@@ -632,3 +632,29 @@ fn the_2026_answers_are_byte_identical_on_both_paths() {
         assert_eq!(listed[0], listed[1], "{mode}: resources/list differs");
     }
 }
+
+#[test]
+fn a_2026_request_after_initialize_is_answered_by_its_own_rules() {
+    // The spec: a request carrying modern `_meta` is served statelessly, whatever came before
+    // on the connection. The light path hands it to the full server, which does so.
+    let mut s = Server::start();
+    assert_eq!(s.handshake()["result"]["protocolVersion"], "2025-11-25");
+    let legacy = s.ask(&request(2, "prompts/list", json!({})));
+    assert!(legacy["result"].get("resultType").is_none(), "{legacy}");
+    assert_light(&s);
+    let pong = s.ask(&modern(3, "ping", json!({})));
+    assert_eq!(pong["error"]["code"], -32601, "{pong}");
+    assert_light(&s);
+    for (id, method) in [
+        (4, "tools/list"),
+        (5, "prompts/list"),
+        (6, "resources/templates/list"),
+    ] {
+        let r = s.ask(&modern(id, method, json!({})));
+        assert_eq!(r["result"]["resultType"], "complete", "{method}: {r}");
+        assert!(r["result"]["cacheScope"].is_string(), "{method}: {r}");
+    }
+    assert!(exe(&s).ends_with("hooks-mcp-stdio"), "{:?}", exe(&s));
+    let (status, rest) = s.finish();
+    assert!(status.success(), "{rest:?}");
+}

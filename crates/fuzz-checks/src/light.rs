@@ -9,7 +9,9 @@
 //! `Step::Handoff`). `ping` is always answered.
 //!
 //! A session that opened with `initialize` is served as before the 2026-07-28 revision:
-//! `initialize`, `tools/list` and the other discovery lists answered with results. Before any
+//! `initialize`, `tools/list` and the other discovery lists answered with results; a request
+//! there whose `_meta` names 2026-07-28 or a version not served is handed off (the full
+//! server serves it by that version's rules). Before any
 //! `initialize`, a request other than `ping` whose `_meta` lacks a string protocol version or
 //! an object of client capabilities gets `-32602`, one naming an unsupported version `-32022`,
 //! and only 2026-07-28 requests are answered or held here; their results are complete
@@ -252,11 +254,12 @@ fn check_reply(
         return;
     }
     if method == "ping" {
+        // The same rule before and after `initialize` (a ping's `_meta` decides).
         let expected = match modern::requested_version(params) {
-            Some(v) if !model.initialized && !SUPPORTED_VERSIONS.contains(&v) => {
+            Some(v) if !SUPPORTED_VERSIONS.contains(&v) => {
                 json!(modern::UNSUPPORTED_PROTOCOL_VERSION)
             }
-            Some(STATELESS_VERSION) if !model.initialized => json!(jsonrpc::METHOD_NOT_FOUND),
+            Some(STATELESS_VERSION) => json!(jsonrpc::METHOD_NOT_FOUND),
             _ => Value::Null,
         };
         if expected.is_null() {
@@ -315,10 +318,16 @@ fn check_handoff(
         None if method == "initialize" => {
             !model.initialized && model.held.is_empty() && complete_initialize(params)
         }
-        None => matches!(
-            method,
-            "tools/list" | "resources/templates/list" | "prompts/list"
-        ),
+        // A request whose `_meta` names 2026-07-28 or an unserved version, in an initialized
+        // session, is the full server's.
+        None => {
+            !modern::requested_version(params)
+                .is_some_and(|v| v == STATELESS_VERSION || !SUPPORTED_VERSIONS.contains(&v))
+                && matches!(
+                    method,
+                    "tools/list" | "resources/templates/list" | "prompts/list"
+                )
+        }
     };
     assert!(
         !answerable,

@@ -260,8 +260,18 @@ impl LightSession {
         params: Option<Map<String, Value>>,
     ) -> Step {
         let initialized = self.initialize_id.is_some();
+        if method == "ping" {
+            return Step::Reply(modern::ping_reply_line(&id, params.as_ref()));
+        }
+        if initialized
+            && let Some(version) = modern::requested_version(params.as_ref())
+            && (version == STATELESS_VERSION || !SUPPORTED_VERSIONS.contains(&version))
+        {
+            // Its `_meta` asks for the stateless rules (or a version not served), whatever
+            // came before on the connection: the full server answers it by them.
+            return Step::Handoff(format!("`{method}` for protocol version {version}"));
+        }
         let result = match method {
-            "ping" => json!({}),
             "initialize" if initialized => {
                 return Step::Handoff("a second `initialize` request".into());
             }

@@ -432,20 +432,28 @@ fn initialize_after_a_held_listen_hands_off_and_a_legacy_handoff_is_unchanged() 
 }
 
 #[test]
-fn a_legacy_session_ignores_the_2026_rules() {
+fn a_legacy_session_serves_a_request_by_the_version_its_meta_names() {
     let mut s = watching();
     reply(s.handle(INIT.as_bytes()));
-    // Served as before: no resultType, no hints, ping answered, listen and discover handed off.
-    let step = s.handle(modern(json!(2), "tools/list", json!({})).as_bytes());
+    // Without `_meta`, or naming the negotiated version: served as before (no resultType).
+    let step = s.handle(br#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#);
     assert_eq!(step, Step::ListTools(json!(2)));
+    let named = modern(json!(4), "prompts/list", json!({})).replace("2026-07-28", "2025-11-25");
     assert_eq!(
-        reply(s.handle(modern(json!(3), "ping", json!({})).as_bytes()))["result"],
-        json!({})
-    );
-    assert_eq!(
-        reply(s.handle(modern(json!(4), "prompts/list", json!({})).as_bytes()))["result"],
+        reply(s.handle(named.as_bytes()))["result"],
         json!({"prompts": []})
     );
+    // Naming 2026-07-28: its rules, whatever came before (the full server's list answers).
+    assert_eq!(
+        reply(s.handle(modern(json!(3), "ping", json!({})).as_bytes()))["error"]["code"],
+        json!(-32601)
+    );
+    let mut stateless = watching();
+    reply(stateless.handle(INIT.as_bytes()));
+    assert!(matches!(
+        stateless.handle(modern(json!(2), "tools/list", json!({})).as_bytes()),
+        Step::Handoff(_)
+    ));
     assert!(matches!(
         s.handle(listen(json!(5)).as_bytes()),
         Step::Handoff(_)
