@@ -124,6 +124,11 @@ pub(crate) fn accepted_filter(requested: &SubscriptionFilter) -> SubscriptionFil
     accepted.resource_subscriptions = requested.resource_subscriptions.as_ref().map(|uris| {
         uris.iter()
             .filter(|uri| crate::resources_and_prompts::resource_for(uri).is_ok())
+            // Only a channel that can be read: one a read would refuse can never change.
+            .filter(|uri| {
+                uri.strip_prefix(tools_channels::CHANNEL_URI_PREFIX)
+                    .is_none_or(|name| store::rules::check_channel_name(name).is_ok())
+            })
             .cloned()
             .collect()
     });

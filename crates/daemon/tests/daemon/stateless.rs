@@ -551,10 +551,18 @@ fn a_listen_stream_hears_another_process_and_only_what_it_asked_for() {
         ack["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
         "lists"
     );
+    // Only URIs that can change are honoured: a channel name a read refuses is dropped.
     let mut updates = listen(
         daemon,
         "updates",
+        json!({"resourceSubscriptions": [watched, "hooks://channels/bad chan",
+                                         "hooks://channels/", "file:///x"]}),
+    );
+    let ack = &notifications(&updates)[0];
+    assert_eq!(
+        ack["params"]["notifications"],
         json!({"resourceSubscriptions": [watched]}),
+        "{ack}"
     );
 
     // A message on a channel that exists updates its resource: only `updates` hears of it.
