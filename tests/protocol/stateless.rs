@@ -658,3 +658,52 @@ fn a_2026_request_after_initialize_is_answered_by_its_own_rules() {
     let (status, rest) = s.finish();
     assert!(status.success(), "{rest:?}");
 }
+
+#[test]
+fn a_list_cursor_is_refused_alike_on_both_sides_of_the_handoff() {
+    // Every list is one page and names no nextCursor: the spec's -32602 for an invalid one.
+    let lists = ["tools/list", "resources/templates/list", "prompts/list"];
+    let ask_all = |s: &mut Server, first: i64| -> Vec<Value> {
+        lists
+            .iter()
+            .enumerate()
+            .map(|(i, method)| {
+                s.ask(&modern(
+                    first + i as i64,
+                    method,
+                    json!({"cursor": "garbage"}),
+                ))
+            })
+            .collect()
+    };
+    let mut s = Server::start();
+    claude_code_opening(&mut s);
+    let before = ask_all(&mut s, 10);
+    for r in &before {
+        assert_eq!(r["error"]["code"], -32602, "{r}");
+        assert!(
+            r["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("\"garbage\""),
+            "{r}"
+        );
+    }
+    // A null cursor is no cursor.
+    let r = s.ask(&modern(20, "tools/list", json!({"cursor": null})));
+    assert_eq!(r["result"]["resultType"], "complete", "{r}");
+    assert_light(&s);
+    let r = s.ask(&modern(
+        3,
+        "tools/call",
+        json!({"name": "channel_list", "arguments": {}}),
+    ));
+    assert_eq!(r["result"]["isError"], false, "{r}");
+    assert!(exe(&s).ends_with("hooks-mcp-stdio"), "{:?}", exe(&s));
+    let after = ask_all(&mut s, 10);
+    assert_eq!(after, before, "the full server refuses in the same words");
+    let r = s.ask(&modern(21, "resources/list", json!({"cursor": "x"})));
+    assert_eq!(r["error"]["code"], -32602, "{r}");
+    let (status, rest) = s.finish();
+    assert!(status.success(), "{rest:?}");
+}

@@ -15,7 +15,8 @@
 //! `initialize`, a request other than `ping` whose `_meta` lacks a string protocol version or
 //! an object of client capabilities gets `-32602`, one naming an unsupported version `-32022`,
 //! and only 2026-07-28 requests are answered or held here; their results are complete
-//! (`resultType`) and carry caching hints.
+//! (`resultType`) and carry caching hints. A list request with a cursor gets `-32602` in
+//! either era (every list is one page).
 //!
 //! The replay holds exactly the answered `initialize` line and the notifications after it, or
 //! the held (and not cancelled) `subscriptions/listen` lines; a handoff replays it, then the
@@ -91,6 +92,16 @@ enum Stateless {
     Legacy,
 }
 
+/// Whether a request is a list request with a cursor (none is valid: every list is one page).
+fn with_cursor(method: &str, params: Option<&Map<String, Value>>) -> bool {
+    matches!(
+        method,
+        "tools/list" | "resources/list" | "resources/templates/list" | "prompts/list"
+    ) && params
+        .and_then(|p| p.get("cursor"))
+        .is_some_and(|c| !c.is_null())
+}
+
 fn stateless(params: Option<&Map<String, Value>>) -> Stateless {
     if !modern::missing_meta(params).is_empty() {
         return Stateless::Refused(jsonrpc::INVALID_PARAMS);
@@ -152,6 +163,13 @@ pub fn check(data: &[u8]) {
         let params = params.as_ref();
         let rule = (!model.initialized && method != "initialize" && method != "ping")
             .then(|| stateless(params));
+        // A list's cursor is refused in either era, once the 2026 rules let the request by.
+        let rule = match rule {
+            Some(Stateless::Modern | Stateless::Legacy) | None if with_cursor(&method, params) => {
+                Some(Stateless::Refused(jsonrpc::INVALID_PARAMS))
+            }
+            rule => rule,
+        };
         match step {
             Step::Reply(bytes) => {
                 let value = reply_value(&bytes);

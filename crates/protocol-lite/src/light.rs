@@ -9,6 +9,15 @@ use crate::jsonrpc::{self, Incoming};
 use crate::modern::{self, CacheHints, Listen};
 use crate::setting::{SUPPRESS_ACKS_ENV, SUPPRESS_ID_ENV};
 
+/// The list requests, each answered on one page: a cursor is refused
+/// ([`modern::cursor_refusal`]).
+const LISTS: [&str; 4] = [
+    "tools/list",
+    "resources/list",
+    "resources/templates/list",
+    "prompts/list",
+];
+
 /// What to do with one line of input.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Step {
@@ -263,6 +272,11 @@ impl LightSession {
         if method == "ping" {
             return Step::Reply(modern::ping_reply_line(&id, params.as_ref()));
         }
+        if LISTS.contains(&method)
+            && let Some(refused) = modern::cursor_refusal(&id, params.as_ref())
+        {
+            return Step::Reply(refused.to_line());
+        }
         if initialized
             && let Some(version) = modern::requested_version(params.as_ref())
             && (version == STATELESS_VERSION || !SUPPORTED_VERSIONS.contains(&version))
@@ -319,6 +333,11 @@ impl LightSession {
         let version = modern::requested_version(params).unwrap_or_default();
         if !SUPPORTED_VERSIONS.contains(&version) {
             return Step::Reply(modern::unsupported_version_line(&id, version));
+        }
+        if LISTS.contains(&method)
+            && let Some(refused) = modern::cursor_refusal(&id, params)
+        {
+            return Step::Reply(refused.to_line());
         }
         if version != STATELESS_VERSION {
             return Step::Handoff(format!("`{method}` for protocol version {version}"));

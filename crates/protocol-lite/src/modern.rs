@@ -105,6 +105,27 @@ pub fn ping_reply_line(id: &Value, params: Option<&Map<String, Value>>) -> Vec<u
     }
 }
 
+/// The `-32602` reply to a list request that carries a cursor (`params.cursor`, `null`
+/// aside): every list this server answers fits one page and never names a `nextCursor`, so no
+/// cursor is valid, and the specification asks for this error (which also tells a client to
+/// drop pages it cached). `None` for a request without one.
+pub fn cursor_refusal(id: &Value, params: Option<&Map<String, Value>>) -> Option<ErrorReply> {
+    let cursor = params?.get("cursor").filter(|c| !c.is_null())?;
+    Some(ErrorReply {
+        id: id.clone(),
+        code: jsonrpc::INVALID_PARAMS,
+        message: invalid_cursor_message(cursor),
+    })
+}
+
+/// What is wrong with `cursor` (the full server words its refusal the same way).
+pub fn invalid_cursor_message(cursor: &Value) -> String {
+    format!(
+        "invalid cursor {cursor}: every list here fits one page and no `nextCursor` is ever \
+         given, so no cursor is valid; send the request without one"
+    )
+}
+
 /// The `-32603` reply to a request the front end could not complete, saying why.
 pub fn internal_error(id: &Value, message: impl Into<String>) -> ErrorReply {
     ErrorReply {

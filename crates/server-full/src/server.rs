@@ -738,9 +738,10 @@ impl ServerHandler for HooksServer {
 
     async fn list_tools(
         &self,
-        _request: Option<PaginatedRequestParams>,
+        request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
+        no_cursor(request.as_ref())?;
         let sessionless = self.sessionless(&context);
         // Eager lists, and the fixed lists of requests without a session, are the same for
         // every client; a session's lazy list changes with load_modules.
@@ -783,9 +784,10 @@ impl ServerHandler for HooksServer {
 
     async fn list_resources(
         &self,
-        _request: Option<PaginatedRequestParams>,
+        request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
+        no_cursor(request.as_ref())?;
         let listed = self.blocking(resources_and_prompts::list_resources).await?;
         typed::<ListResourcesResult>(listed.map_err(resources_and_prompts::protocol_error)?)
             .map(|r| r.cached(modern::is_modern(&context), Cache::Private))
@@ -793,9 +795,10 @@ impl ServerHandler for HooksServer {
 
     async fn list_resource_templates(
         &self,
-        _request: Option<PaginatedRequestParams>,
+        request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, ErrorData> {
+        no_cursor(request.as_ref())?;
         typed::<ListResourceTemplatesResult>(resources_and_prompts::list_templates())
             .map(|r| r.cached(modern::is_modern(&context), Cache::Configuration))
     }
@@ -854,9 +857,10 @@ impl ServerHandler for HooksServer {
 
     async fn list_prompts(
         &self,
-        _request: Option<PaginatedRequestParams>,
+        request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, ErrorData> {
+        no_cursor(request.as_ref())?;
         typed::<ListPromptsResult>(resources_and_prompts::list_prompts())
             .map(|r| r.cached(modern::is_modern(&context), Cache::Configuration))
     }
@@ -1038,6 +1042,14 @@ impl ServerHandler for HooksServer {
         tracing::debug!("client initialized");
         self.inner.initialized.notify_one();
     }
+}
+
+/// Refuses a list request's cursor: every list here fits one page and names no `nextCursor`
+/// (the light path refuses it in the same words, `protocol_lite::modern::cursor_refusal`).
+fn no_cursor(request: Option<&PaginatedRequestParams>) -> Result<(), ErrorData> {
+    let refused = |c: &str| protocol_lite::modern::invalid_cursor_message(&Value::from(c));
+    let cursor = request.and_then(|r| r.cursor.as_deref());
+    cursor.map_or(Ok(()), |c| Err(ErrorData::invalid_params(refused(c), None)))
 }
 
 /// Why a request of `method`, one this server serves, did not parse with `params`: the

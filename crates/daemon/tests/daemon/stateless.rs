@@ -453,6 +453,18 @@ fn missing_meta_fields_and_an_unknown_revision_are_refused() {
     let (_, code, text) = refusal(&reply);
     assert_eq!(code, -32601, "{text}");
     assert!(text.contains("io.modelcontextprotocol/logLevel"), "{text}");
+    // A list's cursor: every list is one page, so none is valid (the spec's -32602).
+    for method in [
+        "tools/list",
+        "resources/list",
+        "resources/templates/list",
+        "prompts/list",
+    ] {
+        let (status, answer) = ask(daemon, method, None, json!({"cursor": "garbage"}));
+        assert_eq!(answer["error"]["code"], -32602, "{method}: {status} {answer}");
+        let text = answer["error"]["message"].as_str().unwrap_or_default();
+        assert!(text.contains("invalid cursor \"garbage\""), "{method}: {text}");
+    }
 }
 
 #[test]
