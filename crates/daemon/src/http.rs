@@ -370,6 +370,9 @@ pub(crate) fn mcp_router(
             options.max_body_bytes,
             crate::mcp_headers::fill_notification_method,
         ))
+        .route_layer(axum::middleware::from_fn(
+            crate::mcp_headers::malformed_as_json_rpc,
+        ))
         .route_layer(axum::middleware::from_fn_with_state(
             (manager.clone(), shared.sessions.clone()),
             resume_under_the_cap,

@@ -52,6 +52,39 @@ pub(crate) async fn fill_notification_method(
         .await
 }
 
+/// Middleware on `/mcp`: a POST whose JSON body rmcp cannot take as one JSON-RPC message
+/// (not JSON, a batch, an id that is neither a string nor an integer, another `jsonrpc`) gets
+/// a JSON-RPC error as 400, as the transport page asks ("the HTTP status code SHOULD be 400
+/// ... with a JSON-RPC error response that has no id"), instead of rmcp's plain-text 415, which
+/// a client cannot read as an answer. Looks at no body: only the request's content type and
+/// the response's status, so a well-formed request costs nothing here.
+pub(crate) async fn malformed_as_json_rpc(request: Request, next: Next) -> Response {
+    let json = request.method() == Method::POST
+        && request
+            .headers()
+            .get(axum::http::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.trim_start().starts_with("application/json"));
+    let response = next.run(request).await;
+    if !json || response.status() != StatusCode::UNSUPPORTED_MEDIA_TYPE {
+        return response;
+    }
+    let reply = protocol_lite::jsonrpc::ErrorReply {
+        id: Value::Null,
+        code: protocol_lite::jsonrpc::INVALID_REQUEST,
+        message: "Invalid request: the body is not one JSON-RPC 2.0 message (JSON text, an \
+                  object with `jsonrpc` \"2.0\", a string or integer `id`, no batch); send \
+                  one message per POST"
+            .into(),
+    };
+    (
+        StatusCode::BAD_REQUEST,
+        [(axum::http::header::CONTENT_TYPE, "application/json")],
+        reply.to_line(),
+    )
+        .into_response()
+}
+
 /// Whether `request` is a POST naming a revision with standard headers but no `Mcp-Method`.
 fn needs_a_look(request: &Request) -> bool {
     let headers = request.headers();

@@ -453,6 +453,25 @@ fn missing_meta_fields_and_an_unknown_revision_are_refused() {
     let (_, code, text) = refusal(&reply);
     assert_eq!(code, -32601, "{text}");
     assert!(text.contains("io.modelcontextprotocol/logLevel"), "{text}");
+    // A body that is not one JSON-RPC message: 400 with a JSON-RPC error without an id (the
+    // transport page), not a plain-text 415.
+    for body in [
+        "{not json",
+        r#"[{"jsonrpc":"2.0","id":1,"method":"tools/list"}]"#,
+        r#"{"jsonrpc":"2.0","id":true,"method":"tools/list"}"#,
+        r#"{"jsonrpc":"1.0","id":1,"method":"tools/list"}"#,
+    ] {
+        let reply = http(addr, "POST", "/mcp", &headers("tools/list", None), body);
+        assert_eq!(reply.status, 400, "{body}: {}", reply.body);
+        assert_eq!(
+            reply.header("content-type"),
+            Some("application/json"),
+            "{body}"
+        );
+        let error = message(&reply);
+        assert_eq!(error["id"], Value::Null, "{body}: {error}");
+        assert_eq!(error["error"]["code"], -32600, "{body}: {error}");
+    }
     // A list's cursor: every list is one page, so none is valid (the spec's -32602).
     for method in [
         "tools/list",
@@ -461,9 +480,15 @@ fn missing_meta_fields_and_an_unknown_revision_are_refused() {
         "prompts/list",
     ] {
         let (status, answer) = ask(daemon, method, None, json!({"cursor": "garbage"}));
-        assert_eq!(answer["error"]["code"], -32602, "{method}: {status} {answer}");
+        assert_eq!(
+            answer["error"]["code"], -32602,
+            "{method}: {status} {answer}"
+        );
         let text = answer["error"]["message"].as_str().unwrap_or_default();
-        assert!(text.contains("invalid cursor \"garbage\""), "{method}: {text}");
+        assert!(
+            text.contains("invalid cursor \"garbage\""),
+            "{method}: {text}"
+        );
     }
 }
 
