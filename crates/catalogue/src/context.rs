@@ -215,7 +215,9 @@ impl<'a> CallContext<'a> {
             )),
             SessionPolicy::ExplicitOnly => Err(ToolError::InvalidArguments(
                 "session_id: required; this server serves many sessions over the network, so \
-                 pass your session id explicitly (the SessionStart banner shows it)"
+                 pass your session id explicitly (the SessionStart banner shows it), as \
+                 `session_id` or, in a 2026-07-28 request, as `dev.hooks-mcp/session` in \
+                 `_meta`"
                     .into(),
             )),
         }

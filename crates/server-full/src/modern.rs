@@ -86,13 +86,11 @@ cacheable!(
     ReadResourceResult,
 );
 
-/// The session a request names in its `_meta` ([`SESSION_META_KEY`]), if a non-empty string.
+/// The session a request names in its `_meta` ([`SESSION_META_KEY`]), if a string that
+/// passes [`catalogue::check_session_id`] (one that does not names no session).
 pub(crate) fn session_from_meta(meta: &RequestMetaObject) -> Option<String> {
-    meta.get(SESSION_META_KEY)
-        .and_then(Value::as_str)
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .map(str::to_owned)
+    let named = meta.get(SESSION_META_KEY).and_then(Value::as_str)?;
+    catalogue::check_session_id(named).ok().map(str::to_owned)
 }
 
 /// The catalogue's log level for an MCP logging level.
