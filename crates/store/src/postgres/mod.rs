@@ -5,9 +5,10 @@
 //! process retries a failed connection within the connect timeout and checks each pooled
 //! connection before use, so a server restart costs the calls in flight an
 //! [`StoreError::Unavailable`] and nothing else; a process that serves one event
-//! ([`PgOptions::retry_connect`] off) reports the first failure at once. Statements are prepared once per connection. Most operations are one statement
-//! (atomic on their own); [`crate::ScheduleStore::fire_due`] is one transaction that claims due
-//! schedules with `FOR UPDATE SKIP LOCKED`.
+//! ([`PgOptions::retry_connect`] off) reports the first failure at once. Statements are
+//! prepared once per connection. Most operations are one statement (atomic on their own);
+//! [`crate::ScheduleStore::fire_due`] is one transaction that claims due schedules with
+//! `FOR UPDATE SKIP LOCKED`.
 
 mod admin;
 mod audit;
