@@ -374,6 +374,10 @@ pub(crate) fn mcp_router(
             crate::mcp_headers::malformed_as_json_rpc,
         ))
         .route_layer(axum::middleware::from_fn_with_state(
+            options.max_body_bytes,
+            crate::mcp_headers::removed_methods,
+        ))
+        .route_layer(axum::middleware::from_fn_with_state(
             (manager.clone(), shared.sessions.clone()),
             resume_under_the_cap,
         ))

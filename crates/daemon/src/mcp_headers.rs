@@ -85,15 +85,71 @@ pub(crate) async fn malformed_as_json_rpc(request: Request, next: Next) -> Respo
         .into_response()
 }
 
+/// The methods the 2026-07-28 revision removed in favour of `subscriptions/listen`.
+const REMOVED: [&str; 2] = ["resources/subscribe", "resources/unsubscribe"];
+
+/// Middleware on `/mcp`: a 2026-07-28 POST naming a method that revision removed
+/// (`resources/subscribe`, `resources/unsubscribe`) is answered 404 with `-32601` and what
+/// replaces it. rmcp would first demand an `Mcp-Name` header for it (`-32020`), sending the
+/// client to add a header only to be told then that the method does not exist. Reads the body
+/// (for the request's id) of those requests alone.
+pub(crate) async fn removed_methods(
+    State(max_body): State<usize>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let removed = request.method() == Method::POST
+        && is_standard(&request)
+        && request
+            .headers()
+            .get(MCP_METHOD)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|m| REMOVED.contains(&m.trim()));
+    if !removed {
+        return next.run(request).await;
+    }
+    let (parts, body) = request.into_parts();
+    let bytes = match collect(body, max_body).await {
+        Ok(bytes) => bytes,
+        Err(refusal) => return refusal,
+    };
+    let Ok((_, protocol_lite::jsonrpc::Incoming::Request { id, method, .. })) =
+        protocol_lite::jsonrpc::parse_line(&bytes)
+    else {
+        // Not a request (or not one message): rmcp's checks say what is wrong with it.
+        return next
+            .run(Request::from_parts(parts, Body::from(bytes)))
+            .await;
+    };
+    let reply = protocol_lite::jsonrpc::ErrorReply {
+        id,
+        code: protocol_lite::jsonrpc::METHOD_NOT_FOUND,
+        message: format!(
+            "Method not found: `{method}` is not part of protocol version 2026-07-28; send \
+             `subscriptions/listen` with the resource's URI in `resourceSubscriptions`"
+        ),
+    };
+    (
+        StatusCode::NOT_FOUND,
+        [(axum::http::header::CONTENT_TYPE, "application/json")],
+        reply.to_line(),
+    )
+        .into_response()
+}
+
+/// Whether `request` names a revision with standard headers in `MCP-Protocol-Version`.
+fn is_standard(request: &Request) -> bool {
+    request
+        .headers()
+        .get(MCP_PROTOCOL_VERSION)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.trim() >= STANDARD_HEADERS_FROM)
+}
+
 /// Whether `request` is a POST naming a revision with standard headers but no `Mcp-Method`.
 fn needs_a_look(request: &Request) -> bool {
     let headers = request.headers();
-    request.method() == Method::POST
-        && !headers.contains_key(MCP_METHOD)
-        && headers
-            .get(MCP_PROTOCOL_VERSION)
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|v| v.trim() >= STANDARD_HEADERS_FROM)
+    request.method() == Method::POST && !headers.contains_key(MCP_METHOD) && is_standard(request)
 }
 
 /// The whole body, at most `max` bytes.

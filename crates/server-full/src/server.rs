@@ -463,6 +463,20 @@ impl HooksServer {
                         Ok(inner) => inner,
                         Err(error) => return Ok(tool_error(&error)),
                     };
+                    if [
+                        catalogue::CALL_TOOL,
+                        catalogue::FIND_TOOLS,
+                        catalogue::LOAD_MODULES,
+                    ]
+                    .contains(&inner.name.as_str())
+                    {
+                        let why = format!(
+                            "name: `{}` is called directly, not through call_tool; name one of \
+                             the tools find_tools lists",
+                            inner.name
+                        );
+                        return Ok(tool_error(&catalogue::ToolError::InvalidArguments(why)));
+                    }
                     let args = inner.arguments.map(Value::Object).unwrap_or(Value::Null);
                     let call = Call::from_meta(&inner.name, args, meta);
                     return self.run_tool(call, client).await;

@@ -453,6 +453,19 @@ fn missing_meta_fields_and_an_unknown_revision_are_refused() {
     let (_, code, text) = refusal(&reply);
     assert_eq!(code, -32601, "{text}");
     assert!(text.contains("io.modelcontextprotocol/logLevel"), "{text}");
+    // The methods this revision removed: not found and what replaces them, with or without
+    // the `Mcp-Name` header rmcp would otherwise demand first.
+    for (method, name) in [
+        ("resources/subscribe", None),
+        ("resources/unsubscribe", Some("hooks://channels/x")),
+    ] {
+        let body = request(11, method, json!({"uri": "hooks://channels/x"}));
+        let reply = http(addr, "POST", "/mcp", &headers(method, name), &body);
+        assert_eq!(reply.status, 404, "{method}: {}", reply.body);
+        let (_, code, text) = refusal(&reply);
+        assert_eq!(code, -32601, "{text}");
+        assert!(text.contains("subscriptions/listen"), "{text}");
+    }
     // A body that is not one JSON-RPC message: 400 with a JSON-RPC error without an id (the
     // transport page), not a plain-text 415.
     for body in [
@@ -759,6 +772,18 @@ fn lazy_mode_without_a_session_runs_tools_through_call_tool() {
     let refused = call(daemon, "load_modules", json!({"modules": ["channels"]}));
     assert_eq!(refused["isError"], true, "{refused}");
     assert!(refused.to_string().contains("call_tool"), "{refused}");
+    // A listed tool named through call_tool is told it is called directly, not "unknown".
+    for listed in ["call_tool", "find_tools"] {
+        let nested = call(
+            daemon,
+            "call_tool",
+            json!({"name": listed, "arguments": {}}),
+        );
+        assert_eq!(nested["isError"], true, "{nested}");
+        let text = nested.to_string();
+        assert!(text.contains("is called directly"), "{text}");
+        assert!(!text.contains("Unknown tool"), "{text}");
+    }
     // The list is the same for the next request: nothing was loaded anywhere.
     let again = result(daemon, "tools/list", None, json!({}));
     assert_eq!(again["tools"].as_array().unwrap().len(), 2, "{again}");
