@@ -38,6 +38,18 @@ fn exe(s: &Server) -> PathBuf {
     std::fs::read_link(format!("/proc/{}/exe", s.pid())).unwrap()
 }
 
+/// From the front end, one real call (`channel_list`, id 3): the full server answers it.
+fn hand_off_with_a_call(s: &mut Server) {
+    assert_light(s);
+    let r = s.ask(&modern(
+        3,
+        "tools/call",
+        json!({"name": "channel_list", "arguments": {}}),
+    ));
+    assert_eq!(r["result"]["isError"], false, "{r}");
+    assert!(exe(s).ends_with("hooks-mcp-stdio"), "{:?}", exe(s));
+}
+
 /// Checks the process is still the front end: its binary, one thread, the store not open.
 fn assert_light(s: &Server) {
     assert!(exe(s).ends_with("hooks-mcp"), "{:?}", exe(s));
@@ -511,14 +523,7 @@ fn a_ping_gets_the_same_answer_on_both_sides_of_the_handoff() {
         assert_eq!(got, expected, "{line}: {r}");
         before.push(r);
     }
-    assert_light(&s);
-    let r = s.ask(&modern(
-        3,
-        "tools/call",
-        json!({"name": "channel_list", "arguments": {}}),
-    ));
-    assert_eq!(r["result"]["isError"], false, "{r}");
-    assert!(exe(&s).ends_with("hooks-mcp-stdio"), "{:?}", exe(&s));
+    hand_off_with_a_call(&mut s);
     // The full server, now in the stateless era, answers each exactly as the light path did
     // (rmcp alone refuses a bare ping there with -32602, and words the 2026 refusal "ping").
     for ((line, _), earlier) in pings().into_iter().zip(before) {
@@ -692,14 +697,7 @@ fn a_list_cursor_is_refused_alike_on_both_sides_of_the_handoff() {
     // A null cursor is no cursor.
     let r = s.ask(&modern(20, "tools/list", json!({"cursor": null})));
     assert_eq!(r["result"]["resultType"], "complete", "{r}");
-    assert_light(&s);
-    let r = s.ask(&modern(
-        3,
-        "tools/call",
-        json!({"name": "channel_list", "arguments": {}}),
-    ));
-    assert_eq!(r["result"]["isError"], false, "{r}");
-    assert!(exe(&s).ends_with("hooks-mcp-stdio"), "{:?}", exe(&s));
+    hand_off_with_a_call(&mut s);
     let after = ask_all(&mut s, 10);
     assert_eq!(after, before, "the full server refuses in the same words");
     let r = s.ask(&modern(21, "resources/list", json!({"cursor": "x"})));
