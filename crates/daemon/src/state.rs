@@ -189,6 +189,7 @@ impl operator_web::DaemonView for Shared {
         operator_web::DaemonState {
             uptime_s: self.status.uptime().as_secs(),
             degraded: sched.degraded(now_ms),
+            stopping: !self.status.is_ready(),
             scheduler: operator_web::SchedulerState {
                 tick_ms: sched.pace_ms.load(Ordering::Relaxed),
                 max_lag_ms: i64::try_from(sched.max_lag.as_millis()).unwrap_or(i64::MAX),

@@ -219,8 +219,8 @@ fn json_list<T, U: Serialize>(
 pub(crate) struct Overview {
     /// hooks-mcp's version.
     version: String,
-    /// `ok`, or `degraded` while the scheduler lags more than its limit (as
-    /// `/health?level=full` says).
+    /// `ok`; `degraded` while the scheduler lags more than its limit; `stopping` once SIGTERM
+    /// came (as `/health?level=full` says each).
     status: String,
     /// Seconds since the daemon started.
     uptime_s: u64,
@@ -301,7 +301,12 @@ async fn overview(State(state): State<ApiState>) -> Response {
     let sched = &o.daemon.scheduler;
     Json(Overview {
         version: o.version,
-        status: if o.daemon.degraded { "degraded" } else { "ok" }.into(),
+        status: match (o.daemon.stopping, o.daemon.degraded) {
+            (true, _) => "stopping",
+            (false, true) => "degraded",
+            (false, false) => "ok",
+        }
+        .into(),
         uptime_s: o.daemon.uptime_s,
         store: o.store,
         counts: OverviewCounts {

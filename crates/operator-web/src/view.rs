@@ -25,6 +25,9 @@ pub struct DaemonState {
     pub uptime_s: u64,
     /// Whether it is degraded (the daemon's rule: its scheduler lags past its limit).
     pub degraded: bool,
+    /// Whether it is stopping: SIGTERM came, it serves what is in flight but no longer reports
+    /// ready (`/health` answers `stopping`).
+    pub stopping: bool,
     /// Its scheduler's progress.
     pub scheduler: SchedulerState,
     /// Its open MCP sessions.

@@ -88,6 +88,11 @@ fn readiness_follows_start_up_and_the_shutdown_delay_while_liveness_stays_up() {
         "{draining}"
     );
     assert_eq!(raw(addr, "GET /health HTTP/1.0\r\n\r\n").0, 503);
+    // The read API's overview says the same (it said `ok` through the drain).
+    let overview = format!("GET /api/v1/overview HTTP/1.0\r\nHost: {addr}\r\n\r\n");
+    let (status, body) = raw(addr, &overview);
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body_json(&body)["status"], "stopping", "{body}");
     let (status, body) = raw(addr, kube_live);
     assert_eq!(status, 200, "{body}");
     let live = body_json(&body);

@@ -335,7 +335,9 @@ fn overview(frame: &Frame, overview: &Overview) -> Markup {
         section.cards aria-label="At a glance" {
             div.card {
                 h2 { "Daemon" }
-                @if d.degraded {
+                @if d.stopping {
+                    p.status.bad { "stopping: finishing what is in flight" }
+                } @else if d.degraded {
                     p.status.bad { "degraded: the scheduler lags" }
                 } @else {
                     p.status.good { "ok" }
