@@ -771,6 +771,17 @@ fn sessions_cookies_csrf_and_headers_over_plain_http() {
         "{live}"
     );
 
+    // A page offset that is not a number is refused, not read as the first page.
+    for offset in ["abc", "-1"] {
+        let path = format!("/console/sessions?offset={offset}");
+        let (status, _, page) = http(port, "GET", &path, &[("Cookie", &cookie)], "");
+        assert_eq!(status, 400, "{path}: {page}");
+        assert!(
+            page.contains("offset: not a whole number"),
+            "{path}: {page}"
+        );
+    }
+
     // Assets are embedded, with their types.
     let (status, head, js) = http(port, "GET", "/console/assets/htmx.min.js", &[], "");
     assert_eq!(status, 200);

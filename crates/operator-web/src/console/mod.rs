@@ -702,10 +702,16 @@ async fn sessions(
     let mut frame = frame(&console, &session, &query, "/console/sessions");
     let now = frame.now;
     let all = query.get("all").is_some_and(|v| v == "1");
-    let offset: u32 = query
-        .get("offset")
-        .and_then(|o| o.parse().ok())
-        .unwrap_or(0);
+    let offset: u32 = match query.get("offset").map(|o| o.trim().parse()) {
+        None => 0,
+        Some(Ok(offset)) => offset,
+        Some(Err(_)) => {
+            return problem_page(
+                StatusCode::BAD_REQUEST,
+                "offset: not a whole number of sessions to skip; follow the page's own links",
+            );
+        }
+    };
     let live_since = console.web.retention.live_since(now);
     let read = read_page(&console.web, &mut frame, move |store| {
         let mut list = store.sessions(&store::SessionQuery {
