@@ -495,11 +495,20 @@ fn a_handoff_keeps_the_held_subscription_and_load_modules_notifies_it_once() {
     );
 }
 
-/// The pings a client may send without a lifecycle, each as (request, expected answer).
+/// The pings a client may send without a lifecycle, and the 2026-07-28 requests for methods
+/// that revision removed, each as (request, expected answer).
 fn pings() -> Vec<(String, Value)> {
     let unsupported = modern("u", "ping", json!({})).replace("2026-07-28", "1900-01-01");
     vec![
         (modern("m", "ping", json!({})), json!(-32601)),
+        (
+            modern("s", "resources/subscribe", json!({"uri": "hooks://channels/x"})),
+            json!(-32601),
+        ),
+        (
+            modern("l", "logging/setLevel", json!({"level": "info"})),
+            json!(-32601),
+        ),
         (request("b", "ping", json!({})), json!({})),
         (
             r#"{"jsonrpc":"2.0","id":"n","method":"ping"}"#.to_owned(),
@@ -510,7 +519,7 @@ fn pings() -> Vec<(String, Value)> {
 }
 
 #[test]
-fn a_ping_gets_the_same_answer_on_both_sides_of_the_handoff() {
+fn pings_and_removed_methods_get_the_same_answer_on_both_sides_of_the_handoff() {
     let mut s = Server::start();
     claude_code_opening(&mut s);
     let mut before = Vec::new();
@@ -525,7 +534,8 @@ fn a_ping_gets_the_same_answer_on_both_sides_of_the_handoff() {
     }
     hand_off_with_a_call(&mut s);
     // The full server, now in the stateless era, answers each exactly as the light path did
-    // (rmcp alone refuses a bare ping there with -32602, and words the 2026 refusal "ping").
+    // (rmcp alone refuses a bare ping there with -32602, and words a removed method's refusal
+    // with its bare name).
     for ((line, _), earlier) in pings().into_iter().zip(before) {
         assert_eq!(s.ask(&line), earlier, "{line}");
     }

@@ -77,20 +77,27 @@ pub(crate) async fn malformed_as_json_rpc(request: Request, next: Next) -> Respo
                   one message per POST"
             .into(),
     };
+    json_rpc_error(StatusCode::BAD_REQUEST, &reply)
+}
+
+/// A JSON-RPC error answer with `status`.
+pub(crate) fn json_rpc_error(
+    status: StatusCode,
+    reply: &protocol_lite::jsonrpc::ErrorReply,
+) -> Response {
     (
-        StatusCode::BAD_REQUEST,
+        status,
         [(axum::http::header::CONTENT_TYPE, "application/json")],
         reply.to_line(),
     )
         .into_response()
 }
 
-/// The methods the 2026-07-28 revision removed in favour of `subscriptions/listen`.
-const REMOVED: [&str; 2] = ["resources/subscribe", "resources/unsubscribe"];
-
 /// Middleware on `/mcp`: a 2026-07-28 POST naming a method that revision removed
-/// (`resources/subscribe`, `resources/unsubscribe`) is answered 404 with `-32601` and what
-/// replaces it. rmcp would first demand an `Mcp-Name` header for it (`-32020`), sending the
+/// (`protocol_lite::modern::REMOVED_METHODS`: `ping`, `logging/setLevel`,
+/// `resources/subscribe`, `resources/unsubscribe`) is answered 404 with `-32601` and what
+/// replaces it, in the words of every other path. rmcp's own answer is the bare method name,
+/// and for the subscriptions it first demands an `Mcp-Name` header (`-32020`), sending the
 /// client to add a header only to be told then that the method does not exist. Reads the body
 /// (for the request's id) of those requests alone.
 pub(crate) async fn removed_methods(
@@ -104,7 +111,11 @@ pub(crate) async fn removed_methods(
             .headers()
             .get(MCP_METHOD)
             .and_then(|v| v.to_str().ok())
-            .is_some_and(|m| REMOVED.contains(&m.trim()));
+            .is_some_and(|m| {
+                protocol_lite::modern::REMOVED_METHODS
+                    .iter()
+                    .any(|(removed, _)| *removed == m.trim())
+            });
     if !removed {
         return next.run(request).await;
     }
@@ -113,28 +124,21 @@ pub(crate) async fn removed_methods(
         Ok(bytes) => bytes,
         Err(refusal) => return refusal,
     };
-    let Ok((_, protocol_lite::jsonrpc::Incoming::Request { id, method, .. })) =
-        protocol_lite::jsonrpc::parse_line(&bytes)
-    else {
-        // Not a request (or not one message): rmcp's checks say what is wrong with it.
-        return next
-            .run(Request::from_parts(parts, Body::from(bytes)))
-            .await;
+    let removed = match protocol_lite::jsonrpc::parse_line(&bytes) {
+        Ok((_, protocol_lite::jsonrpc::Incoming::Request { id, method, .. })) => {
+            protocol_lite::modern::removed_method(&id, &method)
+        }
+        _ => None,
     };
-    let reply = protocol_lite::jsonrpc::ErrorReply {
-        id,
-        code: protocol_lite::jsonrpc::METHOD_NOT_FOUND,
-        message: format!(
-            "Method not found: `{method}` is not part of protocol version 2026-07-28; send \
-             `subscriptions/listen` with the resource's URI in `resourceSubscriptions`"
-        ),
-    };
-    (
-        StatusCode::NOT_FOUND,
-        [(axum::http::header::CONTENT_TYPE, "application/json")],
-        reply.to_line(),
-    )
-        .into_response()
+    match removed {
+        Some(reply) => json_rpc_error(StatusCode::NOT_FOUND, &reply),
+        // Not such a request (not one message, or a body that disagrees with the header):
+        // rmcp's checks say what is wrong with it.
+        None => {
+            next.run(Request::from_parts(parts, Body::from(bytes)))
+                .await
+        }
+    }
 }
 
 /// Whether `request` names a revision with standard headers in `MCP-Protocol-Version`.

@@ -25,6 +25,7 @@ use serde::Deserialize;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use crate::mcp_headers::json_rpc_error;
 use crate::state::{InFlight, InFlightGuard, Kind, SessionPermit, Sessions};
 use server_full::HooksServer;
 
@@ -213,7 +214,7 @@ pub(crate) async fn message(
     };
     let (value, incoming) = match jsonrpc::parse_line(&bytes) {
         Ok(parsed) => parsed,
-        Err(reply) => return json_rpc_error(&reply),
+        Err(reply) => return json_rpc_error(StatusCode::BAD_REQUEST, &reply),
     };
     let request_id = match &incoming {
         jsonrpc::Incoming::Request { id, .. } => Some(id.clone()),
@@ -227,11 +228,14 @@ pub(crate) async fn message(
                 jsonrpc::Incoming::Notification { method } => (serde_json::Value::Null, method),
                 jsonrpc::Incoming::Response => (serde_json::Value::Null, String::new()),
             };
-            return json_rpc_error(&jsonrpc::ErrorReply {
-                id,
-                code: jsonrpc::INVALID_PARAMS,
-                message: format!("Invalid params for `{method}`: {e}"),
-            });
+            return json_rpc_error(
+                StatusCode::BAD_REQUEST,
+                &jsonrpc::ErrorReply {
+                    id,
+                    code: jsonrpc::INVALID_PARAMS,
+                    message: format!("Invalid params for `{method}`: {e}"),
+                },
+            );
         }
     };
     if let Some(id) = request_id.and_then(|id| serde_json::from_value::<RequestId>(id).ok()) {
@@ -250,15 +254,6 @@ pub(crate) async fn message(
             .into_response();
     }
     (StatusCode::ACCEPTED, "Accepted\n").into_response()
-}
-
-fn json_rpc_error(reply: &jsonrpc::ErrorReply) -> Response {
-    (
-        StatusCode::BAD_REQUEST,
-        [(axum::http::header::CONTENT_TYPE, "application/json")],
-        reply.to_line(),
-    )
-        .into_response()
 }
 
 /// One session's side of the bridge, as rmcp sees it.

@@ -14,7 +14,8 @@
 //! server serves it by that version's rules). Before any
 //! `initialize`, a request other than `ping` whose `_meta` lacks a string protocol version or
 //! an object of client capabilities gets `-32602`, one naming an unsupported version `-32022`,
-//! and only 2026-07-28 requests are answered or held here; their results are complete
+//! and only 2026-07-28 requests are answered or held here (a method that revision removed
+//! gets `-32601`); their results are complete
 //! (`resultType`) and carry caching hints. A list request with a cursor gets `-32602` in
 //! either era (every list is one page).
 //!
@@ -90,6 +91,11 @@ enum Stateless {
     Refused(i64),
     Modern,
     Legacy,
+}
+
+/// Whether 2026-07-28 removed `method` (answered `-32601` by the light path).
+fn removed(method: &str) -> bool {
+    modern::REMOVED_METHODS.iter().any(|(m, _)| *m == method)
 }
 
 /// Whether a request is a list request with a cursor (none is valid: every list is one page).
@@ -255,6 +261,9 @@ fn check_reply(
     if let Some(rule) = rule {
         match rule {
             Stateless::Refused(code) => assert_eq!(value["error"]["code"], code, "{value}"),
+            Stateless::Modern if removed(method) => {
+                assert_eq!(value["error"]["code"], jsonrpc::METHOD_NOT_FOUND, "{value}");
+            }
             Stateless::Modern => {
                 assert!(
                     matches!(
@@ -325,14 +334,17 @@ fn check_handoff(
     let answerable = match rule {
         Some(Stateless::Refused(_)) => true,
         Some(Stateless::Legacy) => false,
-        Some(Stateless::Modern) => matches!(
-            method,
-            "server/discover"
-                | "tools/list"
-                | "resources/list"
-                | "resources/templates/list"
-                | "prompts/list"
-        ),
+        Some(Stateless::Modern) => {
+            removed(method)
+                || matches!(
+                    method,
+                    "server/discover"
+                        | "tools/list"
+                        | "resources/list"
+                        | "resources/templates/list"
+                        | "prompts/list"
+                )
+        }
         None if method == "initialize" => {
             !model.initialized && model.held.is_empty() && complete_initialize(params)
         }

@@ -342,6 +342,9 @@ impl LightSession {
         if version != STATELESS_VERSION {
             return Step::Handoff(format!("`{method}` for protocol version {version}"));
         }
+        if let Some(removed) = modern::removed_method(&id, method) {
+            return Step::Reply(removed.to_line());
+        }
         let result = match method {
             "server/discover" => {
                 return Step::Reply(jsonrpc::result_line(&id, &self.identity.discover_result()));

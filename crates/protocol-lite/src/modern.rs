@@ -84,13 +84,40 @@ pub fn unsupported_version_line(id: &Value, requested: &str) -> Vec<u8> {
     }))
 }
 
-/// The `-32601` reply to a 2026-07-28 `ping`: the revision removed it with the lifecycle.
-pub fn ping_not_found(id: &Value) -> ErrorReply {
-    ErrorReply {
+/// The methods the 2026-07-28 revision removed, each with what replaces it (empty when
+/// nothing does: `ping` went with the lifecycle).
+pub const REMOVED_METHODS: [(&str, &str); 4] = [
+    ("ping", ""),
+    (
+        "logging/setLevel",
+        "send `io.modelcontextprotocol/logLevel` in each request's `_meta` instead",
+    ),
+    (
+        "resources/subscribe",
+        "send `subscriptions/listen` with the resource's URI in `resourceSubscriptions`",
+    ),
+    (
+        "resources/unsubscribe",
+        "cancel the `subscriptions/listen` that holds the resource",
+    ),
+];
+
+/// The `-32601` reply to a 2026-07-28 request for a method that revision removed, saying what
+/// replaces it; `None` for any other method. Every path answers these by this one table (the
+/// light path, the full server on stdio, the daemon over HTTP).
+pub fn removed_method(id: &Value, method: &str) -> Option<ErrorReply> {
+    let (_, instead) = REMOVED_METHODS.iter().find(|(m, _)| *m == method)?;
+    let mut message =
+        format!("Method not found: `{method}` is not part of protocol version 2026-07-28");
+    if !instead.is_empty() {
+        message.push_str("; ");
+        message.push_str(instead);
+    }
+    Some(ErrorReply {
         id: id.clone(),
         code: jsonrpc::METHOD_NOT_FOUND,
-        message: "Method not found: `ping` is not part of protocol version 2026-07-28".into(),
-    }
+        message,
+    })
 }
 
 /// The reply to a `ping` before any `initialize`: `{}` without a version or for a version with
@@ -100,7 +127,9 @@ pub fn ping_not_found(id: &Value) -> ErrorReply {
 pub fn ping_reply_line(id: &Value, params: Option<&Map<String, Value>>) -> Vec<u8> {
     match requested_version(params) {
         Some(v) if !SUPPORTED_VERSIONS.contains(&v) => unsupported_version_line(id, v),
-        Some(crate::handshake::STATELESS_VERSION) => ping_not_found(id).to_line(),
+        Some(crate::handshake::STATELESS_VERSION) => removed_method(id, "ping")
+            .map(|reply| reply.to_line())
+            .unwrap_or_default(),
         _ => jsonrpc::result_line(id, &json!({})),
     }
 }

@@ -946,12 +946,14 @@ impl ServerHandler for HooksServer {
         request: SetLevelRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        if modern::is_modern(&context) {
-            // Removed by 2026-07-28, whose requests each say their level in `_meta`.
+        // Removed by 2026-07-28, whose requests each say their level in `_meta`.
+        if modern::is_modern(&context)
+            && let Some(removed) =
+                protocol_lite::modern::removed_method(&Value::Null, "logging/setLevel")
+        {
             return Err(ErrorData::new(
                 ErrorCode::METHOD_NOT_FOUND,
-                "Method not found: `logging/setLevel` is not part of 2026-07-28; send \
-                 `io.modelcontextprotocol/logLevel` in each request's `_meta` instead",
+                removed.message,
                 None,
             ));
         }

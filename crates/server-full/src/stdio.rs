@@ -8,6 +8,7 @@
 use std::future::Future;
 use std::sync::Arc;
 
+use protocol_lite::handshake::STATELESS_VERSION;
 use protocol_lite::{jsonrpc, modern};
 use rmcp::model::{
     ClientJsonRpcMessage, JsonRpcMessage, RequestId, ServerJsonRpcMessage, ServerNotification,
@@ -359,21 +360,27 @@ where
         };
         let (id, method) = match incoming {
             jsonrpc::Incoming::Notification { .. } if !self.seen_request => return None,
-            jsonrpc::Incoming::Request { id, method, .. }
-                if method == "ping" && !self.lifecycle =>
-            {
-                // Without a lifecycle the light path's rule (rmcp would refuse a bare ping
-                // once a 2026-07-28 request chose the stateless era, where the light path
-                // answers it): the same answer on both sides of the hand-off.
-                self.seen_request = true;
-                let params = value.get("params").and_then(Value::as_object);
-                self.write_line(&modern::ping_reply_line(&id, params)).await;
-                return None;
-            }
-            jsonrpc::Incoming::Request { id, method, .. } => {
-                if method == "initialize" {
-                    self.lifecycle = true;
+            jsonrpc::Incoming::Request { id, method, params } => {
+                // The light path's rules, so both sides of the hand-off answer alike: a method
+                // 2026-07-28 removed (rmcp's message is the bare name), and a ping without a
+                // lifecycle (rmcp refuses a bare one once the stateless era was chosen).
+                let modern = modern::requested_version(params.as_ref()) == Some(STATELESS_VERSION);
+                let reply = match modern
+                    .then(|| modern::removed_method(&id, &method))
+                    .flatten()
+                {
+                    Some(removed) => Some(removed.to_line()),
+                    None if method == "ping" && !self.lifecycle => {
+                        Some(modern::ping_reply_line(&id, params.as_ref()))
+                    }
+                    None => None,
+                };
+                if let Some(reply) = reply {
+                    self.seen_request = true;
+                    self.write_line(&reply).await;
+                    return None;
                 }
+                self.lifecycle |= method == "initialize";
                 (Some(id), method)
             }
             jsonrpc::Incoming::Notification { method } => (None, method),

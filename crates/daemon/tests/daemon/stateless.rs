@@ -455,16 +455,21 @@ fn missing_meta_fields_and_an_unknown_revision_are_refused() {
     assert!(text.contains("io.modelcontextprotocol/logLevel"), "{text}");
     // The methods this revision removed: not found and what replaces them, with or without
     // the `Mcp-Name` header rmcp would otherwise demand first.
-    for (method, name) in [
-        ("resources/subscribe", None),
-        ("resources/unsubscribe", Some("hooks://channels/x")),
+    for (method, name, instead) in [
+        ("resources/subscribe", None, "subscriptions/listen"),
+        (
+            "resources/unsubscribe",
+            Some("hooks://channels/x"),
+            "subscriptions/listen",
+        ),
+        ("ping", None, "is not part of protocol version 2026-07-28"),
     ] {
         let body = request(11, method, json!({"uri": "hooks://channels/x"}));
         let reply = http(addr, "POST", "/mcp", &headers(method, name), &body);
         assert_eq!(reply.status, 404, "{method}: {}", reply.body);
         let (_, code, text) = refusal(&reply);
         assert_eq!(code, -32601, "{text}");
-        assert!(text.contains("subscriptions/listen"), "{text}");
+        assert!(text.contains(instead), "{text}");
     }
     // A body that is not one JSON-RPC message: 400 with a JSON-RPC error without an id (the
     // transport page), not a plain-text 415.

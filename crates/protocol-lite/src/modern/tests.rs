@@ -246,9 +246,19 @@ fn cancellations_name_their_request() {
 
 #[test]
 fn the_errors_say_what_failed() {
-    let ping = ping_not_found(&json!(1));
+    let ping = removed_method(&json!(1), "ping").unwrap();
     assert_eq!(ping.code, -32601);
-    assert!(ping.message.starts_with("Method not found"));
+    assert_eq!(
+        ping.message,
+        "Method not found: `ping` is not part of protocol version 2026-07-28"
+    );
+    let subscribe = removed_method(&json!(2), "resources/subscribe").unwrap();
+    assert!(
+        subscribe.message.ends_with("in `resourceSubscriptions`"),
+        "{}",
+        subscribe.message
+    );
+    assert!(removed_method(&json!(3), "tools/list").is_none());
     let failed = internal_error(&json!(1), "cannot list the resources: boom");
     assert_eq!(failed.code, -32603);
     assert_eq!(failed.message, "cannot list the resources: boom");
