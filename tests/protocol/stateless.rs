@@ -502,7 +502,11 @@ fn pings() -> Vec<(String, Value)> {
     vec![
         (modern("m", "ping", json!({})), json!(-32601)),
         (
-            modern("s", "resources/subscribe", json!({"uri": "hooks://channels/x"})),
+            modern(
+                "s",
+                "resources/subscribe",
+                json!({"uri": "hooks://channels/x"}),
+            ),
             json!(-32601),
         ),
         (
