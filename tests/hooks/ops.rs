@@ -65,6 +65,53 @@ fn channel_commands_round_trip() {
     );
 }
 
+/// Operators type `hooks-mcp channel …`: the front end hands subcommands to the full binary,
+/// whose usage lines then name the command typed; an argument that is not UTF-8 is refused in
+/// words (it was a panic).
+#[test]
+fn the_front_end_names_itself_in_usage_and_refuses_arguments_that_are_not_text() {
+    use std::os::unix::ffi::OsStrExt;
+
+    let env = Env::new();
+    let out = env
+        .command_of(env!("CARGO_BIN_EXE_hooks-mcp"))
+        .args(["channel", "clear"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("Usage: hooks-mcp channel clear"),
+        "{stderr}"
+    );
+    let out = env
+        .command_of(env!("CARGO_BIN_EXE_hooks-mcp"))
+        .arg("--version")
+        .output()
+        .unwrap();
+    let version = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        version.trim(),
+        format!("hooks-mcp {}", env!("CARGO_PKG_VERSION"))
+    );
+
+    let out = env
+        .command_of(env!("CARGO_BIN_EXE_hooks-mcp"))
+        .args(["channel".as_ref(), std::ffi::OsStr::from_bytes(b"list\xff")])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("is not valid UTF-8") && !stderr.contains("panicked"),
+        "{stderr}"
+    );
+    assert!(
+        !env.store_dir().join("state.db").exists(),
+        "no store for a usage error"
+    );
+}
+
 #[test]
 fn the_cli_validates_exactly_like_the_tools() {
     let env = Env::new();

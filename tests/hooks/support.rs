@@ -171,9 +171,15 @@ impl Env {
         } else {
             full_bin()
         };
+        let mut c = self.command_of(bin);
+        c.args(args);
+        c
+    }
+
+    /// `bin` (no arguments yet) with this environment's store, home and cleared variables.
+    pub fn command_of(&self, bin: &str) -> Command {
         let mut c = Command::new(bin);
-        c.args(args)
-            .env("HOOKS_MCP_HOME", self.store_dir())
+        c.env("HOOKS_MCP_HOME", self.store_dir())
             .env("HOME", self.home())
             .env("PATH", path_without_clients());
         for k in CLEARED {

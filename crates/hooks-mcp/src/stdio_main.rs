@@ -15,7 +15,9 @@ use std::process::ExitCode;
 fn main() -> ExitCode {
     // A stdio server stays quiet: warnings only, unless HOOKS_MCP_LOG says otherwise.
     server_full::logging::init("warn,rmcp=error");
-    let mut args = std::env::args().skip(1);
+    let mut args = std::env::args_os()
+        .skip(1)
+        .map(|arg| arg.to_string_lossy().into_owned());
     let outcome = match args.next().as_deref() {
         Some(protocol_lite::setting::LIST_RESOURCES_ARG) => {
             server_full::stdio::print_resources_from_env().map_err(|e| e.to_string())

@@ -49,6 +49,13 @@ pub(crate) fn exec(
     mode: &StartMode,
 ) -> ExitCode {
     let mut command = Command::new(path);
+    if handoff.is_none()
+        && let Some(arg0) = std::env::args_os().next()
+    {
+        // The name the user typed: clap's usage lines then say `hooks-mcp channel …`, the
+        // command they ran, not the companion binary's name.
+        command.arg0(arg0);
+    }
     command.args(args);
     command.envs(mode.to_env());
     // Kept open until exec: the full server reads it through /dev/fd.

@@ -63,7 +63,20 @@ use crate::error::{FrontError, debug};
 /// transports `exec` the full binary at once; otherwise the light session serves stdin until it
 /// ends (exit 0) or hands off.
 pub fn run() -> ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
+    let args: Vec<String> = match std::env::args_os()
+        .skip(1)
+        .map(OsString::into_string)
+        .collect()
+    {
+        Ok(args) => args,
+        Err(bad) => {
+            protocol_lite::diag!(
+                "hooks-mcp: cannot start: the argument {bad:?} is not valid UTF-8; every \
+                 argument of hooks-mcp (flags, names, ids, texts) is UTF-8 text"
+            );
+            return ExitCode::from(2);
+        }
+    };
     let (mode, rest) = match StartMode::parse(
         &args,
         std::env::var(MODE_ENV).ok().as_deref(),

@@ -12,7 +12,7 @@ use clap::{Parser, Subcommand};
 
 /// The hooks-mcp full server.
 #[derive(Debug, Parser)]
-#[command(name = "hooks-mcp-full", version, about, after_help = settings_help())]
+#[command(version, about, after_help = settings_help())]
 struct Cli {
     #[command(subcommand)]
     command: Option<Cmd>,
