@@ -674,6 +674,14 @@ fn a_2026_request_after_initialize_is_answered_by_its_own_rules() {
         assert!(r["result"]["cacheScope"].is_string(), "{method}: {r}");
     }
     assert!(exe(&s).ends_with("hooks-mcp-stdio"), "{:?}", exe(&s));
+    // Without params at all: said in the server's words, not the SDK's type names.
+    let r = s.ask(r#"{"jsonrpc":"2.0","id":7,"method":"server/discover"}"#);
+    assert_eq!(r["error"]["code"], -32602, "{r}");
+    let message = r["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("no params") && !message.contains("WithMeta"),
+        "{r}"
+    );
     let (status, rest) = s.finish();
     assert!(status.success(), "{rest:?}");
 }

@@ -1083,6 +1083,8 @@ fn malformed(method: &str, params: Option<Value>) -> Option<String> {
             Ok(_) => "they do not match the method's schema".to_owned(),
         }
     }
+    // serde's words for absent params would name the SDK's internal type (`WithMeta`).
+    let absent = matches!(params, None | Some(Value::Null));
     let request = serde_json::json!({ "method": method, "params": params });
     Some(match method {
         "tools/call" => why::<CallToolRequest>(request),
@@ -1100,6 +1102,15 @@ fn malformed(method: &str, params: Option<Value>) -> Option<String> {
         "server/discover" => why::<DiscoverRequest>(request),
         "initialize" => why::<InitializeRequest>(request),
         _ => return None,
+    })
+    .map(|why| {
+        if absent {
+            "the request has no params; this method takes an object (in 2026-07-28 with \
+             `_meta` naming the protocol revision)"
+                .to_owned()
+        } else {
+            why
+        }
     })
 }
 
