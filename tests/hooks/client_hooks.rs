@@ -164,6 +164,29 @@ fn codex_gets_every_answer_within_its_output_schemas() {
         }}),
         "Codex cannot replace an output: the replacement is context"
     );
+
+    // A condition that allows without rewriting: Codex refuses a bare `allow` (and with it
+    // the whole answer, context included), so the answer says nothing of a decision.
+    let mut allowing = condition(
+        "ask_before_push",
+        "pre",
+        "bash.git",
+        r#"echo '{"decision": "allow", "reason": "pushes are fine today"}'"#,
+    );
+    allowing["replace"] = json!(true);
+    env.set_condition(allowing);
+    let pre = env.client_hook("codex", "PreToolUse", &client_fixture("codex_pre_tool_use"));
+    let answer = pre.answer.unwrap();
+    let specific = &answer["hookSpecificOutput"];
+    assert_eq!(
+        keys(specific),
+        set(&["hookEventName", "additionalContext"]),
+        "{answer}"
+    );
+    assert!(
+        text(&specific["additionalContext"]).contains("[REMINDER #1]"),
+        "{answer}"
+    );
 }
 
 #[test]

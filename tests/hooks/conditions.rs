@@ -42,6 +42,30 @@ echo '{"additionalContext": "git call checked"}'"#,
     assert!(other.answer.is_none(), "{:?}", other.answer);
 }
 
+/// Node writes a string cut inside an emoji as a lone surrogate escape: valid JSON, no
+/// Unicode text. The event was dropped whole (its deny condition skipped); it is read with
+/// U+FFFD in place of the half.
+#[test]
+fn a_payload_with_a_lone_surrogate_escape_is_still_judged() {
+    let env = Env::new();
+    env.set_condition(pre(
+        "no_force_push",
+        "bash.git",
+        r#"grep -q -- '--force' && { echo "force pushes are off limits" >&2; exit 2; }; exit 0"#,
+    ));
+    let payload = bash_call("s1", "git push --force origin main # PLACEHOLDER")
+        .to_string()
+        .replace("PLACEHOLDER", r"\ud83d");
+    assert!(payload.contains(r"# \ud83d"), "{payload}");
+    let denied = env.hook_with("PreToolUse", &payload, &[]);
+    assert_eq!(
+        denied.specific("permissionDecision"),
+        Some(&json!("deny")),
+        "{}",
+        denied.stderr
+    );
+}
+
 #[test]
 fn a_timing_out_condition_is_killed_and_does_not_block() {
     let env = Env::new();

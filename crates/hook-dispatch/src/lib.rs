@@ -53,4 +53,4 @@ pub use part::{
     CHANNELS_ENV, DeliveryBudget, PartSettings, SETTINGS, STOP_BLOCK_ENV, StorePart, Subscriptions,
     stop_block_from_env, store_part,
 };
-pub use payload::{Event, Payload, PayloadError, QUIET_EVENTS, quiet_event};
+pub use payload::{Event, Payload, PayloadError, QUIET_EVENTS, json_text, quiet_event};

@@ -13,6 +13,73 @@ pub(crate) fn drain_stdin() {
     let _ = std::io::copy(&mut std::io::stdin().lock(), &mut std::io::sink());
 }
 
+/// A payload's JSON text, parsed. The clients that run on Node write a lone UTF-16 surrogate
+/// as its escape (`JSON.stringify` of a string cut inside an emoji gives `"\ud83d"`), which is
+/// valid JSON but no Unicode text, and serde_json refuses it; such escapes are read as U+FFFD
+/// (as a browser's decoder reads them) instead of the whole event being lost. Anything else
+/// serde_json refuses stays refused in its words.
+///
+/// # Errors
+/// serde_json's error for text that is not JSON.
+pub fn json_text(text: &str) -> Result<Value, serde_json::Error> {
+    serde_json::from_str(text).or_else(|e| match lone_surrogates_replaced(text) {
+        Some(mended) => serde_json::from_slice(&mended).map_err(|_| e),
+        None => Err(e),
+    })
+}
+
+/// `text` with each `\uXXXX` escape of a lone surrogate, inside a string, written `\ufffd`
+/// (the same length, ASCII for ASCII); `None` when it has none.
+fn lone_surrogates_replaced(text: &str) -> Option<Vec<u8>> {
+    let unit = |bytes: &[u8], at: usize| -> Option<u16> {
+        let hex = bytes.get(at..at + 4)?;
+        u16::from_str_radix(std::str::from_utf8(hex).ok()?, 16).ok()
+    };
+    let escape_at = |bytes: &[u8], at: usize| -> Option<u16> {
+        (bytes.get(at) == Some(&b'\\') && bytes.get(at + 1) == Some(&b'u'))
+            .then(|| unit(bytes, at + 2))
+            .flatten()
+    };
+    let high = 0xD800..0xDC00;
+    let low = 0xDC00..0xE000;
+    let mut bytes = text.as_bytes().to_vec();
+    let mut changed = false;
+    let mut in_string = false;
+    let mut i = 0;
+    while i < bytes.len() {
+        match (in_string, bytes[i]) {
+            (false, b'"') => in_string = true,
+            (false, _) => {}
+            (true, b'"') => in_string = false,
+            (true, b'\\') => match escape_at(&bytes, i) {
+                Some(first) if high.contains(&first) => {
+                    if escape_at(&bytes, i + 6).is_some_and(|second| low.contains(&second)) {
+                        i += 12;
+                    } else {
+                        bytes[i + 2..i + 6].copy_from_slice(b"fffd");
+                        changed = true;
+                        i += 6;
+                    }
+                    continue;
+                }
+                Some(first) => {
+                    if low.contains(&first) {
+                        bytes[i + 2..i + 6].copy_from_slice(b"fffd");
+                        changed = true;
+                    }
+                    i += 6;
+                    continue;
+                }
+                // Any other escape is two bytes (`\"`, `\\`, `\n`...).
+                None => i += 1,
+            },
+            (true, _) => {}
+        }
+        i += 1;
+    }
+    changed.then_some(bytes)
+}
+
 /// Why a payload is refused: each says what is wrong and what the client should send.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
@@ -206,7 +273,7 @@ impl Payload {
         if text.trim().is_empty() {
             return Err(PayloadError::Empty);
         }
-        match serde_json::from_str::<Value>(text) {
+        match json_text(text) {
             Ok(value) => Payload::from_value(event, value),
             Err(e) => Err(PayloadError::NotJson(e.to_string())),
         }
@@ -299,6 +366,33 @@ impl Payload {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn lone_surrogate_escapes_are_read_as_the_replacement_character() {
+        let read = |text: &str| json_text(text).map(|v| v["s"].clone());
+        // Node's JSON.stringify of a string cut inside an emoji, and of a stray low half.
+        assert_eq!(read(r#"{"s":"a\ud83d"}"#).unwrap(), "a\u{fffd}");
+        assert_eq!(read(r#"{"s":"\ude00b"}"#).unwrap(), "\u{fffd}b");
+        assert_eq!(read(r#"{"s":"\ud83d\ud83d\ude00"}"#).unwrap(), "\u{fffd}😀");
+        assert_eq!(read(r#"{"s":"\ud83d\n"}"#).unwrap(), "\u{fffd}\n");
+        // A pair stays a pair; an escaped backslash before `ud83d` is no escape.
+        assert_eq!(read(r#"{"s":"\ud83d\ude00"}"#).unwrap(), "😀");
+        assert_eq!(read(r#"{"s":"\\ud83d"}"#).unwrap(), "\\ud83d");
+        // Keys too; text outside strings is never touched.
+        assert_eq!(
+            json_text(r#"{"k\udc00":1}"#).unwrap(),
+            serde_json::json!({"k\u{fffd}": 1})
+        );
+        // What is not JSON stays refused, in serde_json's words.
+        assert!(json_text(r#"{"s":"\ud83d"#).is_err());
+        assert!(json_text(r#"{"s":"\ud8"}"#).is_err());
+        let payload = Payload::parse(
+            Event::PreToolUse,
+            r#"{"session_id":"s","tool_name":"Bash","tool_input":{"command":"echo \ud83d"}}"#,
+        )
+        .unwrap();
+        assert_eq!(payload.raw["tool_input"]["command"], "echo \u{fffd}");
+    }
 
     #[test]
     fn payloads_are_checked_for_their_event() {

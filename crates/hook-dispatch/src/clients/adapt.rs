@@ -67,9 +67,13 @@ pub fn adapt(
         return Ok(raw);
     }
     for key in ["hook_event_name", "hookEventName"] {
+        // The client's other names for the same event (Copilot CLI's `userPromptSubmitted`
+        // for `UserPromptSubmit`) are the same event.
         if let Some(named) = raw.remove(key)
             && let Some(named) = named.as_str()
-            && !named.eq_ignore_ascii_case(client_event)
+            && !client
+                .registered_name(named)
+                .eq_ignore_ascii_case(client.registered_name(client_event))
         {
             return Err(format!(
                 "the payload is for `{}` but the hook was registered for `{client_event}`",
@@ -202,6 +206,8 @@ fn canonical_tool(name: &str) -> Option<&'static str> {
                 "editFiles",
                 "replace_string_in_file",
                 "StrReplace",
+                // Codex's one file tool: its own matchers take `Edit` and `Write` for it.
+                "apply_patch",
             ],
             "Edit",
         ),
@@ -264,6 +270,16 @@ mod tests {
         )
         .unwrap();
         assert_eq!(out["session_id"], "c1");
+        assert_eq!(
+            adapt(
+                Client::Codex,
+                "PreToolUse",
+                Route::whole(Event::PreToolUse),
+                json!({"session_id": "x1", "tool_name": "apply_patch", "tool_input": {}}),
+            )
+            .unwrap()["tool_name"],
+            "Edit"
+        );
         assert_eq!(out["cwd"], "/w");
         assert_eq!(out["tool_name"], "Bash");
         assert_eq!(out["tool_input"], json!({"command": "git push"}));
@@ -300,6 +316,26 @@ mod tests {
             let why = adapt(Client::VsCode, "PreToolUse", route, value.clone()).unwrap_err();
             assert!(why.contains(says), "{value}: {why}");
         }
+    }
+
+    #[test]
+    fn a_clients_other_name_for_the_registered_event_is_that_event() {
+        let prompt = Route::whole(Event::UserPromptSubmit);
+        for named in [
+            "userPromptSubmitted",
+            "UserPromptSubmitted",
+            "UserPromptSubmit",
+        ] {
+            let payload = json!({"sessionId": "c1", "hookEventName": named, "prompt": "hi"});
+            let out = adapt(Client::Copilot, "UserPromptSubmit", prompt, payload);
+            assert_eq!(out.unwrap()["session_id"], "c1", "{named}");
+        }
+        let payload = json!({"sessionId": "c1", "hookEventName": "PreToolUse", "prompt": "hi"});
+        let why = adapt(Client::Copilot, "UserPromptSubmit", prompt, payload).unwrap_err();
+        assert!(why.contains("for `PreToolUse`"), "{why}");
+        // Codex has no such alias.
+        let payload = json!({"session_id": "x", "hook_event_name": "userPromptSubmitted"});
+        assert!(adapt(Client::Codex, "UserPromptSubmit", prompt, payload).is_err());
     }
 
     #[test]

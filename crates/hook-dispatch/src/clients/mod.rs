@@ -135,6 +135,18 @@ impl Client {
         }
     }
 
+    /// The client's event `name` under the name hooks-mcp registers it by: Copilot CLI's own
+    /// camelCase `userPromptSubmitted` (any case) is its `UserPromptSubmit`; every other name
+    /// as it is.
+    pub fn registered_name(self, name: &str) -> &str {
+        match self {
+            Client::Copilot if name.trim().eq_ignore_ascii_case("userPromptSubmitted") => {
+                "UserPromptSubmit"
+            }
+            _ => name.trim(),
+        }
+    }
+
     /// What the dispatcher does on the client's event `name` (ignoring case), or `None` for an
     /// event it does not handle.
     pub fn route(self, name: &str) -> Option<Route> {
@@ -170,8 +182,8 @@ impl Client {
             }
             // Copilot CLI's own camelCase names (`userPromptSubmitted`) map like its PascalCase
             // ones, which are Claude Code's.
-            Client::Copilot if is("userPromptSubmitted") => {
-                Some(Route::whole(Event::UserPromptSubmit))
+            Client::Copilot if self.registered_name(name) != name => {
+                self.route(self.registered_name(name))
             }
             Client::Claude => Event::parse(name).map(Route::whole),
             // Claude Code's lifecycle events beyond the four are its own.

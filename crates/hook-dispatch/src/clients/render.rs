@@ -151,6 +151,13 @@ fn codex(event: Event, response: &Response, notes: &mut Vec<String>) -> Option<V
                 }
                 (None, _) => None,
             };
+            // Codex takes `allow` only with a rewritten input (and a reason only with a
+            // decision): a bare `allow` is refused as invalid, and with it the whole answer,
+            // the context included. Letting the call go on is what saying nothing does.
+            let (decision, reason) = match (decision, &updated) {
+                (Some("allow"), None) => (None, None),
+                kept => (kept.0, reason),
+            };
             specific(
                 "PreToolUse",
                 fields(vec![

@@ -107,7 +107,7 @@ pub fn run_marked(payload: Payload, open: open::Opener) -> ExitCode {
 /// refused as before, and counted.
 pub fn recover(event: Event, text: &str, why: &PayloadError, open: open::Opener) -> ExitCode {
     let refused = |client: &str| unplaced_answer(client, event.name(), &why.to_string());
-    let Ok(Value::Object(raw)) = serde_json::from_str::<Value>(text) else {
+    let Ok(Value::Object(raw)) = crate::payload::json_text(text) else {
         return refused("claude");
     };
     let Some(client) = detect(&raw).filter(|c| *c != Client::Claude) else {
@@ -132,7 +132,7 @@ fn parse_json(text: &str) -> Result<Value, PayloadError> {
     if text.trim().is_empty() {
         return Err(PayloadError::Empty);
     }
-    serde_json::from_str(text).map_err(|e| PayloadError::NotJson(e.to_string()))
+    crate::payload::json_text(text).map_err(|e| PayloadError::NotJson(e.to_string()))
 }
 
 /// No answer: the reason on stderr, and the payload counted.
