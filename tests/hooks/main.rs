@@ -17,6 +17,7 @@ mod client_hooks;
 mod client_init;
 mod conditions;
 mod console;
+mod double_reports;
 mod events;
 mod forward;
 mod hand_over;

@@ -220,20 +220,30 @@ fn event_calls(inputs: &Inputs<'_>, store: &dyn Store, part: &mut StorePart) {
             }
         }
         Event::PreToolUse => {
-            fire_schedules(store, session, now, event, part);
-            let mut admission = budget.for_event();
-            match store.deliver_within(
-                session,
-                channels,
-                DeliveryPoint::ToolCall,
-                now,
-                &mut admission,
-            ) {
-                Ok(delivery) => part.add_context(tools_channels::render_bounded(&delivery)),
-                Err(e) => part.report(event, "deliver critical broadcasts", e),
+            // Counted first: the same call reported again (a client running two of hooks-mcp's
+            // hook registrations, by its `tool_use_id`) delivers nothing a second time; its
+            // conditions still run, each registration's answer stands on its own.
+            let (first_report, due) =
+                match tools_enforcement::due_reminders(store, &sighting, payload.call_id()) {
+                    Ok((count, due)) => (count.first_report, Ok(due)),
+                    Err(e) => (true, Err(e)),
+                };
+            if first_report {
+                fire_schedules(store, session, now, event, part);
+                let mut admission = budget.for_event();
+                match store.deliver_within(
+                    session,
+                    channels,
+                    DeliveryPoint::ToolCall,
+                    now,
+                    &mut admission,
+                ) {
+                    Ok(delivery) => part.add_context(tools_channels::render_bounded(&delivery)),
+                    Err(e) => part.report(event, "deliver critical broadcasts", e),
+                }
             }
-            match tools_enforcement::due_reminders(store, &sighting) {
-                Ok((_, due)) => {
+            match due {
+                Ok(due) => {
                     let lines: Vec<String> = due
                         .iter()
                         .map(|r| {

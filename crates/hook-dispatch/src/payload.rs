@@ -335,6 +335,16 @@ impl Payload {
         self.raw.get("prompt").and_then(Value::as_str).unwrap_or("")
     }
 
+    /// The client's id of the tool call (`tool_use_id`, or `toolUseId`), when given and not
+    /// blank: the same call reported twice carries the same id.
+    pub fn call_id(&self) -> Option<&str> {
+        ["tool_use_id", "toolUseId"]
+            .iter()
+            .find_map(|k| self.raw.get(*k).and_then(Value::as_str))
+            .map(str::trim)
+            .filter(|id| !id.is_empty())
+    }
+
     /// The session's working directory (`cwd`), when given.
     pub fn cwd(&self) -> Option<&str> {
         self.raw.get("cwd").and_then(Value::as_str)

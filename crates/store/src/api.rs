@@ -930,6 +930,15 @@ pub struct Sighting {
     pub subscriptions: Option<Subscribed>,
 }
 
+/// A session's tool-call count after [`SessionStore::count_sighted_call`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CallCount {
+    /// The session's tool calls, this one included.
+    pub calls: u64,
+    /// Whether this report counted the call: `false` for the same call reported again.
+    pub first_report: bool,
+}
+
 /// A session the store heard of.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct SessionRecord {
@@ -1030,8 +1039,15 @@ pub trait SessionStore {
     fn record_sighting(&self, sighting: &Sighting) -> StoreResult<()>;
     /// Counts one tool call of the sighting's session, as
     /// [`EnforcementStore::count_tool_call`], and records the sighting in the same transaction;
-    /// returns the call's number.
-    fn count_sighted_call(&self, sighting: &Sighting) -> StoreResult<u64>;
+    /// returns the session's count. A `call_id` (the client's id of the tool call) equal to
+    /// the one the session's last counted call had is the same call reported again (a client
+    /// running two of hooks-mcp's hook registrations): it is not counted twice, and the answer
+    /// says so ([`CallCount::first_report`]).
+    fn count_sighted_call(
+        &self,
+        sighting: &Sighting,
+        call_id: Option<&str>,
+    ) -> StoreResult<CallCount>;
     /// One page of sessions, most recently seen first.
     fn sessions(&self, query: &SessionQuery) -> StoreResult<Vec<SessionRecord>>;
     /// How many sessions were seen at or after `seen_since` and did not end.

@@ -47,6 +47,7 @@ backend_suite! {
         a_version_2_store_gets_its_counters_and_marks,
         a_version_3_store_gets_the_daemons_state,
         a_version_5_store_migrates_and_only_postgres_gets_the_expiry_index,
+        a_version_6_store_counts_a_call_reported_twice_once,
         a_version_4_store_gets_the_sessions_lifecycle,
         an_older_store_without_its_tables_is_left_for_verification,
         an_empty_store_is_missing_without_create,

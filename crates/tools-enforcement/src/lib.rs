@@ -32,21 +32,27 @@ pub const TAG_MAX: usize = 64;
 
 /// Counts one tool call of the sighting's session (recording the sighting in the same
 /// transaction) and returns its number (1 for the session's first call) with the reminders due
-/// on it: a reminder of cadence N is due on calls N, 2N, 3N...
+/// on it: a reminder of cadence N is due on calls N, 2N, 3N... `call_id`, the client's id of
+/// the tool call, makes a second report of the same call count nothing: it returns the count
+/// as it stands and no reminder (they were due on the first report).
 ///
 /// # Errors
 /// The store's error when counting or reading fails.
 pub fn due_reminders(
     store: &dyn store::Store,
     sighting: &store::Sighting,
-) -> Result<(u64, Vec<Reminder>), StoreError> {
-    let call = store.count_sighted_call(sighting)?;
+    call_id: Option<&str>,
+) -> Result<(store::CallCount, Vec<Reminder>), StoreError> {
+    let count = store.count_sighted_call(sighting, call_id)?;
+    if !count.first_report {
+        return Ok((count, Vec::new()));
+    }
     let due = store
         .reminders()?
         .into_iter()
-        .filter(|r| r.is_due_on(call))
+        .filter(|r| r.is_due_on(count.calls))
         .collect();
-    Ok((call, due))
+    Ok((count, due))
 }
 
 /// Checks a tag against `^[A-Za-z0-9._-]{1,64}$`.

@@ -215,8 +215,8 @@ fn due_reminders_follow_cadence_per_session() {
 
     let mut seen = Vec::new();
     for _ in 0..6 {
-        let (call, due) = crate::due_reminders(store, &sighting("s1")).unwrap();
-        seen.push((call, due.iter().map(|r| r.id).collect::<Vec<_>>()));
+        let (count, due) = crate::due_reminders(store, &sighting("s1"), None).unwrap();
+        seen.push((count.calls, due.iter().map(|r| r.id).collect::<Vec<_>>()));
     }
     assert_eq!(
         seen,
@@ -231,12 +231,21 @@ fn due_reminders_follow_cadence_per_session() {
     );
 
     // Another session counts from 1 on its own.
-    let (call, due) = crate::due_reminders(store, &sighting("s2")).unwrap();
-    assert_eq!((call, due.len()), (1, 0));
-    let (call, due) = crate::due_reminders(store, &sighting("s2")).unwrap();
+    let (count, due) = crate::due_reminders(store, &sighting("s2"), Some("t1")).unwrap();
+    assert_eq!((count.calls, count.first_report, due.len()), (1, true, 0));
+    let (count, due) = crate::due_reminders(store, &sighting("s2"), Some("t2")).unwrap();
     assert_eq!(
-        (call, due.iter().map(|r| r.id).collect::<Vec<_>>()),
+        (count.calls, due.iter().map(|r| r.id).collect::<Vec<_>>()),
         (2, vec![id2])
+    );
+    // The same call reported again (a client running two hook registrations): not counted,
+    // nothing due; the next call counts on.
+    let (count, due) = crate::due_reminders(store, &sighting("s2"), Some("t2")).unwrap();
+    assert_eq!((count.calls, count.first_report, due.len()), (2, false, 0));
+    let (count, due) = crate::due_reminders(store, &sighting("s2"), Some("t3")).unwrap();
+    assert_eq!(
+        (count.calls, due.iter().map(|r| r.id).collect::<Vec<_>>()),
+        (3, vec![id3])
     );
     assert_eq!(env.store.tool_calls("s1").unwrap(), 6);
 }

@@ -44,6 +44,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("migrations/0004_daemon_state.sql"),
     include_str!("migrations/0005_lifecycle.sql"),
     include_str!("migrations/0006_expiry_counts.sql"),
+    include_str!("migrations/0007_call_ids.sql"),
 ];
 
 /// The table holding the schema version (one row).

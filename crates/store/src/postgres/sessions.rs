@@ -8,8 +8,8 @@ use postgres::types::ToSql;
 use super::{Fail, PostgresStore, parse_column, to_u64};
 use crate::fleet::{ReportRows, subscriptions_from_text, subscriptions_text};
 use crate::{
-    DeliveryReport, Millis, ReportQuery, SessionQuery, SessionRecord, SessionStore, Sighting,
-    StoreResult,
+    CallCount, DeliveryReport, Millis, ReportQuery, SessionQuery, SessionRecord, SessionStore,
+    Sighting, StoreResult,
 };
 
 /// The sighting upsert, `$1`-`$7`: session, time, event, transport, cwd, subscriptions, and
@@ -60,24 +60,50 @@ impl SessionStore for PostgresStore {
         })
     }
 
-    fn count_sighted_call(&self, sighting: &Sighting) -> StoreResult<u64> {
+    fn count_sighted_call(
+        &self,
+        sighting: &Sighting,
+        call_id: Option<&str>,
+    ) -> StoreResult<CallCount> {
         self.run(|db| {
             let row = with_sighting(sighting, None, |params| {
-                db.query_one(
+                let mut all: Vec<&(dyn ToSql + Sync)> = params.to_vec();
+                all.push(&call_id);
+                db.query_opt(
                     concat!(
                         "WITH seen AS (",
                         upsert_sql!(),
                         ")
-                         INSERT INTO session_counters AS c (session_id, tool_calls, updated_at)
-                         VALUES ($1, 1, $2)
+                         INSERT INTO session_counters AS c
+                             (session_id, tool_calls, updated_at, last_call_id)
+                         VALUES ($1, 1, $2, $8)
                          ON CONFLICT (session_id) DO UPDATE
-                             SET tool_calls = c.tool_calls + 1, updated_at = excluded.updated_at
+                             SET tool_calls = c.tool_calls + 1,
+                                 updated_at = excluded.updated_at,
+                                 last_call_id = excluded.last_call_id
+                             WHERE $8::text IS NULL OR c.last_call_id IS DISTINCT FROM $8::text
                          RETURNING tool_calls"
                     ),
-                    params,
+                    &all,
                 )
             })?;
-            to_u64(row.try_get(0)?, "tool-call count")
+            if let Some(row) = row {
+                return Ok(CallCount {
+                    calls: to_u64(row.try_get(0)?, "tool-call count")?,
+                    first_report: true,
+                });
+            }
+            // The same call reported again: its count as it stands (the sighting is recorded).
+            let n: i64 = db
+                .query_one(
+                    "SELECT tool_calls FROM session_counters WHERE session_id = $1",
+                    &[&sighting.session_id],
+                )?
+                .try_get(0)?;
+            Ok(CallCount {
+                calls: to_u64(n, "tool-call count")?,
+                first_report: false,
+            })
         })
     }
 

@@ -97,7 +97,7 @@ impl EnforcementStore for SqliteStore {
     }
 
     fn count_tool_call(&self, session_id: &str, now: Millis) -> StoreResult<u64> {
-        self.write(|tx| to_count(super::sessions::count_call(tx, session_id, now)?))
+        self.write(|tx| to_count(super::sessions::count_call(tx, session_id, now, None)?.0))
     }
 
     fn tool_calls(&self, session_id: &str) -> StoreResult<u64> {

@@ -25,7 +25,7 @@ use rusqlite::{Connection, ErrorCode, OpenFlags};
 use crate::{StoreError, StoreLocation, StoreResult, no_wait};
 
 /// The schema version this build writes and understands.
-pub const SCHEMA_VERSION: u32 = 6;
+pub const SCHEMA_VERSION: u32 = 7;
 
 /// Migrations, in order: `MIGRATIONS[i]` takes a database from version `i` to `i + 1`.
 const MIGRATIONS: &[&str] = &[
@@ -35,6 +35,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("migrations/0004_daemon_state.sql"),
     include_str!("migrations/0005_lifecycle.sql"),
     include_str!("migrations/0006_expiry_counts.sql"),
+    include_str!("migrations/0007_call_ids.sql"),
 ];
 
 /// Tables [`crate::StoreAdmin::verify`] requires.

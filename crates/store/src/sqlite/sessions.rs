@@ -5,8 +5,8 @@ use rusqlite::{Connection, OptionalExtension, ToSql, params};
 use super::{Fail, SqliteStore, parse_column};
 use crate::fleet::{ReportRows, subscriptions_from_text, subscriptions_text};
 use crate::{
-    DeliveryReport, Message, Millis, ReportQuery, SessionQuery, SessionRecord, SessionStore,
-    Sighting, StoreError, StoreResult,
+    CallCount, DeliveryReport, Message, Millis, ReportQuery, SessionQuery, SessionRecord,
+    SessionStore, Sighting, StoreError, StoreResult,
 };
 
 /// The known session's `UPDATE`, up to the parent's column: `?1` to `?6` are the sighting's.
@@ -83,28 +83,52 @@ fn upsert(tx: &Connection, sighting: &Sighting, parent: Option<&str>) -> Result<
 }
 
 /// Counts one tool call of `session_id` inside the caller's transaction and returns the
-/// session's count: one `UPDATE … RETURNING` for a counted session, the upsert for its first.
-pub(super) fn count_call(tx: &Connection, session_id: &str, at: Millis) -> Result<i64, Fail> {
+/// session's count and whether this report counted it: one `UPDATE … RETURNING` for a counted
+/// session, the insert for its first. A `call_id` equal to the last counted call's is that
+/// call again: nothing is counted (a third query reads the count, only then).
+pub(super) fn count_call(
+    tx: &Connection,
+    session_id: &str,
+    at: Millis,
+    call_id: Option<&str>,
+) -> Result<(i64, bool), Fail> {
     let counted: Option<i64> = tx
         .prepare_cached(
-            "UPDATE session_counters SET tool_calls = tool_calls + 1, updated_at = ?2
-             WHERE session_id = ?1
+            "UPDATE session_counters
+             SET tool_calls = tool_calls + 1, updated_at = ?2, last_call_id = ?3
+             WHERE session_id = ?1 AND (?3 IS NULL OR last_call_id IS NOT ?3)
              RETURNING tool_calls",
         )?
-        .query_row(params![session_id, at], |r| r.get(0))
+        .query_row(params![session_id, at, call_id], |r| r.get(0))
         .optional()?;
     if let Some(n) = counted {
-        return Ok(n);
+        return Ok((n, true));
     }
-    Ok(tx
+    let first: Option<i64> = tx
         .prepare_cached(
-            "INSERT INTO session_counters (session_id, tool_calls, updated_at)
-             VALUES (?1, 1, ?2)
-             ON CONFLICT (session_id) DO UPDATE
-                 SET tool_calls = tool_calls + 1, updated_at = excluded.updated_at
+            "INSERT INTO session_counters (session_id, tool_calls, updated_at, last_call_id)
+             VALUES (?1, 1, ?2, ?3)
+             ON CONFLICT (session_id) DO NOTHING
              RETURNING tool_calls",
         )?
-        .query_row(params![session_id, at], |r| r.get(0))?)
+        .query_row(params![session_id, at, call_id], |r| r.get(0))
+        .optional()?;
+    if let Some(n) = first {
+        return Ok((n, true));
+    }
+    let again: i64 = tx
+        .prepare_cached("SELECT tool_calls FROM session_counters WHERE session_id = ?1")?
+        .query_row(params![session_id], |r| r.get(0))?;
+    Ok((again, false))
+}
+
+/// A count read from the store as the API's unsigned one.
+fn unsigned_count(n: i64) -> Result<u64, Fail> {
+    u64::try_from(n).map_err(|_| {
+        Fail::Store(StoreError::InvalidData(format!(
+            "negative tool-call count {n}"
+        )))
+    })
 }
 
 impl SessionStore for SqliteStore {
@@ -112,14 +136,17 @@ impl SessionStore for SqliteStore {
         self.write(|tx| upsert(tx, sighting, None))
     }
 
-    fn count_sighted_call(&self, sighting: &Sighting) -> StoreResult<u64> {
+    fn count_sighted_call(
+        &self,
+        sighting: &Sighting,
+        call_id: Option<&str>,
+    ) -> StoreResult<CallCount> {
         self.write(|tx| {
             upsert(tx, sighting, None)?;
-            let n = count_call(tx, &sighting.session_id, sighting.at)?;
-            u64::try_from(n).map_err(|_| {
-                Fail::Store(StoreError::InvalidData(format!(
-                    "negative tool-call count {n}"
-                )))
+            let (n, first_report) = count_call(tx, &sighting.session_id, sighting.at, call_id)?;
+            Ok(CallCount {
+                calls: unsigned_count(n)?,
+                first_report,
             })
         })
     }

@@ -46,7 +46,14 @@ fn publish_kept(store: &dyn store::Store) -> store::Message {
 
 /// Takes a store back to schema version 5, behind its back: PostgreSQL's index of the info
 /// messages' expiry goes (SQLite's version 6 changes nothing).
+/// Takes a store back to schema version 6: the counters forget their last call's id.
+fn undo_version_7(location: &dyn Location) {
+    location.execute("ALTER TABLE session_counters DROP COLUMN last_call_id;");
+    location.set_schema_version(6);
+}
+
 fn undo_version_6(location: &dyn Location) {
+    undo_version_7(location);
     if location.spec().starts_with("postgres") {
         location.execute("DROP INDEX messages_info_expiry;");
     }
@@ -456,6 +463,36 @@ pub(crate) fn a_version_5_store_migrates_and_only_postgres_gets_the_expiry_index
     assert_eq!(store.location.schema_version(), SCHEMA_VERSION);
     assert_eq!(has_expiry_index(&*store.location), postgres);
     assert_eq!(reopened.counts(T0).unwrap().active_messages, 1);
+}
+
+/// A store of schema version 6 gets the counters' last call id, keeping its counts: a call
+/// reported twice is counted once from then on.
+pub(crate) fn a_version_6_store_counts_a_call_reported_twice_once(b: &dyn Backend) {
+    let store = fresh(b);
+    let sighting = store::Sighting {
+        session_id: "s1".into(),
+        at: T0,
+        event: "PreToolUse".into(),
+        transport: store::Transport::Hook,
+        cwd: None,
+        subscriptions: None,
+    };
+    assert_eq!(store.count_tool_call("s1", T0).unwrap(), 1);
+    undo_version_7(&*store.location);
+    let (reopened, opened) = store.location.open(false).unwrap();
+    assert_eq!(opened, Opened::Existing);
+    assert_eq!(store.location.schema_version(), SCHEMA_VERSION);
+    assert_eq!(reopened.verify().unwrap().tables, TABLES);
+    for (call_id, calls, first_report) in [("t1", 2, true), ("t1", 2, false), ("t2", 3, true)] {
+        let count = reopened
+            .count_sighted_call(&sighting, Some(call_id))
+            .unwrap();
+        assert_eq!(
+            (count.calls, count.first_report),
+            (calls, first_report),
+            "{call_id}"
+        );
+    }
 }
 
 pub(crate) fn a_version_3_store_gets_the_daemons_state(b: &dyn Backend) {

@@ -6,9 +6,9 @@ use std::process::{Command, Stdio};
 use std::sync::Arc;
 
 use store::{
-    Actor, AuditAction, AuditEntry, AuditQuery, Condition, DeliveryPoint, MessageScope, NewMessage,
-    NewReminder, NewSchedule, NextFire, PutMode, ReminderScope, ReportQuery, ScriptLanguage,
-    SessionQuery, Severity, Sighting, Step, Store, Subscribed, Transport, Trigger,
+    Actor, AuditAction, AuditEntry, AuditQuery, CallCount, Condition, DeliveryPoint, MessageScope,
+    NewMessage, NewReminder, NewSchedule, NextFire, PutMode, ReminderScope, ReportQuery,
+    ScriptLanguage, SessionQuery, Severity, Sighting, Step, Store, Subscribed, Transport, Trigger,
 };
 
 use super::{Backend, Fixture, fresh};
@@ -389,18 +389,19 @@ pub(crate) fn sightings_build_session_records(b: &dyn Backend) {
             ..sighting("s1", T0, "SessionStart")
         })
         .unwrap();
-    assert_eq!(
+    let counted = |at, call_id| {
         store
-            .count_sighted_call(&sighting("s1", T0 + 10, "PreToolUse"))
-            .unwrap(),
-        1
-    );
-    assert_eq!(
-        store
-            .count_sighted_call(&sighting("s1", T0 + 20, "PreToolUse"))
-            .unwrap(),
-        2
-    );
+            .count_sighted_call(&sighting("s1", at, "PreToolUse"), call_id)
+            .unwrap()
+    };
+    let count = |calls, first_report| CallCount {
+        calls,
+        first_report,
+    };
+    assert_eq!(counted(T0 + 10, None), count(1, true));
+    assert_eq!(counted(T0 + 20, Some("toolu_1")), count(2, true));
+    // The same call again (two hook registrations of one client): not counted again.
+    assert_eq!(counted(T0 + 20, Some("toolu_1")), count(2, false));
     assert_eq!(
         store.tool_calls("s1").unwrap(),
         2,
