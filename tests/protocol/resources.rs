@@ -37,6 +37,27 @@ fn on_postgres_a_stdio_subscriber_hears_of_an_expiry_with_nothing_written() {
     );
 }
 
+/// A stdio session on PostgreSQL that called a tool ends with exit 0 when its client leaves
+/// (the store's connections closed inside the server's runtime: a panic, exit 101).
+#[test]
+fn on_postgres_a_stdio_session_exits_cleanly_after_a_tool_call() {
+    on_postgres(
+        "resources::on_postgres_a_stdio_session_exits_cleanly_after_a_tool_call",
+        |env| {
+            let mut s = Server::with_env(env);
+            s.handshake();
+            let listed = s.ask(&request(
+                2,
+                "tools/call",
+                json!({"name": "channel_list", "arguments": {}}),
+            ));
+            assert_eq!(listed["result"]["isError"], false, "{listed}");
+            let (status, rest) = s.finish();
+            assert!(status.success(), "{status:?} {rest:?}");
+        },
+    );
+}
+
 /// Runs `check` with the environment of a shared throwaway PostgreSQL database, or notes that
 /// `test` was skipped where no server can be started.
 fn on_postgres(test: &str, check: fn(&[(&str, &str)])) {
@@ -61,6 +82,10 @@ fn hears_of_a_cli_publication(env: &[(&str, &str)]) {
 
     let value = read_channel(&mut s, uri, 3);
     assert_eq!(value["messages"][0]["message"], "over the CLI");
+    // The session ends cleanly when its client leaves (on PostgreSQL the store's connections
+    // closed inside the server's runtime: a panic, exit 101).
+    let (status, rest) = s.finish();
+    assert!(status.success(), "{status:?} {rest:?}");
 }
 
 /// A stdio session (with `env`) subscribes; the CLI publishes a message that lives one second.
@@ -83,6 +108,8 @@ fn hears_of_an_expiry(env: &[(&str, &str)]) {
     let shown = read_channel(&mut s, uri, 4);
     let messages = shown["messages"].as_array().unwrap();
     assert!(messages.is_empty(), "still shown after the update: {shown}");
+    let (status, rest) = s.finish();
+    assert!(status.success(), "{status:?} {rest:?}");
 }
 
 /// A stdio session (with `env`) subscribed to `uri` (request 2), once its watcher has had time

@@ -67,7 +67,8 @@ const PING_WAIT: Duration = Duration::from_secs(1);
 
 /// A store in one PostgreSQL database (in the first schema of its `search_path`).
 pub struct PostgresStore {
-    pool: r2d2::Pool<Manager>,
+    /// The connections; `None` only while the store drops (see its `Drop`).
+    pool: Option<r2d2::Pool<Manager>>,
     config: postgres::Config,
     tls: tls::Connector,
     describe: String,
@@ -134,6 +135,19 @@ impl Drop for PostgresStore {
     fn drop(&mut self) {
         if let Some(feed) = self.version.get() {
             feed.stop();
+        }
+        // A `postgres::Client` closes by blocking on its own runtime, which panics inside
+        // another's: the last handle of a store often drops inside tokio (a stdio session's
+        // server, when its client leaves). The pool's connections close on a thread of their
+        // own, joined so that they are closed before this returns.
+        if let Some(pool) = self.pool.take() {
+            let closing = std::thread::Builder::new()
+                .name("hooks-mcp-pg-close".into())
+                .spawn(move || drop(pool));
+            if let Ok(thread) = closing {
+                // A panic there is the driver's; the connections are gone either way.
+                let _ = thread.join();
+            }
         }
     }
 }
@@ -202,7 +216,7 @@ impl PostgresStore {
             .error_handler(Box::new(ConnectErrors(last_connect_error.clone())))
             .build_unchecked(manager);
         let store = PostgresStore {
-            pool,
+            pool: Some(pool),
             config: target.config,
             tls,
             describe: target.describe,
@@ -300,9 +314,14 @@ impl PostgresStore {
         if crate::no_wait::active() {
             return Err(crate::no_wait::refuse());
         }
+        let Some(pool) = &self.pool else {
+            return Err(StoreError::Unavailable {
+                store: self.describe.clone(),
+                detail: "the store is closing".into(),
+            });
+        };
         if self.options.retry_connect {
-            return self
-                .pool
+            return pool
                 .get_timeout(wait)
                 .map(|conn| Db { conn })
                 .map_err(|e| self.no_connection(wait, &e));
@@ -313,7 +332,7 @@ impl PostgresStore {
         let began = std::time::Instant::now();
         loop {
             let left = wait.saturating_sub(began.elapsed());
-            match self.pool.get_timeout(left.min(FAILURE_LOOK)) {
+            match pool.get_timeout(left.min(FAILURE_LOOK)) {
                 Ok(conn) => return Ok(Db { conn }),
                 Err(e) => {
                     let failed = self
@@ -340,7 +359,10 @@ impl PostgresStore {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .take();
-        let state = self.pool.state();
+        let (state, max_size) = match &self.pool {
+            Some(pool) => (Some(pool.state()), pool.max_size()),
+            None => (None, 0),
+        };
         // Only a failure met while this call waited counts.
         let failure = failure.filter(|f| f.at.elapsed() <= wait + Duration::from_secs(1));
         let detail = match failure {
@@ -357,12 +379,11 @@ impl PostgresStore {
                  as a slot is free",
                 self.options.pool_size
             ),
-            _ if state.connections >= self.pool.max_size() && state.idle_connections == 0 => {
+            _ if state.is_some_and(|s| s.connections >= max_size && s.idle_connections == 0) => {
                 format!(
-                    "all {} connections of this process ({POOL_SIZE_ENV}) stayed busy for \
-                     {wait:?}; raise {POOL_SIZE_ENV} within the server's max_connections, or \
-                     lower the load",
-                    self.pool.max_size()
+                    "all {max_size} connections of this process ({POOL_SIZE_ENV}) stayed busy \
+                     for {wait:?}; raise {POOL_SIZE_ENV} within the server's max_connections, \
+                     or lower the load"
                 )
             }
             Some(ConnectFailure {
