@@ -531,6 +531,11 @@ impl HooksServer {
         {
             map.insert("session_id".into(), Value::String(session.clone()));
         }
+        // The session `_meta` names is the call's too where no argument names one: what it
+        // changes is audited as that session's (a server of many sessions knows no other).
+        let call_policy = meta_session
+            .clone()
+            .map(|session| SessionPolicy::Fallback(Some(session)));
         let named = args
             .get("session_id")
             .and_then(Value::as_str)
@@ -539,7 +544,8 @@ impl HooksServer {
         if self.inner.inline_reads && entry.spec.annotations.read_only {
             // Answered here when the store can without waiting; a refusal discards the attempt
             // (a read-only handler has nothing to undo) and the call runs on the blocking pool.
-            let ctx = CallContext::new(now, &self.inner.session, &self.inner.extensions);
+            let policy = call_policy.as_ref().unwrap_or(&self.inner.session);
+            let ctx = CallContext::new(now, policy, &self.inner.extensions);
             let attempt = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                 store::no_wait::try_without_waiting(|| handler(&ctx, args.clone()))
             }));
@@ -560,7 +566,8 @@ impl HooksServer {
         }
         let (inner, transport) = (self.inner.clone(), self.transport);
         let outcome = tokio::task::spawn_blocking(move || {
-            let ctx = CallContext::new(now, &inner.session, &inner.extensions).with_client(&client);
+            let policy = call_policy.as_ref().unwrap_or(&inner.session);
+            let ctx = CallContext::new(now, policy, &inner.extensions).with_client(&client);
             let result = handler(&ctx, args);
             if let Some(sighted) = sighting(&inner, transport, named.as_deref(), now) {
                 sighted.record();

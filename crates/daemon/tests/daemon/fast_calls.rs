@@ -196,7 +196,7 @@ fn results_tool_errors_and_protocol_errors_are_rmcps() {
             json!(4),
             "channel_acknowledge",
             json!({"message_id": 1}),
-            with_session,
+            with_session.clone(),
         ),
         (
             "a tool error (a required argument missing)",
@@ -232,6 +232,13 @@ fn results_tool_errors_and_protocol_errors_are_rmcps() {
             "channel_acknowledge",
             json!({"message_id": 1}),
             meta(),
+        ),
+        (
+            "a publication by the session named in _meta",
+            json!("p-2"),
+            "channel_publish",
+            json!({"channel": "fast", "message": "from fast-s1"}),
+            with_session.clone(),
         ),
     ];
     for (what, id, tool, arguments, meta) in &calls {
@@ -296,6 +303,23 @@ fn results_tool_errors_and_protocol_errors_are_rmcps() {
             std::thread::sleep(std::time::Duration::from_millis(50));
         };
         assert_eq!(seen["transport"], "streamable-http", "{seen}");
+        // What it changed is audited as its own (a tool without a session_id argument).
+        let audit = http(daemon.addr, "GET", "/api/v1/audit", &[], "").json();
+        let published = audit["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["action"] == "publish")
+            .map(|e| (e["actor_kind"].clone(), e["actor"].clone()))
+            .collect::<Vec<_>>();
+        assert_eq!(
+            published,
+            [
+                (json!("unknown"), json!("")),
+                (json!("session"), json!("fast-s1"))
+            ],
+            "{audit}"
+        );
     }
 }
 
