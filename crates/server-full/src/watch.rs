@@ -267,13 +267,14 @@ impl Watch {
                 continue;
             }
             let uris: BTreeSet<String> = sessions.iter().flat_map(Target::uris).collect();
+            let wanted = uris.clone();
             let ext = extensions.clone();
             let read = tokio::task::spawn_blocking(move || {
                 let now = now_ms();
                 (digest_all(&ext, &uris), next_expiry(&ext, now), now)
             })
             .await;
-            let ((new_digests, new_listed), expiry, read_at) = match read {
+            let (read, expiry, read_at) = match read {
                 Ok(read) => read,
                 Err(e) => {
                     tracing::warn!("reading the subscribed resources failed ({e}); retrying");
@@ -285,20 +286,39 @@ impl Watch {
             for (uri, seed) in std::mem::take(&mut *lock(&self.seeds)) {
                 digests.entry(uri).or_insert(seed);
             }
-            let updated: Vec<&String> = new_digests
-                .iter()
-                .filter(|(uri, d)| digests.get(*uri).is_some_and(|old| old != *d))
-                .map(|(uri, _)| uri)
-                .collect();
-            let list_changed = listed.is_some() && listed != new_listed;
+            let (updated, list_changed) = compare(&mut digests, &mut listed, read, &wanted);
+            let updated: Vec<&String> = updated.iter().collect();
             for target in &sessions {
                 target.notify(&updated, list_changed).await;
             }
-            // New subscriptions get their first digest now; changes after it are reported.
-            digests = new_digests;
-            listed = new_listed;
         }
     }
+}
+
+/// What one read tells against the last digests (`digests` of the `wanted` resources,
+/// `listed` of the list), which it then updates: the resources whose contents changed, and
+/// whether the list did. A resource new to the watch takes its first digest (changes after it
+/// are told). One the read could not get (the store unreachable for a moment) keeps its last
+/// digest, and so does the list: the next read that gets it is compared with what was told,
+/// so a change made meanwhile is still told, and a failed read is no change.
+fn compare(
+    digests: &mut BTreeMap<String, u64>,
+    listed: &mut Option<u64>,
+    (read, read_list): (BTreeMap<String, u64>, Option<u64>),
+    wanted: &BTreeSet<String>,
+) -> (Vec<String>, bool) {
+    let updated = read
+        .iter()
+        .filter(|(uri, d)| digests.get(*uri).is_some_and(|old| old != *d))
+        .map(|(uri, _)| uri.clone())
+        .collect();
+    let list_changed = matches!((&*listed, read_list), (Some(old), Some(new)) if *old != new);
+    digests.retain(|uri, _| wanted.contains(uri));
+    digests.extend(read);
+    if read_list.is_some() {
+        *listed = read_list;
+    }
+    (updated, list_changed)
 }
 
 /// When the watcher reads again without a change from the feed, at `now`: every
@@ -378,6 +398,67 @@ fn digest(text: &str) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_read_that_fails_keeps_the_last_digests_and_is_no_change() {
+        let a = "hooks://channels/a".to_owned();
+        let b = "hooks://channels/b".to_owned();
+        let wanted: BTreeSet<String> = [a.clone(), b.clone()].into();
+        let (mut digests, mut listed) = (BTreeMap::new(), None);
+        let read = |pairs: &[(&String, u64)], list: Option<u64>| {
+            let map = pairs.iter().map(|(u, d)| ((*u).clone(), *d)).collect();
+            (map, list)
+        };
+        // The baseline: nothing told.
+        let told = compare(
+            &mut digests,
+            &mut listed,
+            read(&[(&a, 1), (&b, 1)], Some(7)),
+            &wanted,
+        );
+        assert_eq!(told, (vec![], false));
+        // The store cannot be read: `a` and the list are missing from the read. No change.
+        let told = compare(&mut digests, &mut listed, read(&[(&b, 1)], None), &wanted);
+        assert_eq!(told, (vec![], false));
+        // `a` changed meanwhile: the next read that gets it tells it; the list is the same.
+        let told = compare(
+            &mut digests,
+            &mut listed,
+            read(&[(&a, 2), (&b, 1)], Some(7)),
+            &wanted,
+        );
+        assert_eq!(told, (vec![a.clone()], false));
+        // A list changed across a failed read is told too.
+        compare(
+            &mut digests,
+            &mut listed,
+            read(&[(&a, 2), (&b, 1)], None),
+            &wanted,
+        );
+        let told = compare(
+            &mut digests,
+            &mut listed,
+            read(&[(&a, 2), (&b, 1)], Some(8)),
+            &wanted,
+        );
+        assert_eq!(told, (vec![], true));
+        // A resource no longer wanted is forgotten: wanted again, it starts a new baseline.
+        let only_b: BTreeSet<String> = [b.clone()].into();
+        compare(
+            &mut digests,
+            &mut listed,
+            read(&[(&b, 1)], Some(8)),
+            &only_b,
+        );
+        assert!(!digests.contains_key(&a));
+        let told = compare(
+            &mut digests,
+            &mut listed,
+            read(&[(&a, 5), (&b, 1)], Some(8)),
+            &wanted,
+        );
+        assert_eq!(told, (vec![], false));
+    }
 
     #[test]
     fn the_next_read_follows_the_next_expiry_within_the_quiet_recheck() {
