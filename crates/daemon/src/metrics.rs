@@ -379,6 +379,7 @@ pub(crate) fn store_error_kind(e: &StoreError) -> &'static str {
         StoreError::NewerSchema { .. } => "newer_schema",
         StoreError::MissingTable { .. } => "missing_table",
         StoreError::Unavailable { .. } => "unavailable",
+        StoreError::Refused { .. } => "refused",
         StoreError::InvalidSetting { .. } => "invalid_setting",
         StoreError::NotFound { .. } => "not_found",
         StoreError::Conflict(_) => "conflict",

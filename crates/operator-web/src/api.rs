@@ -176,7 +176,7 @@ impl<T: serde::de::DeserializeOwned + Send, S: Send + Sync> FromRequestParts<S> 
 fn store_error(e: &StoreError) -> Response {
     match e {
         StoreError::NotFound { .. } => error(StatusCode::NOT_FOUND, e.to_string()),
-        StoreError::Unavailable { .. } | StoreError::Locked { .. } => {
+        StoreError::Unavailable { .. } | StoreError::Refused { .. } | StoreError::Locked { .. } => {
             error(StatusCode::SERVICE_UNAVAILABLE, e.to_string())
         }
         _ => error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),

@@ -91,6 +91,21 @@ pub enum StoreError {
         /// What the client reported.
         detail: String,
     },
+    /// The database server answered but refused this client: the role, its password or the
+    /// database (SQLSTATE class 28, `3D000`), or the role may not connect (`42501`). Nothing
+    /// is wrong with the server's reachability; the connection settings need fixing.
+    #[error(
+        "the database server of {store} refused the connection ({detail}); check the user, \
+         password and database name in HOOKS_MCP_DATABASE_URL (the database must exist: \
+         `createdb`; the role needs CONNECT and a pg_hba.conf entry), then retry (a running \
+         daemon or MCP server tries again by itself)"
+    )]
+    Refused {
+        /// The store's description (never credentials).
+        store: String,
+        /// What the server said, with its SQLSTATE.
+        detail: String,
+    },
     /// A setting (an environment variable) has a value the store cannot use.
     #[error("{name}: {problem}")]
     InvalidSetting {

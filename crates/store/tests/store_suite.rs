@@ -144,6 +144,7 @@ mod postgres_only {
 
     pg_tests!(
         describe_and_errors_never_show_the_password,
+        a_refused_client_is_told_to_fix_its_settings,
         an_open_store_describes_itself_without_the_password,
         the_change_feed_reports_publications_and_schedule_changes,
         a_server_restart_fails_calls_clearly_and_loses_nothing,

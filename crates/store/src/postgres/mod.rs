@@ -131,6 +131,13 @@ fn with_causes(e: &dyn std::error::Error) -> String {
     text
 }
 
+/// Whether a server's SQLSTATE refuses this client rather than the moment: a wrong role or
+/// password (class 28), a database that does not exist (`3D000`), a role that may not connect
+/// (`42501`).
+fn refuses_this_client(code: &str) -> bool {
+    code.starts_with("28") || code == "3D000" || code == "42501"
+}
+
 impl Drop for PostgresStore {
     fn drop(&mut self) {
         if let Some(feed) = self.version.get() {
@@ -365,6 +372,18 @@ impl PostgresStore {
         };
         // Only a failure met while this call waited counts.
         let failure = failure.filter(|f| f.at.elapsed() <= wait + Duration::from_secs(1));
+        if let Some(ConnectFailure {
+            code: Some(code),
+            message,
+            ..
+        }) = &failure
+            && refuses_this_client(code)
+        {
+            return StoreError::Refused {
+                store: self.describe.clone(),
+                detail: format!("{message} [{code}]"),
+            };
+        }
         let detail = match failure {
             Some(ConnectFailure {
                 code: Some(code),

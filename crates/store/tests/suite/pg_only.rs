@@ -53,6 +53,38 @@ pub(crate) fn describe_and_errors_never_show_the_password(_: &Postgres) {
     }
 }
 
+/// A server that answers but refuses the client (a database that does not exist, a wrong
+/// password) says so, and what to fix, instead of "check the server is running".
+pub(crate) fn a_refused_client_is_told_to_fix_its_settings(b: &Postgres) {
+    let options = PgOptions {
+        connect_timeout: Duration::from_millis(800),
+        ..PgOptions::default()
+    };
+    let url = b.url();
+    let (base, _) = url.rsplit_once('/').unwrap();
+    let no_database = format!("{base}/hooks_mcp_no_such_database");
+    let (scheme, rest) = url.split_once("://").unwrap();
+    let (_, host) = rest.split_once('@').unwrap();
+    let bad_password = format!("{scheme}://nobody:wrong@{host}");
+    for (url, says) in [
+        (
+            no_database,
+            "hooks_mcp_no_such_database\" does not exist [3D000]",
+        ),
+        (bad_password, "[28"),
+    ] {
+        match PostgresStore::open(&url, &options) {
+            Err(e @ StoreError::Refused { .. }) => {
+                let text = e.to_string();
+                assert!(text.contains(says), "{text}");
+                assert!(text.contains("HOOKS_MCP_DATABASE_URL"), "{text}");
+                assert!(!text.contains("wrong"), "no password shown: {text}");
+            }
+            other => panic!("expected Refused, got {:?}", other.map(|(_, o)| o)),
+        }
+    }
+}
+
 pub(crate) fn an_open_store_describes_itself_without_the_password(b: &Postgres) {
     let store = fresh(b);
     let described = store.describe();
