@@ -264,7 +264,7 @@ fn the_real_clients_read_what_init_writes_and_remove_restores_their_files() {
 
     env.cli(&["init", "--client", "codex,gemini,copilot"]);
 
-    // Codex lists the server, connects to it, and lists the four hooks as trusted.
+    // Codex lists the server, connects to it, and lists the six hooks as trusted.
     let listed = cli(
         &env,
         &bin.join("codex"),
@@ -324,7 +324,7 @@ fn the_real_clients_read_what_init_writes_and_remove_restores_their_files() {
                 .is_some_and(|c| c.contains(" hook --client codex "))
         })
         .collect();
-    assert_eq!(ours.len(), 4, "{hooks:?}");
+    assert_eq!(ours.len(), 6, "{hooks:?}");
     for hook in ours {
         assert_eq!(
             hook["trustStatus"], "trusted",

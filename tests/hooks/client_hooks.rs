@@ -1,10 +1,12 @@
 //! Other clients' hook events over the real hook binary (`hook --client <name> <event>`), fed
 //! with their recorded or derived payloads (`tests/fixtures/hooks/clients/`, each naming its
-//! source): what each event delivers and the exact shape of each answer; a Claude Code hook fed
-//! VS Code's payloads; and payloads no client can place, counted.
+//! source): what each event delivers and the exact shape of each answer, the turn's end and
+//! the session's end among them; a Claude Code hook fed VS Code's payloads; and payloads no
+//! client can place, counted.
 
 use std::collections::BTreeSet;
 
+use hook_dispatch::clients::PUSH_HEADER;
 use serde_json::{Value, json};
 
 use crate::support::{Env, client_fixture, full_bin};
@@ -175,7 +177,10 @@ fn codex_gets_every_answer_within_its_output_schemas() {
     );
     allowing["replace"] = json!(true);
     env.set_condition(allowing);
-    let pre = env.client_hook("codex", "PreToolUse", &client_fixture("codex_pre_tool_use"));
+    // Another call (a call reported twice is counted, and delivered to, once).
+    let mut call = client_fixture("codex_pre_tool_use");
+    call["tool_use_id"] = "call_second".into();
+    let pre = env.client_hook("codex", "PreToolUse", &call);
     let answer = pre.answer.unwrap();
     let specific = &answer["hookSpecificOutput"];
     assert_eq!(
@@ -441,6 +446,218 @@ fn cursor_gets_broadcasts_at_session_start_and_after_tool_calls() {
     );
 }
 
+/// One client's turn end and session end, as it sends them: the hook that records the
+/// session and the start of its turn, the turn's end (and the same after a stop hook made the
+/// agent go on), the session's end, each `(event, fixture)`; the session's id; the answer
+/// that pushes a reason.
+struct TurnEnd {
+    client: &'static str,
+    start: (&'static str, &'static str),
+    stop: (&'static str, &'static str),
+    again: (&'static str, &'static str),
+    end: (&'static str, &'static str),
+    session: &'static str,
+    answer: fn(&str) -> Value,
+}
+
+/// What every client's turn end must do: nothing when nothing was published during the turn;
+/// the exact push of a message published during it, once; nothing when the client says a
+/// stop hook already made the agent go on, nor with the setting off; then its session's end
+/// recorded (`hooks-mcp sessions` no longer lists it, `--all` shows it ended).
+fn a_turn_end_pushes_once_and_the_session_end_is_recorded(case: TurnEnd) {
+    let TurnEnd {
+        client, session, ..
+    } = case;
+    let env = Env::new();
+    let publish = |text: &str, severity: &str| -> i64 {
+        env.cli_json(&["channel", "publish", "ops", text, "--severity", severity])["id"]
+            .as_i64()
+            .unwrap()
+    };
+    let line = |id: i64, severity: &str, text: &str| {
+        format!("[{severity} #{id} ops] {text} (ack: channel_acknowledge message_id={id})")
+    };
+    let run = |(event, fixture): (&str, &str), vars: &[(&str, &str)]| {
+        env.hook_args(
+            &["hook", "--client", client, event],
+            &client_fixture(fixture).to_string(),
+            vars,
+        )
+    };
+    publish("published before the turn", "alert");
+    run(case.start, &[]);
+
+    let quiet = run(case.stop, &[]);
+    assert_eq!(quiet.answer, None, "{client}: nothing new to push");
+    assert_eq!(quiet.stderr, "", "{client}");
+
+    let id = publish("the release is cancelled", "critical");
+    let pushed = run(case.stop, &[]);
+    let reason = format!(
+        "{PUSH_HEADER}\n{}",
+        line(id, "CRITICAL", "the release is cancelled")
+    );
+    assert_eq!(pushed.answer, Some((case.answer)(&reason)), "{client}");
+    assert_eq!(pushed.stderr, "", "{client}");
+    let again = run(case.stop, &[]);
+    assert_eq!(again.answer, None, "{client}: never twice for one message");
+
+    // The client's word that a stop hook already made the agent go on, and the setting, hold
+    // back what was published since; the next ordinary turn end pushes it.
+    let next = publish("another one", "alert");
+    let reentry = run(case.again, &[]);
+    assert_eq!(reentry.answer, None, "{client}: no loop on the re-entry");
+    assert_eq!(reentry.stderr, "", "{client}");
+    let off = run(case.stop, &[("HOOKS_MCP_STOP_BLOCK", "off")]);
+    assert_eq!(off.answer, None, "{client}: HOOKS_MCP_STOP_BLOCK=off");
+    let later = run(case.stop, &[]);
+    let reason = format!("{PUSH_HEADER}\n{}", line(next, "ALERT", "another one"));
+    assert_eq!(later.answer, Some((case.answer)(&reason)), "{client}");
+
+    // The session's end: no answer, and the session is shown ended.
+    let listed = |all: bool| -> Vec<Value> {
+        let args: &[&str] = if all {
+            &["sessions", "--all"]
+        } else {
+            &["sessions"]
+        };
+        env.cli_json(args)["sessions"].as_array().unwrap().clone()
+    };
+    assert!(
+        listed(false).iter().any(|s| s["session_id"] == session),
+        "{client}: live before its end"
+    );
+    let end = run(case.end, &[]);
+    assert_eq!(end.answer, None, "{client}");
+    assert_eq!(end.stderr, "", "{client}");
+    assert!(
+        !listed(false).iter().any(|s| s["session_id"] == session),
+        "{client}: no longer live"
+    );
+    let all = listed(true);
+    let row = all
+        .iter()
+        .find(|s| s["session_id"] == session)
+        .unwrap_or_else(|| panic!("{client}: `sessions --all` lists it: {all:?}"));
+    assert_eq!(row["live"], false, "{row}");
+    assert!(row["ended_at"].is_i64(), "{row}");
+    let text = env.cli(&["sessions", "--all"]);
+    assert!(text.contains(&format!("{session} ended")), "{text}");
+    assert!(
+        !env.store_dir().join("unplaced-hooks.json").exists(),
+        "{client}: every payload was placed"
+    );
+}
+
+#[test]
+fn codex_stop_blocks_with_the_reason_and_session_end_ends_the_session() {
+    a_turn_end_pushes_once_and_the_session_end_is_recorded(TurnEnd {
+        client: "codex",
+        start: ("UserPromptSubmit", "codex_user_prompt_submit"),
+        stop: ("Stop", "codex_stop"),
+        again: ("Stop", "codex_stop_active"),
+        end: ("SessionEnd", "codex_session_end"),
+        session: "01a23cb0-7bb3-7cd3-a0e8-f527780e1a31",
+        // stop.command.output: nothing but these two (additionalProperties: false).
+        answer: |reason| json!({"decision": "block", "reason": reason}),
+    });
+}
+
+#[test]
+fn gemini_after_agent_denies_with_the_reason_and_session_end_ends_the_session() {
+    a_turn_end_pushes_once_and_the_session_end_is_recorded(TurnEnd {
+        client: "gemini",
+        start: ("BeforeAgent", "gemini_before_agent"),
+        stop: ("AfterAgent", "gemini_after_agent"),
+        again: ("AfterAgent", "gemini_after_agent_active"),
+        end: ("SessionEnd", "gemini_session_end"),
+        session: "2d0dbb4d-9a16-4b87-9f8b-de3dc5c53082",
+        answer: |reason| json!({"decision": "deny", "reason": reason}),
+    });
+}
+
+#[test]
+fn copilot_agent_stop_blocks_with_the_reason_and_session_end_ends_the_session() {
+    a_turn_end_pushes_once_and_the_session_end_is_recorded(TurnEnd {
+        client: "copilot",
+        start: ("UserPromptSubmit", "copilot_user_prompt_submit"),
+        stop: ("Stop", "copilot_stop"),
+        // Its own camelCase event and payload, as a hook registered as `agentStop` gets it.
+        again: ("agentStop", "copilot_native_agent_stop"),
+        end: ("SessionEnd", "copilot_session_end"),
+        session: "d4e1a7c2-63b0-4f18-8a5d-92c7e0b13f46",
+        answer: |reason| json!({"decision": "block", "reason": reason}),
+    });
+}
+
+#[test]
+fn cursor_stop_follows_up_with_the_reason_and_session_end_ends_the_session() {
+    a_turn_end_pushes_once_and_the_session_end_is_recorded(TurnEnd {
+        client: "cursor",
+        start: ("sessionStart", "cursor_session_start"),
+        stop: ("stop", "cursor_stop"),
+        again: ("stop", "cursor_stop_followed_up"),
+        end: ("sessionEnd", "cursor_session_end"),
+        session: "5a1e9c40-3f27-4b8d-a6e2-0d94c8b17f35",
+        answer: |reason| json!({"followup_message": reason}),
+    });
+}
+
+#[test]
+fn a_push_the_client_submits_as_its_next_prompt_opens_no_conditions_gate() {
+    let env = Env::new();
+    let session = "2d0dbb4d-9a16-4b87-9f8b-de3dc5c53082";
+    // A store that has seen the session: its prompt is recorded.
+    env.cli(&["channel", "publish", "ops", "deploy at noon"]);
+    let mut prompt = client_fixture("gemini_before_agent");
+    prompt["prompt"] = "Why do the migration tests fail?".into();
+    env.client_hook("gemini", "BeforeAgent", &prompt);
+    let id = env.cli_json(&[
+        "channel",
+        "publish",
+        "ops",
+        "please add a condition that blocks force pushes",
+        "--severity",
+        "alert",
+    ])["id"]
+        .as_i64()
+        .unwrap();
+    let pushed = env.client_hook(
+        "gemini",
+        "AfterAgent",
+        &client_fixture("gemini_after_agent"),
+    );
+    let reason = pushed.answer.as_ref().unwrap()["reason"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(reason.contains(&format!("[ALERT #{id} ops]")), "{reason}");
+
+    // Gemini CLI sends the reason as the next prompt: its BeforeAgent fires again with it.
+    prompt["prompt"] = reason.clone().into();
+    let retry = env.client_hook("gemini", "BeforeAgent", &prompt);
+    assert!(
+        !retry.stderr.contains("gate") && !format!("{:?}", retry.answer).contains("gate"),
+        "{retry:?}"
+    );
+    let refused = env.mcp_call(
+        "condition_set",
+        condition("no_force_push", "pre", "bash.git", "exit 0"),
+        &[("HOOKS_MCP_SESSION_ID", session)],
+    );
+    assert_eq!(
+        refused["isError"], true,
+        "a broadcast is not the operator's prompt: {refused}"
+    );
+    // The operator's own words still open it.
+    prompt["prompt"] = "Please add a condition that blocks force pushes.".into();
+    let typed = env.client_hook("gemini", "BeforeAgent", &prompt);
+    assert!(
+        format!("{:?}", typed.answer).contains("opened the conditions gate"),
+        "{typed:?}"
+    );
+}
+
 #[test]
 fn a_claude_code_hook_fed_vs_code_payloads_still_delivers() {
     let env = seeded();
@@ -505,13 +722,16 @@ fn payloads_no_client_can_place_are_answered_with_nothing_and_counted() {
     assert_eq!(record()["count"], 1);
     assert_eq!(record()["client"], "gemini");
 
-    let run = env.client_hook("codex", "Stop", &client_fixture("codex_session_start"));
+    let run = env.client_hook(
+        "codex",
+        "SubagentStop",
+        &client_fixture("codex_session_start"),
+    );
     assert!(run.answer.is_none());
+    let reason = record()["reason"].as_str().unwrap().to_owned();
     assert!(
-        record()["reason"]
-            .as_str()
-            .unwrap()
-            .contains("no event `Stop`")
+        reason.contains("no event `SubagentStop`") && reason.contains("Stop, SessionEnd"),
+        "the events Codex does have are named: {reason}"
     );
 
     let run = env.hook_args(&["hook", "--client", "zed", "PreToolUse"], "{}", &[]);

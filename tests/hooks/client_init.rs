@@ -159,9 +159,16 @@ fn init_registers_every_client_found_keeps_the_users_files_and_removes_byte_for_
         "{config}"
     );
     let source = home.join(".codex/hooks.json");
-    for (event, index) in [("pre_tool_use", 0), ("session_start", 0)] {
+    for event in [
+        "session_start",
+        "user_prompt_submit",
+        "pre_tool_use",
+        "post_tool_use",
+        "stop",
+        "session_end",
+    ] {
         let key = format!(
-            "[hooks.state.\"{}:{event}:{index}:0\"]\ntrusted_hash = \"sha256:",
+            "[hooks.state.\"{}:{event}:0:0\"]\ntrusted_hash = \"sha256:",
             source.display()
         );
         assert!(config.contains(&key), "{key} in {config}");
@@ -171,10 +178,13 @@ fn init_registers_every_client_found_keeps_the_users_files_and_removes_byte_for_
         hooks["hooks"]["PreToolUse"],
         json!([{ "matcher": "*", "hooks": [{ "type": "command", "command": command("codex", "PreToolUse") }] }])
     );
-    assert_eq!(
-        hooks["hooks"]["SessionStart"],
-        json!([{ "hooks": [{ "type": "command", "command": command("codex", "SessionStart") }] }])
-    );
+    for event in ["SessionStart", "Stop", "SessionEnd"] {
+        assert_eq!(
+            hooks["hooks"][event],
+            json!([{ "hooks": [{ "type": "command", "command": command("codex", event) }] }]),
+            "{event}"
+        );
+    }
 
     // Gemini CLI: its comment and hook kept, hooks-mcp's added after them.
     let settings_text = std::fs::read_to_string(home.join(".gemini/settings.json")).unwrap();
@@ -192,10 +202,13 @@ fn init_registers_every_client_found_keeps_the_users_files_and_removes_byte_for_
         settings["hooks"]["BeforeTool"][1],
         json!({ "matcher": "*", "hooks": [{ "type": "command", "command": command("gemini", "BeforeTool"), "name": "hooks-mcp" }] })
     );
-    assert_eq!(
-        settings["hooks"]["BeforeAgent"][0]["hooks"][0]["command"],
-        command("gemini", "BeforeAgent")
-    );
+    for event in ["BeforeAgent", "AfterAgent", "SessionEnd"] {
+        assert_eq!(
+            settings["hooks"][event],
+            json!([{ "hooks": [{ "type": "command", "command": command("gemini", event), "name": "hooks-mcp" }] }]),
+            "{event}"
+        );
+    }
 
     // Copilot CLI: the server beside the user's, the hooks in hooks-mcp's own file.
     let mcp = json_of(&home.join(".copilot/mcp-config.json"));
@@ -206,10 +219,31 @@ fn init_registers_every_client_found_keeps_the_users_files_and_removes_byte_for_
     );
     let copilot_hooks = json_of(&home.join(".copilot/hooks/hooks-mcp.json"));
     assert_eq!(copilot_hooks["version"], 1);
+    let events: Vec<&str> = copilot_hooks["hooks"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
     assert_eq!(
-        copilot_hooks["hooks"]["PreToolUse"],
-        json!([{ "type": "command", "bash": command("copilot", "PreToolUse"), "timeoutSec": 60 }])
+        events,
+        [
+            "SessionStart",
+            "UserPromptSubmit",
+            "PreToolUse",
+            "PostToolUse",
+            "Stop",
+            "SessionEnd"
+        ],
+        "Claude Code's names: Stop is Copilot CLI's agentStop"
     );
+    for event in events {
+        assert_eq!(
+            copilot_hooks["hooks"][event],
+            json!([{ "type": "command", "bash": command("copilot", event), "timeoutSec": 60 }]),
+            "{event}"
+        );
+    }
 
     // Cursor: its own hook kept.
     let cursor = json_of(&home.join(".cursor/hooks.json"));
@@ -223,6 +257,8 @@ fn init_registers_every_client_found_keeps_the_users_files_and_removes_byte_for_
         "beforeShellExecution",
         "beforeMCPExecution",
         "postToolUse",
+        "stop",
+        "sessionEnd",
     ] {
         assert_eq!(
             cursor["hooks"][event],
@@ -434,6 +470,82 @@ fn status_names_a_client_that_diverges_and_the_last_payload_no_client_could_plac
         text.contains("gemini:      server registered: yes, hooks: yes"),
         "{text}"
     );
+}
+
+#[test]
+fn a_registration_from_before_the_turn_and_session_end_events_is_named_and_completed() {
+    let env = clients_home();
+    env.cli(&["init", "--client", "codex,gemini,copilot,cursor"]);
+    let home = env.home();
+    // What an older init wrote: the same files without the turn's end and the session's end.
+    let older = [
+        (".codex/hooks.json", &["Stop", "SessionEnd"][..]),
+        (".gemini/settings.json", &["AfterAgent", "SessionEnd"]),
+        (".copilot/hooks/hooks-mcp.json", &["Stop", "SessionEnd"]),
+        (".cursor/hooks.json", &["stop", "sessionEnd"]),
+    ];
+    for (file, events) in older {
+        let path = home.join(file);
+        let mut doc = json_of(&path);
+        for event in events {
+            doc["hooks"].as_object_mut().unwrap().remove(*event);
+        }
+        std::fs::write(&path, doc.to_string()).unwrap();
+    }
+
+    let out = env.run(&["status", "--json"], "", &[]);
+    assert_eq!(out.status.code(), Some(2));
+    let status: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let text = status["divergences"].to_string();
+    for (title, events) in [
+        ("Codex:", ["Stop", "SessionEnd"]),
+        ("Gemini CLI:", ["AfterAgent", "SessionEnd"]),
+        ("Cursor:", ["stop", "sessionEnd"]),
+    ] {
+        for event in events {
+            assert!(
+                text.contains(title) && text.contains(&format!("add hooks.{event}")),
+                "{title} {event}: {text}"
+            );
+        }
+    }
+    assert!(text.contains("Copilot CLI:"), "{text}");
+
+    // init completes them (Codex's trust entries with them), and then nothing diverges.
+    let report = env.cli(&["init", "--client", "codex,gemini,copilot,cursor"]);
+    assert!(report.contains("add hooks.Stop"), "{report}");
+    let config = std::fs::read_to_string(home.join(".codex/config.toml")).unwrap();
+    let source = home.join(".codex/hooks.json");
+    for event in ["stop", "session_end"] {
+        let key = format!("[hooks.state.\"{}:{event}:0:0\"]", source.display());
+        assert!(config.contains(&key), "{key} in {config}");
+    }
+    let out = env.run(&["status", "--json"], "", &[]);
+    let status: Value = serde_json::from_slice(&out.stdout).unwrap();
+    for c in status["clients"].as_array().unwrap() {
+        if c["name"] != "vscode" {
+            assert_eq!(c["divergences"], json!([]), "{c}");
+        }
+    }
+    // And --remove takes every one of them out again.
+    env.cli(&[
+        "init",
+        "--remove",
+        "--client",
+        "codex,gemini,copilot,cursor",
+    ]);
+    let codex = std::fs::read_to_string(&source).unwrap_or_default();
+    assert!(!codex.contains("hooks-mcp-hook"), "{codex}");
+    let config = std::fs::read_to_string(home.join(".codex/config.toml")).unwrap();
+    assert!(!config.contains("hooks.state"), "{config}");
+    for file in [
+        ".gemini/settings.json",
+        ".copilot/hooks/hooks-mcp.json",
+        ".cursor/hooks.json",
+    ] {
+        let text = std::fs::read_to_string(home.join(file)).unwrap_or_default();
+        assert!(!text.contains("hooks-mcp-hook"), "{file}: {text}");
+    }
 }
 
 #[test]

@@ -1,7 +1,8 @@
 //! Codex (verified against codex-cli 0.171.0, the npm package's binary): the server as
 //! `[mcp_servers.hooks]` in `config.toml` (`command` and `args`, or `url` with
 //! `bearer_token_env_var`; Codex has no SSE transport), the hooks in `hooks.json` (Claude Code's
-//! matcher groups), and each of them trusted in `config.toml`: Codex runs a user hook only once
+//! matcher groups, `SessionStart` to `SessionEnd`), and each of them trusted in `config.toml`:
+//! Codex runs a user hook only once
 //! `[hooks.state."<hooks.json>:<event>:<group>:<handler>"]` holds its `trusted_hash`, which
 //! `init` writes as Codex computes it (running `init` is the operator's consent, as choosing
 //! "trust" in Codex's `/hooks` would be).
@@ -17,15 +18,16 @@ use super::{Client, Install, TOKEN, set_grouped_hooks};
 use crate::client::{SERVER_NAME, Transport};
 use crate::doc::{FileChange, JsonDoc, TomlDoc};
 
-/// The events registered, as Codex names them.
-const EVENTS: [&str; 4] = [
-    "SessionStart",
-    "UserPromptSubmit",
-    "PreToolUse",
-    "PostToolUse",
-];
+/// The events registered, as Codex names them (Claude Code's): the four of a turn, then `Stop`
+/// (the turn-end push) and `SessionEnd` (the session recorded as ended).
+fn events() -> &'static [&'static str] {
+    Client::Codex.hook_events()
+}
 /// The time limit Codex gives a hook without one, in seconds (part of its trust hash).
 const DEFAULT_TIMEOUT_S: u64 = 600;
+/// The time limit Codex gives a `SessionEnd` hook without one (its
+/// `SESSION_END_DEFAULT_TIMEOUT_SEC`, which `codex app-server`'s `hooks/list` reports).
+const SESSION_END_DEFAULT_TIMEOUT_S: u64 = 1;
 
 /// `$CODEX_HOME`, else `~/.codex`.
 pub(super) fn dir() -> Result<PathBuf, String> {
@@ -64,7 +66,7 @@ pub(super) fn plan(install: Option<&Install<'_>>) -> Result<Vec<FileChange>, Str
     set_grouped_hooks(
         &mut hooks_after,
         &hooks_path,
-        &EVENTS,
+        events(),
         install.map(|_| &group as &dyn Fn(&str) -> Value),
         &mut hook_changes,
     )?;
@@ -143,16 +145,22 @@ pub(crate) fn trust_hash(
 /// is `source`.
 pub(crate) fn trust_entries(source: &str, doc: &Map<String, Value>) -> Vec<(String, String)> {
     let mut entries = Vec::new();
-    for event in EVENTS {
+    for event in events().iter().copied() {
         let groups = doc
             .get("hooks")
             .and_then(|h| h.get(event))
             .and_then(Value::as_array);
         for (g, group) in groups.into_iter().flatten().enumerate() {
-            // Codex reads no matcher for UserPromptSubmit.
-            let matcher = (event != "UserPromptSubmit")
+            // Codex reads no matcher for UserPromptSubmit and Stop (nor hashes one).
+            let matcher = !matches!(event, "UserPromptSubmit" | "Stop");
+            let matcher = matcher
                 .then(|| group.get("matcher").and_then(Value::as_str))
                 .flatten();
+            let default_timeout = if event == "SessionEnd" {
+                SESSION_END_DEFAULT_TIMEOUT_S
+            } else {
+                DEFAULT_TIMEOUT_S
+            };
             let hooks = group.get("hooks").and_then(Value::as_array);
             for (h, hook) in hooks.into_iter().flatten().enumerate() {
                 let Some(command) = hook.get("command").and_then(Value::as_str) else {
@@ -164,7 +172,7 @@ pub(crate) fn trust_entries(source: &str, doc: &Map<String, Value>) -> Vec<(Stri
                 let timeout = hook
                     .get("timeout")
                     .and_then(Value::as_u64)
-                    .unwrap_or(DEFAULT_TIMEOUT_S)
+                    .unwrap_or(default_timeout)
                     .max(1);
                 entries.push((
                     format!("{source}:{}:{g}:{h}", snake(event)),
@@ -435,5 +443,43 @@ mod tests {
             "sha256:d4c75cbb6236ff82d9bd0207d3c311dfe7d5d7550663df919ab4672cbcd62576"
         );
         assert_eq!(snake("UserPromptSubmit"), "user_prompt_submit");
+        // Hooks Codex ran as trusted (`Stop`), and the `currentHash` its `hooks/list`
+        // reported for a `SessionEnd` hook (its default time limit is one second).
+        assert_eq!(
+            trust_hash("Stop", None, "/tmp/probe/log.sh codex Stop", 600),
+            "sha256:e85f46d6ea71dac6c9cbf2be5b61daed4b88cefcb7056c24fe615e9d674e99f0"
+        );
+        assert_eq!(
+            trust_hash("SessionEnd", None, "/tmp/probe/log.sh codex SessionEnd", 1),
+            "sha256:fe9defafe75ff2c514cc995fb1d8b5c1a7ce9733842e169f138a2a55718f169e"
+        );
+        assert_eq!(snake("SessionEnd"), "session_end");
+    }
+
+    #[test]
+    fn a_session_end_hook_is_hashed_with_codexs_one_second_limit() {
+        let source = "/h/.codex/hooks.json";
+        let command = "/x/hooks-mcp-hook hook --client codex SessionEnd";
+        let doc = json!({"hooks": {"SessionEnd": [{"hooks": [{"type": "command", "command": command}]}],
+                                   "Stop": [{"matcher": "ignored", "hooks": [{"type": "command", "command": "/x/hooks-mcp-hook hook --client codex Stop"}]}]}});
+        let entries = trust_entries(source, doc.as_object().unwrap());
+        assert_eq!(
+            entries,
+            vec![
+                (
+                    format!("{source}:stop:0:0"),
+                    trust_hash(
+                        "Stop",
+                        None,
+                        "/x/hooks-mcp-hook hook --client codex Stop",
+                        600
+                    )
+                ),
+                (
+                    format!("{source}:session_end:0:0"),
+                    trust_hash("SessionEnd", None, command, 1)
+                ),
+            ]
+        );
     }
 }

@@ -3,8 +3,9 @@
 //! `~/.copilot/mcp-config.json` (`mcpServers.hooks`: `"type": "local"` with `command` and
 //! `args`, or `"type": "http"`/`"sse"` with `url` and `headers`, and `"tools": ["*"]`), the hooks
 //! in hooks-mcp's own file `~/.copilot/hooks/hooks-mcp.json` (`"version": 1`). The hooks use
-//! Claude Code's event names: Copilot CLI then sends Claude Code compatible payloads, with the
-//! session's id (its own camelCase events document none).
+//! Claude Code's event names (its `Stop` and `SessionEnd` are Copilot CLI's `agentStop` and
+//! `sessionEnd`): Copilot CLI then sends Claude Code compatible payloads, with the session's id
+//! (its own camelCase events document none).
 
 use std::path::PathBuf;
 
@@ -14,13 +15,6 @@ use super::{Client, Install, TOKEN, set_server, token_headers};
 use crate::client::Transport;
 use crate::doc::{FileChange, JsonDoc};
 
-/// The events registered (Claude Code's names, which Copilot CLI accepts).
-const EVENTS: [&str; 4] = [
-    "SessionStart",
-    "UserPromptSubmit",
-    "PreToolUse",
-    "PostToolUse",
-];
 /// How long Copilot CLI waits for a hook, in seconds (condition scripts run inside it).
 const TIMEOUT_S: u64 = 60;
 
@@ -73,7 +67,8 @@ pub(super) fn plan(install: Option<&Install<'_>>) -> Result<Vec<FileChange>, Str
     let hooks = JsonDoc::load(&hooks_path)?;
     let wanted = install.map(|install| {
         let mut events = Map::new();
-        for event in EVENTS {
+        // Claude Code's names, which Copilot CLI accepts.
+        for event in Client::Copilot.hook_events().iter().copied() {
             events.insert(
                 event.into(),
                 json!([{

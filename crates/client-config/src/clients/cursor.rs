@@ -2,7 +2,8 @@
 //! the server in `~/.cursor/mcp.json` (`mcpServers.hooks`: `command` and `args`, or `url` and
 //! `headers`, whose `${env:NAME}` Cursor expands), the hooks in `~/.cursor/hooks.json`
 //! (`"version": 1`, `hooks.<event>`: a list of `{"command": …}`) for `sessionStart`,
-//! `beforeSubmitPrompt`, `beforeShellExecution`, `beforeMCPExecution` and `postToolUse`.
+//! `beforeSubmitPrompt`, `beforeShellExecution`, `beforeMCPExecution`, `postToolUse`, `stop`
+//! (the turn-end push, as a follow-up message) and `sessionEnd`.
 
 use std::path::PathBuf;
 

@@ -4,7 +4,8 @@
 //! `$HOOKS_MCP_TOKEN` is expanded from an environment Gemini CLI redacts of every variable named
 //! like a secret, unless `security.environmentVariableRedaction.allowed` lists it: `init` lists
 //! it there when it writes the header. The hooks are `hooks.<Event>` matcher groups for
-//! `SessionStart`, `BeforeAgent`, `BeforeTool` and `AfterTool`.
+//! `SessionStart`, `BeforeAgent`, `BeforeTool`, `AfterTool`, `AfterAgent` (the turn-end push)
+//! and `SessionEnd`.
 
 use std::path::PathBuf;
 
@@ -13,9 +14,6 @@ use serde_json::{Value, json};
 use super::{Client, Install, TOKEN, set_grouped_hooks, set_server, token_headers};
 use crate::client::Transport;
 use crate::doc::{FileChange, JsonDoc};
-
-/// The events registered, as Gemini CLI names them.
-const EVENTS: [&str; 4] = ["SessionStart", "BeforeAgent", "BeforeTool", "AfterTool"];
 
 /// `$GEMINI_CLI_HOME/.gemini`, else `~/.gemini`.
 pub(super) fn dir() -> Result<PathBuf, String> {
@@ -83,7 +81,7 @@ pub(super) fn plan(install: Option<&Install<'_>>) -> Result<Vec<FileChange>, Str
     set_grouped_hooks(
         &mut after,
         &path,
-        &EVENTS,
+        Client::Gemini.hook_events(),
         install.map(|_| &group as &dyn Fn(&str) -> Value),
         &mut changes,
     )?;

@@ -11,10 +11,21 @@
 //! names, so that condition matchers (`bash.git`, `edit`, `mcp__github`) mean the same for
 //! every client. The event name moves under [`MARKER`] with the client (and the client's own
 //! tool name when it was renamed).
+//!
+//! At a turn's end, the client's word that a stop hook already made the agent go on becomes
+//! `stop_hook_active: true`, which the dispatcher reads before pushing anything (never twice
+//! in a row): Codex, Gemini CLI and Copilot CLI send `stop_hook_active` (Copilot CLI's SDK
+//! spells it `stopHookActive`), Cursor counts its follow-ups in `loop_count`; Cursor's stop of
+//! a turn that was aborted or failed (`status`) is not pushed into either. A prompt that is
+//! hooks-mcp's own turn-end push ([`PUSH_HEADER`]), which Gemini CLI, Copilot CLI and Cursor
+//! submit as the next prompt, is not the operator's: its text moves under [`MARKER`]
+//! (`pushed_prompt`), so that it opens no conditions gate.
 
 use serde_json::{Map, Value, json};
 
+use super::render::PUSH_HEADER;
 use super::{Client, Route};
+use crate::payload::Event;
 
 /// The field of an adapted payload that names the client and its event:
 /// `{"hooks_mcp": {"client": "gemini", "event": "AfterTool", "tool_name": "run_shell_command"}}`.
@@ -110,6 +121,18 @@ pub fn adapt(
         }
     }
     let mut marker = json!({ "client": client.name(), "event": client_event });
+    if route.event == Event::Stop && stop_hook_already_ran(client, &raw) {
+        raw.insert("stop_hook_active".into(), true.into());
+    }
+    if route.event == Event::UserPromptSubmit
+        && raw
+            .get("prompt")
+            .and_then(Value::as_str)
+            .is_some_and(|p| p.trim_start().starts_with(PUSH_HEADER))
+        && let Some(pushed) = raw.insert("prompt".into(), "".into())
+    {
+        marker["pushed_prompt"] = pushed;
+    }
     if route.event.is_tool_event() {
         let (name, input) = tool_call(client, client_event, &raw).ok_or_else(|| {
             format!("the {client_event} payload has no tool name (`tool_name` or `toolName`)")
@@ -126,6 +149,24 @@ pub fn adapt(
     }
     raw.insert(MARKER.into(), marker);
     Ok(raw)
+}
+
+/// Whether the client says this turn's end must not be pushed into: a stop hook already made
+/// the agent go on (`stop_hook_active`, Copilot CLI's SDK `stopHookActive`, Cursor's
+/// `loop_count` above 0), or Cursor's turn was aborted or failed (`status` other than
+/// `completed`).
+fn stop_hook_already_ran(client: Client, raw: &Map<String, Value>) -> bool {
+    let flag = |key: &str| raw.get(key).and_then(Value::as_bool) == Some(true);
+    let followed_up = raw
+        .get("loop_count")
+        .and_then(Value::as_u64)
+        .is_some_and(|n| n > 0);
+    let not_completed = client == Client::Cursor
+        && raw
+            .get("status")
+            .and_then(Value::as_str)
+            .is_some_and(|s| !s.trim().eq_ignore_ascii_case("completed"));
+    flag("stop_hook_active") || flag("stopHookActive") || followed_up || not_completed
 }
 
 /// The tool's name (as the dispatcher names it) and input.
@@ -240,7 +281,6 @@ mod tests {
     #![allow(clippy::unwrap_used)]
 
     use super::*;
-    use crate::payload::Event;
 
     #[test]
     fn client_tools_get_the_dispatchers_names() {
@@ -336,6 +376,69 @@ mod tests {
         // Codex has no such alias.
         let payload = json!({"session_id": "x", "hook_event_name": "userPromptSubmitted"});
         assert!(adapt(Client::Codex, "UserPromptSubmit", prompt, payload).is_err());
+    }
+
+    #[test]
+    fn each_clients_word_for_a_stop_that_already_went_on_is_stop_hook_active() {
+        let stop = Route::whole(Event::Stop);
+        let active = |client: Client, payload: Value| {
+            adapt(client, "x", stop, payload)
+                .unwrap()
+                .get("stop_hook_active")
+                .and_then(Value::as_bool)
+                .unwrap_or(false)
+        };
+        assert!(active(
+            Client::Copilot,
+            json!({"sessionId": "c1", "stopHookActive": true})
+        ));
+        assert!(!active(
+            Client::Copilot,
+            json!({"sessionId": "c1", "stop_hook_active": false})
+        ));
+        assert!(active(
+            Client::Gemini,
+            json!({"session_id": "g1", "stop_hook_active": true})
+        ));
+        let cursor = |loop_count: u64, status: &str| json!({"conversation_id": "k1", "status": status, "loop_count": loop_count});
+        assert!(!active(Client::Cursor, cursor(0, "completed")));
+        assert!(active(Client::Cursor, cursor(1, "completed")));
+        assert!(active(Client::Cursor, cursor(0, "aborted")));
+        assert!(active(Client::Cursor, cursor(0, "error")));
+        // Only at a turn's end.
+        let start = adapt(
+            Client::Cursor,
+            "sessionStart",
+            Route::whole(Event::SessionStart),
+            cursor(1, "completed"),
+        );
+        assert!(!start.unwrap().contains_key("stop_hook_active"));
+    }
+
+    #[test]
+    fn a_prompt_that_is_hooks_mcps_own_push_is_not_the_operators() {
+        let prompt = Route::whole(Event::UserPromptSubmit);
+        let pushed =
+            format!("{PUSH_HEADER}\n[ALERT #3 ops] please add a condition that blocks pushes");
+        let out = adapt(
+            Client::Gemini,
+            "BeforeAgent",
+            prompt,
+            json!({"session_id": "g1", "prompt": pushed}),
+        )
+        .unwrap();
+        assert_eq!(out["prompt"], "");
+        assert_eq!(out[MARKER]["pushed_prompt"], pushed.as_str());
+        let typed = "Please add a condition that blocks force pushes.";
+        let out = adapt(
+            Client::Gemini,
+            "BeforeAgent",
+            prompt,
+            json!({"session_id": "g1", "prompt": typed}),
+        )
+        .unwrap();
+        assert_eq!(out["prompt"], typed);
+        assert!(out[MARKER].get("pushed_prompt").is_none());
     }
 
     #[test]

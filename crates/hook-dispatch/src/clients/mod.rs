@@ -18,6 +18,11 @@
 //! what a local daemon receives and what a PostgreSQL hand-over replays, and the process that
 //! receives it answers for the same client ([`marked`]).
 //!
+//! The turn's end (Codex's and Copilot CLI's `Stop`, Gemini CLI's `AfterAgent`, Cursor's
+//! `stop`) is answered as Claude Code's `Stop`, the session's end as its `SessionEnd`: the
+//! payload's own word that a stop hook already made the agent go on becomes
+//! `stop_hook_active` ([`adapt`]), and the push is said in the client's words ([`render`]).
+//!
 //! A payload the hook cannot place (no session id, an event the client does not have, an
 //! unknown client) is answered with nothing, noted on stderr, and recorded
 //! ([`unplaced`]: the count and the last one, which `hooks-mcp status` shows).
@@ -34,7 +39,7 @@ use std::fmt;
 use crate::payload::Event;
 
 pub use adapt::{MARKER, adapt, detect, marked};
-pub use render::render;
+pub use render::{PUSH_HEADER, render};
 pub use run::{recover, run, run_from_args, run_marked};
 
 /// The agent clients hooks-mcp registers with.
@@ -101,23 +106,47 @@ impl Client {
         }
     }
 
-    /// The client's events hooks-mcp registers, as the client names them, in lifecycle order.
-    /// VS Code registers none of its own: it runs Claude Code's.
+    /// The client's events hooks-mcp registers, as the client names them, in lifecycle order
+    /// (the turn's end and the session's end last). VS Code registers none of its own: it runs
+    /// Claude Code's.
     pub fn hook_events(self) -> &'static [&'static str] {
         match self {
-            Client::Claude | Client::Codex | Client::Copilot => &[
+            Client::Claude => &[
                 "SessionStart",
                 "UserPromptSubmit",
                 "PreToolUse",
                 "PostToolUse",
+                "SubagentStart",
+                "SubagentStop",
+                "Stop",
+                "SessionEnd",
             ],
-            Client::Gemini => &["SessionStart", "BeforeAgent", "BeforeTool", "AfterTool"],
+            // Copilot CLI's `Stop` and `SessionEnd` are the Claude Code compatible names of
+            // its `agentStop` and `sessionEnd`.
+            Client::Codex | Client::Copilot => &[
+                "SessionStart",
+                "UserPromptSubmit",
+                "PreToolUse",
+                "PostToolUse",
+                "Stop",
+                "SessionEnd",
+            ],
+            Client::Gemini => &[
+                "SessionStart",
+                "BeforeAgent",
+                "BeforeTool",
+                "AfterTool",
+                "AfterAgent",
+                "SessionEnd",
+            ],
             Client::Cursor => &[
                 "sessionStart",
                 "beforeSubmitPrompt",
                 "beforeShellExecution",
                 "beforeMCPExecution",
                 "postToolUse",
+                "stop",
+                "sessionEnd",
             ],
             Client::VsCode => &[],
         }
@@ -128,22 +157,24 @@ impl Client {
     pub fn handled_events(self) -> Vec<&'static str> {
         match self {
             Client::Claude => Event::ALL.map(Event::name).to_vec(),
-            Client::Codex | Client::Copilot | Client::VsCode => {
-                Event::CORE.map(Event::name).to_vec()
+            Client::VsCode => Event::CORE.map(Event::name).to_vec(),
+            Client::Codex | Client::Copilot | Client::Gemini | Client::Cursor => {
+                self.hook_events().to_vec()
             }
-            Client::Gemini | Client::Cursor => self.hook_events().to_vec(),
         }
     }
 
     /// The client's event `name` under the name hooks-mcp registers it by: Copilot CLI's own
-    /// camelCase `userPromptSubmitted` (any case) is its `UserPromptSubmit`; every other name
-    /// as it is.
+    /// camelCase `userPromptSubmitted` and `agentStop` (any case) are its `UserPromptSubmit`
+    /// and `Stop`; every other name as it is.
     pub fn registered_name(self, name: &str) -> &str {
+        let name = name.trim();
         match self {
-            Client::Copilot if name.trim().eq_ignore_ascii_case("userPromptSubmitted") => {
+            Client::Copilot if name.eq_ignore_ascii_case("userPromptSubmitted") => {
                 "UserPromptSubmit"
             }
-            _ => name.trim(),
+            Client::Copilot if name.eq_ignore_ascii_case("agentStop") => "Stop",
+            _ => name,
         }
     }
 
@@ -162,6 +193,10 @@ impl Client {
                     Some(Route::CONDITIONS_BEFORE_TOOL)
                 } else if is("AfterTool") {
                     Some(Route::DELIVER_AFTER_TOOL)
+                } else if is("AfterAgent") {
+                    Some(Route::whole(Event::Stop))
+                } else if is("SessionEnd") {
+                    Some(Route::whole(Event::SessionEnd))
                 } else {
                     None
                 }
@@ -176,18 +211,28 @@ impl Client {
                     Some(Route::CONDITIONS_BEFORE_TOOL)
                 } else if is("postToolUse") {
                     Some(Route::DELIVER_AFTER_TOOL)
+                } else if is("stop") {
+                    Some(Route::whole(Event::Stop))
+                } else if is("sessionEnd") {
+                    Some(Route::whole(Event::SessionEnd))
                 } else {
                     None
                 }
             }
-            // Copilot CLI's own camelCase names (`userPromptSubmitted`) map like its PascalCase
-            // ones, which are Claude Code's.
+            // Copilot CLI's own camelCase names (`userPromptSubmitted`, `agentStop`) map like
+            // its PascalCase ones, which are Claude Code's.
             Client::Copilot if self.registered_name(name) != name => {
                 self.route(self.registered_name(name))
             }
             Client::Claude => Event::parse(name).map(Route::whole),
-            // Claude Code's lifecycle events beyond the four are its own.
-            Client::Codex | Client::Copilot | Client::VsCode => Event::parse(name)
+            // Codex and Copilot CLI: Claude Code's names, the turn's end and the session's end
+            // among them; the subagent events are Claude Code's alone.
+            Client::Codex | Client::Copilot => Event::parse(name)
+                .filter(|e| Event::CORE.contains(e) || matches!(e, Event::Stop | Event::SessionEnd))
+                .map(Route::whole),
+            // VS Code's own client name takes the four (its turn's end and session's end come
+            // through Claude Code's hooks, which it runs).
+            Client::VsCode => Event::parse(name)
                 .filter(|e| Event::CORE.contains(e))
                 .map(Route::whole),
         }
@@ -298,7 +343,28 @@ mod tests {
             Client::Claude.route("pretooluse"),
             Some(Route::whole(Event::PreToolUse))
         );
-        assert_eq!(Client::Codex.route("Stop"), None);
+        assert_eq!(Client::Codex.route("Stop"), Some(Route::whole(Event::Stop)));
+        assert_eq!(Client::Codex.route("SubagentStop"), None);
+        assert_eq!(
+            Client::Gemini.route("AfterAgent"),
+            Some(Route::whole(Event::Stop))
+        );
+        assert_eq!(
+            Client::Cursor.route("sessionEnd"),
+            Some(Route::whole(Event::SessionEnd))
+        );
+        for name in ["Stop", "agentStop", "AgentStop"] {
+            assert_eq!(
+                Client::Copilot.route(name),
+                Some(Route::whole(Event::Stop)),
+                "{name}"
+            );
+        }
+        assert_eq!(
+            Client::Copilot.route("sessionEnd"),
+            Some(Route::whole(Event::SessionEnd))
+        );
+        assert_eq!(Client::VsCode.route("Stop"), None);
         assert_eq!(
             Client::Gemini.route("BeforeTool").map(|r| r.steps),
             Some(&[Step::Conditions][..])

@@ -15,6 +15,14 @@
 //!   `beforeSubmitPrompt`, `permission` with `user_message` and `agent_message` on
 //!   `beforeShellExecution` and `beforeMCPExecution`.
 //!
+//! At the turn's end, what the turn did not show makes the agent go on, in each client's
+//! words: Codex's and Copilot CLI's `Stop` answer `{"decision": "block", "reason": …}`
+//! (Claude Code's), Gemini CLI's `AfterAgent` `{"decision": "deny", "reason": …}`, Cursor's
+//! `stop` `{"followup_message": …}`. The reason starts with [`PUSH_HEADER`]: these clients
+//! give it to the agent as its next prompt (Gemini CLI, Cursor and Copilot CLI submit it as
+//! one), and a prompt that is hooks-mcp's own push is not the operator's words (it opens no
+//! conditions gate, [`super::adapt()`]). The session's end answers nothing.
+//!
 //! Nothing to say is no output, except where the client expects an answer (Cursor's
 //! `beforeSubmitPrompt`). What a client cannot apply is left out and said in the returned
 //! notes (the hook's stderr).
@@ -27,6 +35,11 @@ use crate::payload::Event;
 
 /// The reason given with a denial that came without one (Codex and Gemini CLI require one).
 const DENIED: &str = "denied by a hooks-mcp condition";
+
+/// The first line of a turn-end push to another client than Claude Code, which the client
+/// gives the agent as its next prompt.
+pub const PUSH_HEADER: &str = "[hooks-mcp] Published during this turn, for you to read before \
+                               you stop:";
 
 /// The JSON to print for `response` in `client`'s format, for its event `client_event`
 /// answered as `route`, about `tool_name`; and lines for the operator about what the client
@@ -79,6 +92,13 @@ fn as_text(value: &Value) -> String {
     }
 }
 
+/// The reason a turn-end push gives: [`PUSH_HEADER`], then what the turn did not show; `None`
+/// when there is nothing to push.
+fn turn_end(response: &Response) -> Option<String> {
+    (!response.block_reasons.is_empty())
+        .then(|| format!("{PUSH_HEADER}\n{}", response.block_reasons.join("\n")))
+}
+
 /// The reasons of the decision, or `None`.
 fn reasons(response: &Response) -> Option<String> {
     match &response.decision {
@@ -111,8 +131,14 @@ fn fields(pairs: Vec<(&str, Option<Value>)>) -> Map<String, Value> {
 fn codex(event: Event, response: &Response, notes: &mut Vec<String>) -> Option<Value> {
     let additional = context(response).map(Value::from);
     match event {
-        // Claude Code's own events: never routed to this client (`Client::route`).
-        Event::Stop | Event::SubagentStart | Event::SubagentStop | Event::SessionEnd => None,
+        // Codex's `Stop` takes Claude Code's answer (stop.command.output: a `block` needs a
+        // non-empty reason, which Codex gives the agent to go on with).
+        Event::Stop => {
+            turn_end(response).map(|reason| json!({ "decision": "block", "reason": reason }))
+        }
+        // Its `SessionEnd` reads no answer; the subagent events are Claude Code's alone
+        // (`Client::route`).
+        Event::SessionEnd | Event::SubagentStart | Event::SubagentStop => None,
         Event::SessionStart | Event::UserPromptSubmit => specific(
             event.name(),
             fields(vec![("additionalContext", additional)]),
@@ -201,8 +227,13 @@ fn codex(event: Event, response: &Response, notes: &mut Vec<String>) -> Option<V
 
 fn gemini(event: Event, response: &Response) -> Option<Value> {
     match event {
-        // Claude Code's own events: never routed to this client (`Client::route`).
-        Event::Stop | Event::SubagentStart | Event::SubagentStop | Event::SessionEnd => None,
+        // `AfterAgent`: a denial rejects the turn's response and sends the reason to the
+        // agent as a new prompt.
+        Event::Stop => {
+            turn_end(response).map(|reason| json!({ "decision": "deny", "reason": reason }))
+        }
+        // `SessionEnd` is not waited for; the subagent events are Claude Code's alone.
+        Event::SessionEnd | Event::SubagentStart | Event::SubagentStop => None,
         Event::SessionStart => specific(
             "SessionStart",
             fields(vec![(
@@ -279,8 +310,16 @@ fn copilot(event: Event, response: &Response) -> Option<Value> {
     let mut top = Map::new();
     let mut nested = Map::new();
     match event {
-        // Claude Code's own events: never routed to this client (`Client::route`).
-        Event::Stop | Event::SubagentStart | Event::SubagentStop | Event::SessionEnd => {}
+        // `agentStop` (registered as `Stop`): a `block` enqueues the reason as the agent's
+        // next prompt.
+        Event::Stop => {
+            if let Some(reason) = turn_end(response) {
+                top.insert("decision".into(), "block".into());
+                top.insert("reason".into(), reason.into());
+            }
+        }
+        // `sessionEnd`'s output is not read; the subagent events are Claude Code's alone.
+        Event::SessionEnd | Event::SubagentStart | Event::SubagentStop => {}
         Event::SessionStart | Event::UserPromptSubmit => {
             if let Some(text) = context(response) {
                 top.insert("additionalContext".into(), text.clone().into());
@@ -332,8 +371,10 @@ fn copilot(event: Event, response: &Response) -> Option<Value> {
 
 fn cursor(event: Event, response: &Response) -> Option<Value> {
     match event {
-        // Claude Code's own events: never routed to this client (`Client::route`).
-        Event::Stop | Event::SubagentStart | Event::SubagentStop | Event::SessionEnd => None,
+        // `stop`: a follow-up message is submitted as the next user message.
+        Event::Stop => turn_end(response).map(|text| json!({ "followup_message": text })),
+        // `sessionEnd` is fire-and-forget; the subagent events are Claude Code's alone.
+        Event::SessionEnd | Event::SubagentStart | Event::SubagentStop => None,
         Event::SessionStart => {
             context(response).map(|text| json!({ "additional_context": text, "continue": true }))
         }
@@ -435,6 +476,50 @@ mod tests {
         assert_eq!(
             answer,
             Some(json!({"decision": "deny", "reason": "[redacted]\n\n[CRITICAL #3 ops] freeze"}))
+        );
+    }
+
+    #[test]
+    fn a_turn_end_push_takes_each_clients_words_and_the_session_end_none() {
+        let mut r = response(&[]);
+        r.block_reasons.push("[ALERT #3 ops] freeze".into());
+        let reason = format!("{PUSH_HEADER}\n[ALERT #3 ops] freeze");
+        let stop = Route::whole(Event::Stop);
+        for (client, name, expected) in [
+            (
+                Client::Codex,
+                "Stop",
+                json!({"decision": "block", "reason": reason}),
+            ),
+            (
+                Client::Copilot,
+                "Stop",
+                json!({"decision": "block", "reason": reason}),
+            ),
+            (
+                Client::Gemini,
+                "AfterAgent",
+                json!({"decision": "deny", "reason": reason}),
+            ),
+            (Client::Cursor, "stop", json!({"followup_message": reason})),
+        ] {
+            let (answer, notes) = render(client, name, stop, &r, "");
+            assert_eq!(answer, Some(expected), "{client}");
+            assert!(notes.is_empty(), "{client}: {notes:?}");
+            let (end, _) = render(
+                client,
+                "SessionEnd",
+                Route::whole(Event::SessionEnd),
+                &r,
+                "",
+            );
+            assert_eq!(end, None, "{client}");
+        }
+        // Claude Code's own answer keeps its reason as it was.
+        let (claude, _) = render(Client::Claude, "Stop", stop, &r, "");
+        assert_eq!(
+            claude,
+            Some(json!({"decision": "block", "reason": "[ALERT #3 ops] freeze"}))
         );
     }
 
