@@ -417,6 +417,10 @@ fn the_full_binary_answers_hooks_exactly_like_the_lean_one() {
     ]);
     let payload = fixture("pre_tool_use_bash").to_string();
     let lean = env.run(&["hook", "PreToolUse"], &payload, &[]);
+    // The same payload for another call (a call reported twice counts once).
+    let mut next = fixture("pre_tool_use_bash");
+    crate::support::fresh_call_id(&mut next);
+    let payload = next.to_string();
     let full = {
         let mut c = std::process::Command::new(full_bin());
         c.args(["hook", "PreToolUse"])

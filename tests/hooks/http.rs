@@ -117,6 +117,8 @@ fn command_and_http_answers_agree(env: &Env, daemon: &Daemon) {
             let mut p = payload.clone();
             p["session_id"] = session.into();
             p["cwd"] = cwd.display().to_string().into();
+            // Each pass is a new tool call (a call reported twice counts once).
+            crate::support::fresh_call_id(&mut p);
             p.to_string()
         };
         let command = env.run(

@@ -41,7 +41,18 @@ pub fn client_fixture(name: &str) -> Value {
 pub fn fixture_for(name: &str, session: &str) -> Value {
     let mut v = fixture(name);
     v["session_id"] = session.into();
+    fresh_call_id(&mut v);
     v
+}
+
+/// A tool call's `tool_use_id` made new, as a client's is for each call: the store counts a
+/// call reported twice (the same id) once.
+pub fn fresh_call_id(payload: &mut Value) {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    if payload.get("tool_use_id").is_some() {
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        payload["tool_use_id"] = format!("toolu_test_{n}").into();
+    }
 }
 
 /// A `PreToolUse` payload for a Bash command.

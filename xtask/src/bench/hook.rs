@@ -123,6 +123,19 @@ const PRE_TOOL_USE: &str = r#"{"session_id":"9f3c2a71-5d0e-4b8a-a6f2-3c1d7e0b4a9
 /// The session of the payloads.
 const KNOWN_SESSION: &str = "9f3c2a71-5d0e-4b8a-a6f2-3c1d7e0b4a95";
 
+/// The tool call of [`PRE_TOOL_USE`]: each run replaces it with one of its own, as each of a
+/// client's tool calls has its own (the store counts a call reported twice once, and a bench
+/// repeating one id would time that path instead).
+const KNOWN_CALL: &str = "toolu_01HkY3Jq8cV2mX5nT7pR9wZa";
+
+/// `payload` with its tool call's id made the `n`th of this process.
+fn new_call(payload: &str, n: usize) -> String {
+    payload.replace(
+        KNOWN_CALL,
+        &format!("toolu_bench_{}_{n}", std::process::id()),
+    )
+}
+
 /// Set (to anything) for a measuring worker: each run gets a session id of its own instead of
 /// the payload's [`KNOWN_SESSION`], so each is a new session's first event.
 const NEW_SESSION_ENV: &str = "HOOKS_MCP_BENCH_NEW_SESSION";
@@ -358,8 +371,9 @@ fn measure_http_hooks(args: &Args, full: &Path, home: &Path) -> anyhow::Result<V
         let mut client = Conn::connect(daemon.addr())?.with_token(BENCH_TOKEN);
         let mut samples = Vec::with_capacity(args.runs);
         for i in 0..args.warmup + args.runs {
+            let payload = new_call(payload, i);
             let started = Instant::now();
-            let reply = client.request_at("POST", &format!("/hooks/{event}"), payload)?;
+            let reply = client.request_at("POST", &format!("/hooks/{event}"), &payload)?;
             let elapsed = started.elapsed();
             if reply.status != 200 && reply.status != 204 {
                 bail!("{label}: HTTP {}: {}", reply.status, reply.body);
@@ -717,12 +731,12 @@ fn measure_worker(
     let (mut output_max, mut context_max) = (0_usize, 0_usize);
     for i in 0..warmup + runs {
         let input = if new_session {
-            input.replace(
+            new_call(&input, i).replace(
                 KNOWN_SESSION,
                 &format!("new-{}-{i}-{}", std::process::id(), super::now_ms()),
             )
         } else {
-            input.clone()
+            new_call(&input, i)
         };
         let started = Instant::now();
         let mut child = Command::new(program)
