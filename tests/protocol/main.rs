@@ -13,6 +13,7 @@ mod support;
 
 mod boundary;
 mod clients;
+mod contention;
 mod errors;
 mod handoff;
 mod handshake;

@@ -569,12 +569,18 @@ impl HooksServer {
             let policy = call_policy.as_ref().unwrap_or(&inner.session);
             let ctx = CallContext::new(now, policy, &inner.extensions).with_client(&client);
             let result = handler(&ctx, args);
-            if let Some(sighted) = sighting(&inner, transport, named.as_deref(), now) {
-                sighted.record();
-            }
-            (result, ctx.take_content())
+            let sighted = sighting(&inner, transport, named.as_deref(), now);
+            (result, ctx.take_content(), sighted)
         })
         .await;
+        // The sighting is a write of its own: the answer does not wait for it (another
+        // writer holding the store would delay every reply, reads included, by its lock).
+        let outcome = outcome.map(|(result, content, sighted)| {
+            if let Some(sighted) = sighted {
+                drop(tokio::task::spawn_blocking(move || sighted.record()));
+            }
+            (result, content)
+        });
         Ok(match outcome {
             Ok((Ok(value), content)) => shaped(value, content),
             Ok((Err(error), _)) => tool_error(&error),
