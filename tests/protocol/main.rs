@@ -18,6 +18,7 @@ mod errors;
 mod handoff;
 mod handshake;
 mod lazy;
+mod pipes;
 mod push;
 mod python_clients;
 mod resources;

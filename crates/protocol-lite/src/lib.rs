@@ -9,8 +9,9 @@
 //!   the exact error replies the specification asks for (`-32700` with `"id": null`, `-32600`,
 //!   `-32602` for a malformed `tools/call`). Both the lightweight front end and the full server
 //!   use it, so both answer bad input identically.
-//! - [`diag`]: diagnostics on stderr that ignore write errors (`diag!`): a closed or full
-//!   stderr never takes a process down.
+//! - [`diag`]: diagnostics on stderr that ignore write errors and never block (`diag!`): a
+//!   closed or full stderr never takes a process down or stalls it; what it cannot take at
+//!   once is dropped.
 //! - [`handshake`]: the server's identity and capabilities, defined once, and protocol version
 //!   negotiation; the full server builds its rmcp `initialize` and `server/discover` results
 //!   from the same JSON.
@@ -35,7 +36,7 @@
 //!
 //! No tokio, no rmcp, no store, no tool implementations: this crate is the whole protocol
 //! surface of a process that most agent sessions never take past `tools/list`, and it must stay
-//! small. Only `serde`/`serde_json` and `thiserror`.
+//! small. Only `serde`/`serde_json`, `thiserror` and `rustix` (`poll` on stderr, for [`diag`]).
 //!
 //! # Example
 //!

@@ -4,7 +4,7 @@
 //! must, and hands the session to the full server by `exec` on the first request it cannot
 //! serve.
 
-use std::io::{self, Stdin, StdoutLock, Write};
+use std::io::{self, BufWriter, Stdout, Write};
 use std::ops::Range;
 use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
@@ -26,6 +26,10 @@ use crate::watch::{Pacer, StoreWatch};
 
 /// How much stdin is read at a time.
 const CHUNK: usize = 4 * 1024;
+
+/// The buffer in front of stdout (what std's own stdout buffer holds): the pieces of a
+/// `tools/list` reply go out in few writes.
+const OUT_BUFFER: usize = 1024;
 
 /// The session's input: stdin read into a buffer of our own (never through std's buffered
 /// `Stdin`), so the bytes read ahead of a handoff are ours to forward.
@@ -65,8 +69,9 @@ impl Input {
         }
     }
 
-    /// Reads once from `stdin` (what is there, up to [`CHUNK`] bytes).
-    fn fill(&mut self, stdin: &Stdin) -> io::Result<()> {
+    /// Reads once from `stdin` (what is there, up to [`CHUNK`] bytes; nothing when a
+    /// non-blocking stdin has nothing after all).
+    fn fill(&mut self, stdin: impl AsFd) -> io::Result<()> {
         if self.start > 0 {
             self.buf.drain(..self.start);
             self.scanned = self.scanned.saturating_sub(self.start);
@@ -74,7 +79,7 @@ impl Input {
         }
         let mut chunk = [0u8; CHUNK];
         loop {
-            match rustix::io::read(stdin.as_fd(), &mut chunk[..]) {
+            match rustix::io::read(&stdin, &mut chunk[..]) {
                 Ok(0) => {
                     self.eof = true;
                     return Ok(());
@@ -84,8 +89,48 @@ impl Input {
                     return Ok(());
                 }
                 Err(rustix::io::Errno::INTR) => {}
+                // Non-blocking stdin (a parent's pipe) with nothing there after all: the loop
+                // polls again.
+                Err(rustix::io::Errno::AGAIN) => return Ok(()),
                 Err(e) => return Err(e.into()),
             }
+        }
+    }
+}
+
+/// stdout written straight to its descriptor (not through std's buffered `Stdout`), waiting
+/// for it to be writable when a write would block: a parent may hand the front end a
+/// non-blocking pipe, and a reply is never cut short because the client reads slowly. Only a
+/// real error (the client closed its end: `EPIPE`) fails a write.
+#[derive(Debug)]
+struct Output<F>(F);
+
+impl<F: AsFd> Write for Output<F> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        loop {
+            match rustix::io::write(&self.0, buf) {
+                Ok(n) => return Ok(n),
+                Err(rustix::io::Errno::INTR) => {}
+                Err(rustix::io::Errno::AGAIN) => writable(&self.0)?,
+                Err(e) => return Err(e.into()),
+            }
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Waits, as long as the client takes, until `fd` can be written (or reports an error, which
+/// the next write returns).
+fn writable(fd: &impl AsFd) -> io::Result<()> {
+    let mut fds = [PollFd::new(fd, PollFlags::OUT)];
+    loop {
+        match poll(&mut fds, None) {
+            Ok(_) => return Ok(()),
+            Err(rustix::io::Errno::INTR) => {}
+            Err(e) => return Err(e.into()),
         }
     }
 }
@@ -142,7 +187,7 @@ enum Flow {
 /// The loop's state.
 struct Front<'a> {
     session: LightSession,
-    out: StdoutLock<'static>,
+    out: BufWriter<Output<Stdout>>,
     mode: &'a StartMode,
     /// The SQLite store's database file, when a watch on it is possible.
     store: Option<PathBuf>,
@@ -167,7 +212,7 @@ pub(crate) fn serve(
     let mut input = Input::new();
     let mut front = Front {
         session,
-        out: io::stdout().lock(),
+        out: BufWriter::with_capacity(OUT_BUFFER, Output(io::stdout())),
         mode,
         store,
         stdio: launch::stdio_binary(),
@@ -369,7 +414,8 @@ impl Front<'_> {
         self.flushed(written)
     }
 
-    /// Flushes after a write; a failure means the client closed its end: nothing left to serve.
+    /// Flushes after a write; a failure means the client closed its end (a write that would
+    /// block waits instead): nothing left to serve.
     fn flushed(&mut self, written: io::Result<()>) -> Flow {
         match written.and_then(|()| self.out.flush()) {
             Ok(()) => Flow::Continue,
@@ -407,6 +453,71 @@ mod tests {
             scanned: 0,
             eof,
         }
+    }
+
+    #[test]
+    fn a_non_blocking_pipe_read_slowly_gets_every_byte() {
+        use rustix::fs::{OFlags, fcntl_getfl, fcntl_setfl};
+        use std::io::Read;
+
+        let (mut reader, writer) = io::pipe().unwrap();
+        fcntl_setfl(&writer, fcntl_getfl(&writer).unwrap() | OFlags::NONBLOCK).unwrap();
+        // Lines far longer than the pipe holds, so that writes would block.
+        let lines: Vec<Vec<u8>> = (0..20u8)
+            .map(|i| {
+                let mut line = vec![b'a' + i; 100_000 + usize::from(i)];
+                line.push(b'\n');
+                line
+            })
+            .collect();
+        let expected = lines.concat();
+        let slow = std::thread::spawn(move || {
+            let mut got = Vec::new();
+            let mut chunk = [0u8; 8192];
+            loop {
+                std::thread::sleep(Duration::from_micros(200));
+                match reader.read(&mut chunk).unwrap() {
+                    0 => return got,
+                    n => got.extend_from_slice(&chunk[..n]),
+                }
+            }
+        });
+        let mut out = BufWriter::with_capacity(OUT_BUFFER, Output(writer));
+        for line in &lines {
+            out.write_all(line).unwrap();
+            out.flush().unwrap();
+        }
+        drop(out);
+        assert!(
+            slow.join().unwrap() == expected,
+            "every line whole and in order"
+        );
+    }
+
+    #[test]
+    fn a_non_blocking_stdin_with_nothing_there_is_read_again_later() {
+        use rustix::fs::{OFlags, fcntl_getfl, fcntl_setfl};
+
+        let (reader, mut writer) = io::pipe().unwrap();
+        fcntl_setfl(&reader, fcntl_getfl(&reader).unwrap() | OFlags::NONBLOCK).unwrap();
+        let mut i = input(b"", false);
+        i.fill(&reader).unwrap();
+        assert!(!i.eof && i.buf.is_empty());
+        writer.write_all(b"{}\n").unwrap();
+        i.fill(&reader).unwrap();
+        assert_eq!(i.buf, b"{}\n");
+        drop(writer);
+        i.fill(&reader).unwrap();
+        assert!(i.eof);
+    }
+
+    #[test]
+    fn a_closed_pipe_fails_the_write() {
+        let (reader, writer) = io::pipe().unwrap();
+        drop(reader);
+        let mut out = Output(writer);
+        let err = out.write_all(b"{}\n").unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::BrokenPipe);
     }
 
     #[test]
