@@ -277,7 +277,14 @@ fn companions_with_stdio(script: &str) -> tempfile::TempDir {
 
 #[test]
 fn a_failing_listing_child_is_an_internal_error_and_the_session_goes_on() {
-    for script in ["echo broken >&2; exit 3", "echo not-json"] {
+    for (script, says) in [
+        // The client cannot see stderr: the child's reason is in the answer.
+        (
+            "echo 'cannot open the store: locked' >&2; exit 3",
+            "(exit status: 3): cannot open the store: locked",
+        ),
+        ("echo not-json", "output is unusable"),
+    ] {
         let dir = companions_with_stdio(script);
         let full = dir.path().join("hooks-mcp-full");
         let mut s = Server::with(Options {
@@ -286,11 +293,9 @@ fn a_failing_listing_child_is_an_internal_error_and_the_session_goes_on() {
         });
         let r = s.ask(&modern(1, "resources/list", json!({})));
         assert_eq!(r["error"]["code"], -32603, "{r}");
+        let message = r["error"]["message"].as_str().unwrap();
         assert!(
-            r["error"]["message"]
-                .as_str()
-                .unwrap()
-                .contains("cannot list the resources"),
+            message.contains("cannot list the resources") && message.contains(says),
             "{r}"
         );
         // Still serving, still light.

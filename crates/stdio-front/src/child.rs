@@ -4,7 +4,7 @@
 
 use std::io::{self, Read};
 use std::path::Path;
-use std::process::{ChildStdout, Command, Stdio};
+use std::process::{ChildStderr, ChildStdout, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use rustix::event::{PollFd, PollFlags, Timespec, poll};
@@ -28,8 +28,13 @@ pub(crate) struct Named<'a> {
     pub(crate) limit_setting: Option<&'static str>,
 }
 
-/// Runs `command` (stdin closed, stderr shared) and returns its standard output, once it
-/// exited successfully within `limit`; a child past the limit is killed.
+/// The most of a child's stderr kept, its end (its last line says why it failed).
+const STDERR_ROOM: usize = 64 * 1024;
+
+/// Runs `command` (stdin closed) and returns its standard output, once it exited successfully
+/// within `limit`; a child past the limit is killed. What it writes to stderr is passed on to
+/// this process's stderr, and a failed child's last line of it is the error's reason (the
+/// client, which cannot see stderr, reads it in the answer).
 ///
 /// # Errors
 /// [`FrontError::Spawn`], [`FrontError::TimedOut`], [`FrontError::Read`] or
@@ -43,7 +48,7 @@ pub(crate) fn output_of(
     let mut child = command
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
+        .stderr(Stdio::piped())
         .spawn()
         .map_err(|source| FrontError::Spawn {
             what,
@@ -51,8 +56,10 @@ pub(crate) fn output_of(
             hint: named.hint.to_owned(),
             source,
         })?;
+    let mut stderr = child.stderr.take();
+    let mut said = Vec::new();
     let read = match child.stdout.take() {
-        Some(mut stdout) => read_within(&mut stdout, limit),
+        Some(mut stdout) => read_within(&mut stdout, stderr.as_mut(), &mut said, limit),
         None => Err(Stop::Io(io::Error::other("no stdout pipe"))),
     };
     if read.is_err() {
@@ -60,7 +67,16 @@ pub(crate) fn output_of(
     }
     let status = child
         .wait()
-        .map_err(|source| FrontError::Read { what, source })?;
+        .map_err(|source| FrontError::Read { what, source });
+    // What it wrote last, now that it is gone (without waiting on a descendant holding it).
+    if let Some(pipe) = stderr.as_mut() {
+        let _ = read_available(pipe, &mut said);
+    }
+    let said = String::from_utf8_lossy(&said);
+    if !said.trim().is_empty() {
+        protocol_lite::diag!("{}", said.trim_end());
+    }
+    let status = status?;
     let output = match read {
         Ok(output) => output,
         Err(Stop::Io(source)) => return Err(FrontError::Read { what, source }),
@@ -73,9 +89,40 @@ pub(crate) fn output_of(
         }
     };
     if !status.success() {
-        return Err(FrontError::Failed { what, status });
+        let reason = said
+            .lines()
+            .map(str::trim)
+            .rfind(|line| !line.is_empty())
+            .map(|line| line.chars().take(1000).collect());
+        return Err(FrontError::Failed {
+            what,
+            status,
+            reason,
+        });
     }
     Ok(output)
+}
+
+/// Appends to `kept` what `pipe` holds now (non-blocking), keeping the last [`STDERR_ROOM`]
+/// bytes: whether the pipe reached its end.
+fn read_available(pipe: &mut ChildStderr, kept: &mut Vec<u8>) -> io::Result<bool> {
+    rustix::io::ioctl_fionbio(&*pipe, true)?;
+    let mut chunk = [0u8; 4096];
+    loop {
+        match pipe.read(&mut chunk) {
+            Ok(0) => return Ok(true),
+            Ok(n) => {
+                // The end matters (the reason comes last): keep the last STDERR_ROOM bytes.
+                kept.extend_from_slice(&chunk[..n]);
+                if kept.len() > STDERR_ROOM {
+                    kept.drain(..kept.len() - STDERR_ROOM);
+                }
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(false),
+            Err(e) => return Err(e),
+        }
+    }
 }
 
 /// Why [`read_within`] stopped.
@@ -84,8 +131,14 @@ enum Stop {
     TimedOut,
 }
 
-/// Reads `pipe` to its end, failing once `limit` has passed.
-fn read_within(pipe: &mut ChildStdout, limit: Duration) -> Result<Vec<u8>, Stop> {
+/// Reads `pipe` to its end, failing once `limit` has passed; meanwhile keeps what the child
+/// writes to `stderr` in `said` (so that a child with much to say never blocks on it).
+fn read_within(
+    pipe: &mut ChildStdout,
+    mut stderr: Option<&mut ChildStderr>,
+    said: &mut Vec<u8>,
+    limit: Duration,
+) -> Result<Vec<u8>, Stop> {
     let deadline = Instant::now() + limit;
     // Non-blocking, so each read takes what is there and the wait happens in `poll`.
     rustix::io::ioctl_fionbio(&*pipe, true).map_err(|e| Stop::Io(e.into()))?;
@@ -96,12 +149,23 @@ fn read_within(pipe: &mut ChildStdout, limit: Duration) -> Result<Vec<u8>, Stop>
             return Err(Stop::TimedOut);
         }
         let timeout = timespec(left);
-        let mut fds = [PollFd::new(&*pipe, PollFlags::IN)];
-        match poll(&mut fds, Some(&timeout)) {
-            Ok(0) => return Err(Stop::TimedOut),
-            Ok(_) => {}
-            Err(rustix::io::Errno::INTR) => continue,
-            Err(e) => return Err(Stop::Io(e.into())),
+        let ready = {
+            let mut fds = vec![PollFd::new(&*pipe, PollFlags::IN)];
+            if let Some(err) = stderr.as_deref() {
+                fds.push(PollFd::new(err, PollFlags::IN));
+            }
+            match poll(&mut fds, Some(&timeout)) {
+                Ok(0) => return Err(Stop::TimedOut),
+                Ok(_) => fds.get(1).is_some_and(|fd| !fd.revents().is_empty()),
+                Err(rustix::io::Errno::INTR) => continue,
+                Err(e) => return Err(Stop::Io(e.into())),
+            }
+        };
+        if ready && let Some(err) = stderr.as_deref_mut() {
+            // At its end (or failing): stop watching it.
+            if read_available(err, said).unwrap_or(true) {
+                stderr = None;
+            }
         }
         // Appends what is there; "would block" means the child is not done yet.
         match pipe.read_to_end(&mut text) {
@@ -156,6 +220,14 @@ mod tests {
         let failed = output_of(sh("exit 3"), Duration::from_secs(10), NAMED).unwrap_err();
         assert!(matches!(failed, FrontError::Failed { .. }), "{failed}");
         assert!(failed.to_string().starts_with("the test child failed ("));
+
+        // Its last line on stderr is the reason, for a client that cannot see stderr; much
+        // said before it never blocks the child.
+        let script = "head -c 200000 /dev/zero | tr '\\0' x >&2; echo >&2; \
+                      echo 'no store: locked' >&2; exit 1";
+        let failed = output_of(sh(script), Duration::from_secs(10), NAMED).unwrap_err();
+        let text = failed.to_string();
+        assert!(text.ends_with("): no store: locked"), "{text}");
 
         let slow = output_of(sh("exec sleep 30"), Duration::from_millis(200), NAMED).unwrap_err();
         assert_eq!(

@@ -47,6 +47,8 @@ pub(crate) enum FrontError {
         what: &'static str,
         /// How it exited.
         status: ExitStatus,
+        /// The last line it wrote to stderr, if any: why.
+        reason: Option<String>,
     },
     /// A child's output could not be read, or it could not be waited for.
     Read {
@@ -99,8 +101,13 @@ impl fmt::Display for FrontError {
                     None => Ok(()),
                 }
             }
-            FrontError::Failed { what, status } => {
-                write!(f, "the {what} failed ({status}); see its message above")
+            FrontError::Failed {
+                what,
+                status,
+                reason: Some(reason),
+            } => write!(f, "the {what} failed ({status}): {reason}"),
+            FrontError::Failed { what, status, .. } => {
+                write!(f, "the {what} failed ({status}) without saying why")
             }
             FrontError::Read { what, source } => {
                 write!(f, "cannot read the {what}'s output: {source}")
