@@ -191,6 +191,13 @@ impl SqliteStore {
                 Err(StoreError::Locked { .. }) if started.elapsed() < options.busy_timeout => {
                     std::thread::sleep(Duration::from_millis(5));
                 }
+                // The steps above cannot tell how long they waited: the whole open did.
+                Err(StoreError::Locked { path, .. }) => {
+                    return Err(StoreError::Locked {
+                        path,
+                        waited: started.elapsed(),
+                    });
+                }
                 other => break other?,
             }
         }
