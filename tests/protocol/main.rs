@@ -16,6 +16,7 @@ mod clients;
 mod contention;
 mod errors;
 mod handoff;
+mod handoff_faults;
 mod handshake;
 mod lazy;
 mod pipes;

@@ -46,14 +46,92 @@ pub enum Step {
 }
 
 /// What the full server needs to take a session over: the bytes to read first and the
-/// environment that tells it what the light path already answered.
+/// settings that tell it what the light path already answered.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Handoff {
     /// The replay, then the trigger line, then the bytes read ahead of it.
     pub replay: Vec<u8>,
     /// [`SUPPRESS_ID_ENV`] (the answered `initialize`'s id) or [`SUPPRESS_ACKS_ENV`] (the held
-    /// subscriptions' ids, a JSON array), when there is one to suppress.
+    /// subscriptions' ids, a JSON array), when there is one to suppress, and what the caller
+    /// adds. [`Handoff::file`] carries the two suppression settings (a request id is as long
+    /// as the client likes, and Linux caps one environment variable at 128 KiB);
+    /// [`Handoff::environment`] is the rest.
     pub env: Vec<(&'static str, String)>,
+}
+
+/// The key of the replay file's first line, which holds the settings [`Handoff::file`]
+/// carries: `{"hooks-mcp/handoff":{NAME: TEXT, ...}}`, each value the text the setting would
+/// have in the environment.
+pub const FILE_HEADER_KEY: &str = "hooks-mcp/handoff";
+
+/// The settings the replay file carries instead of the environment.
+const IN_FILE: [&str; 2] = [SUPPRESS_ID_ENV, SUPPRESS_ACKS_ENV];
+
+impl Handoff {
+    /// The replay file's bytes: one header line ([`FILE_HEADER_KEY`]) with the suppression
+    /// settings, then [`Handoff::replay`]. [`read_file`] splits them again.
+    pub fn file(&self) -> Vec<u8> {
+        let settings: Map<String, Value> = self
+            .env
+            .iter()
+            .filter(|(name, _)| IN_FILE.contains(name))
+            .map(|(name, text)| ((*name).to_owned(), Value::String(text.clone())))
+            .collect();
+        let mut bytes = json!({ FILE_HEADER_KEY: settings })
+            .to_string()
+            .into_bytes();
+        bytes.push(b'\n');
+        bytes.extend_from_slice(&self.replay);
+        bytes
+    }
+
+    /// The settings that go into the environment: [`Handoff::env`] but what
+    /// [`Handoff::file`] carries.
+    pub fn environment(&self) -> impl Iterator<Item = (&'static str, &str)> {
+        self.env
+            .iter()
+            .filter(|(name, _)| !IN_FILE.contains(name))
+            .map(|(name, text)| (*name, text.as_str()))
+    }
+
+    /// The id of the `initialize` request the light path answered, if it did.
+    pub fn answered(&self) -> Option<Value> {
+        self.env
+            .iter()
+            .find(|(name, _)| *name == SUPPRESS_ID_ENV)
+            .and_then(|(_, text)| serde_json::from_str(text).ok())
+    }
+}
+
+/// Splits a replay file ([`Handoff::file`]) into the settings of its header line (name, text)
+/// and the replay. A file without that header (written by another build) is all replay.
+pub fn read_file(bytes: &[u8]) -> (Vec<(String, String)>, &[u8]) {
+    let (first, rest) = match bytes.iter().position(|&b| b == b'\n') {
+        Some(end) => (&bytes[..end], &bytes[end + 1..]),
+        None => (bytes, &bytes[bytes.len()..]),
+    };
+    let header = serde_json::from_slice::<Value>(first).ok().and_then(|v| {
+        let Value::Object(mut top) = v else {
+            return None;
+        };
+        match (top.len(), top.remove(FILE_HEADER_KEY)) {
+            (1, Some(Value::Object(settings))) => Some(settings),
+            _ => None,
+        }
+    });
+    match header {
+        Some(settings) => {
+            let settings = settings
+                .into_iter()
+                .filter_map(|(name, text)| match text {
+                    Value::String(text) => Some((name, text)),
+                    _ => None,
+                })
+                .collect();
+            (settings, rest)
+        }
+        None => (Vec::new(), bytes),
+    }
 }
 
 /// A `subscriptions/listen` request the light path holds.
@@ -399,6 +477,186 @@ fn requested_version(params: Option<&Map<String, Value>>) -> Option<&str> {
     client.get("version")?.as_str()?;
     params.get("capabilities")?.as_object()?;
     params.get("protocolVersion")?.as_str()
+}
+
+/// A handed-over session that the process taking it over cannot serve yet (the full server
+/// whose store cannot be opened): what it keeps, to start the session later as if it had been
+/// handed over then. That is what the light path answered or holds, in order: the `initialize`
+/// line and the notifications, and the held `subscriptions/listen` requests but those
+/// cancelled since. A `notifications/cancelled` is not kept: what it names was answered.
+#[derive(Debug, Clone, Default)]
+pub struct Unserved {
+    kept: Vec<u8>,
+    /// The id of the `initialize` the light path answered.
+    initialize: Option<Value>,
+    /// The ids of the subscriptions it holds.
+    held: Vec<Value>,
+}
+
+/// What one line is to an [`Unserved`] session.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Taken {
+    /// A request to answer, or to serve once the session can be.
+    Request(Value),
+    /// A bad line's answer (as [`jsonrpc::parse_line`] gives it), to write at once.
+    Reply(Vec<u8>),
+    /// Nothing to answer (kept, or skipped).
+    Nothing,
+}
+
+impl Unserved {
+    /// A session whose `initialize` (with this id) the light path answered, or which holds the
+    /// subscriptions `held` (their ids).
+    pub fn new(initialize: Option<Value>, held: Vec<Value>) -> Unserved {
+        Unserved {
+            kept: Vec::new(),
+            initialize,
+            held,
+        }
+    }
+
+    /// Sorts one line (as read, newline or not).
+    pub fn take(&mut self, raw: &[u8]) -> Taken {
+        let line = raw.strip_suffix(b"\n").unwrap_or(raw);
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        if jsonrpc::is_blank(line) {
+            return Taken::Nothing;
+        }
+        let (value, incoming) = match jsonrpc::parse_line(line) {
+            Ok(parsed) => parsed,
+            Err(reply) => return Taken::Reply(reply.to_line()),
+        };
+        let keep = match incoming {
+            Incoming::Response => false,
+            Incoming::Notification { .. } => match modern::cancelled_request(&value) {
+                Some(id) => {
+                    if let Some(at) = self.held.iter().position(|held| held == id) {
+                        let id = self.held.remove(at);
+                        self.forget(&id);
+                    }
+                    false
+                }
+                None => true,
+            },
+            Incoming::Request { id, method, .. } => {
+                let answered = method == "initialize" && self.initialize.as_ref() == Some(&id);
+                let held = method == "subscriptions/listen" && self.held.contains(&id);
+                if !(answered || held) {
+                    return Taken::Request(id);
+                }
+                true
+            }
+        };
+        if keep {
+            self.kept.extend_from_slice(line);
+            self.kept.push(b'\n');
+        }
+        Taken::Nothing
+    }
+
+    /// The replay that starts the session at `trigger` (a request as read), then `rest` (what
+    /// was read after it), and the ids of the subscriptions still held.
+    pub fn resume(self, trigger: &[u8], rest: &[u8]) -> (Vec<u8>, Vec<Value>) {
+        let mut replay = self.kept;
+        replay.extend_from_slice(trigger);
+        if !trigger.ends_with(b"\n") {
+            replay.push(b'\n');
+        }
+        replay.extend_from_slice(rest);
+        (replay, self.held)
+    }
+
+    /// Drops the kept `subscriptions/listen` request `id`.
+    fn forget(&mut self, id: &Value) {
+        let mut rest = Vec::with_capacity(self.kept.len());
+        for line in self.kept.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
+            let listen = matches!(
+                jsonrpc::parse_line(line),
+                Ok((_, Incoming::Request { id: ref held, ref method, .. }))
+                    if held == id && method == "subscriptions/listen"
+            );
+            if !listen {
+                rest.extend_from_slice(line);
+                rest.push(b'\n');
+            }
+        }
+        self.kept = rest;
+    }
+}
+
+#[cfg(test)]
+mod handoff_tests {
+    use serde_json::{Value, json};
+
+    use super::*;
+
+    #[test]
+    fn the_replay_file_carries_the_suppressed_ids_and_the_environment_the_rest() {
+        let id = "x".repeat(200_000);
+        let handoff = Handoff {
+            replay: b"{\"a\":1}\nrest".to_vec(),
+            env: vec![
+                (SUPPRESS_ID_ENV, json!(id).to_string()),
+                (SUPPRESS_ACKS_ENV, "[1]".to_owned()),
+                ("OTHER", "2".to_owned()),
+            ],
+        };
+        let file = handoff.file();
+        let (settings, replay) = read_file(&file);
+        assert_eq!(replay, handoff.replay);
+        assert_eq!(
+            settings,
+            [
+                (SUPPRESS_ID_ENV.to_owned(), json!(id).to_string()),
+                (SUPPRESS_ACKS_ENV.to_owned(), "[1]".to_owned())
+            ]
+        );
+        assert_eq!(handoff.environment().collect::<Vec<_>>(), [("OTHER", "2")]);
+        assert_eq!(handoff.answered(), Some(json!(id)));
+        // A file without the header (another build's) is all replay.
+        let (settings, replay) = read_file(b"{\"jsonrpc\":\"2.0\"}\nmore");
+        assert!(settings.is_empty());
+        assert_eq!(replay, b"{\"jsonrpc\":\"2.0\"}\nmore");
+    }
+
+    fn line(v: Value) -> Vec<u8> {
+        format!("{v}\n").into_bytes()
+    }
+
+    #[test]
+    fn an_unserved_session_keeps_what_the_light_path_answered_or_holds() {
+        let init = line(json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}}));
+        let note = line(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        let listen = |id: i64| {
+            line(
+                json!({"jsonrpc": "2.0", "id": id, "method": "subscriptions/listen", "params": {}}),
+            )
+        };
+        let cancel = |id: i64| {
+            line(
+                json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": id}}),
+            )
+        };
+        let call = line(
+            json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {"name": "x"}}),
+        );
+        let mut s = Unserved::new(Some(json!(1)), vec![json!(5), json!(6)]);
+        for kept in [&init, &note, &listen(5), &listen(6)] {
+            assert_eq!(s.take(kept), Taken::Nothing);
+        }
+        assert_eq!(s.take(&call), Taken::Request(json!(9)));
+        // A listen not held, and an initialize not answered, are requests like any other.
+        assert_eq!(s.take(&listen(7)), Taken::Request(json!(7)));
+        assert!(matches!(s.take(b"{oops"), Taken::Reply(_)));
+        assert_eq!(s.take(b"  \r\n"), Taken::Nothing);
+        assert_eq!(s.take(&cancel(5)), Taken::Nothing);
+        assert_eq!(s.take(&cancel(9)), Taken::Nothing);
+        let (replay, held) = s.resume(b"trigger", b"rest");
+        let mut expected = [init, note, listen(6)].concat();
+        expected.extend_from_slice(b"trigger\nrest");
+        assert_eq!(String::from_utf8(replay), String::from_utf8(expected));
+        assert_eq!(held, [json!(6)]);
+    }
 }
 
 #[cfg(test)]

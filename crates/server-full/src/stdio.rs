@@ -9,6 +9,7 @@ use std::future::Future;
 use std::sync::Arc;
 
 use protocol_lite::handshake::STATELESS_VERSION;
+use protocol_lite::light::{Taken, Unserved};
 use protocol_lite::{jsonrpc, modern};
 use rmcp::model::{
     ClientJsonRpcMessage, JsonRpcMessage, RequestId, ServerJsonRpcMessage, ServerNotification,
@@ -18,7 +19,7 @@ use rmcp::transport::Transport;
 use rmcp::{RoleServer, ServiceExt};
 use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
-use tokio::sync::{Mutex, Notify, mpsc};
+use tokio::sync::{Mutex, Notify, mpsc, watch};
 
 use crate::HooksServer;
 use crate::memory::QuietTrim;
@@ -60,38 +61,54 @@ pub use protocol_lite::setting::{REPLAY_FD_ENV, SUPPRESS_ACKS_ENV, SUPPRESS_ID_E
 const BLOCKING_KEEP_ALIVE: std::time::Duration = std::time::Duration::from_millis(250);
 
 /// Serves one stdio session as the environment describes it: from the start, or the session
-/// the light front end handed over ([`REPLAY_FD_ENV`], [`SUPPRESS_ID_ENV`]). Opens the store
+/// the light front end handed over ([`REPLAY_FD_ENV`]: the replay file, whose first line names
+/// what the front end answered, [`SUPPRESS_ID_ENV`] and [`SUPPRESS_ACKS_ENV`]). Opens the store
 /// (created if missing), builds the registry, and runs on a current-thread runtime until the
-/// client closes stdin.
+/// client closes stdin or stops reading stdout. A handed-over session whose store cannot be
+/// opened is served as [`without_store`] says.
 ///
 /// # Errors
 /// [`StdioError`] when the replay, the store, the registry, the runtime or the session fails.
 pub fn serve_from_env() -> Result<(), StdioError> {
     crate::memory::one_arena();
     let handed_over = std::env::var(REPLAY_FD_ENV).ok();
-    let replay = match &handed_over {
-        Some(fd) => std::fs::read(format!("/dev/fd/{}", fd.trim())).map_err(|source| {
-            StdioError::Replay {
-                fd: fd.clone(),
-                source,
-            }
-        })?,
-        None => Vec::new(),
+    let (mut replay, in_file) = match &handed_over {
+        Some(fd) => {
+            let mut bytes = std::fs::read(format!("/dev/fd/{}", fd.trim())).map_err(|source| {
+                StdioError::Replay {
+                    fd: fd.clone(),
+                    source,
+                }
+            })?;
+            let (settings, rest) = protocol_lite::light::read_file(&bytes);
+            let header = bytes.len() - rest.len();
+            bytes.drain(..header);
+            (bytes, settings)
+        }
+        None => (Vec::new(), Vec::new()),
     };
-    let suppress = Suppress {
-        initialize: std::env::var(SUPPRESS_ID_ENV)
-            .ok()
-            .and_then(|id| serde_json::from_str::<Value>(&id).ok()),
-        acknowledgements: std::env::var(SUPPRESS_ACKS_ENV)
-            .ok()
+    // What the replay file names, else the environment (as a front end of another build set it).
+    let setting = |name: &str| {
+        in_file
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, text)| text.clone())
+            .or_else(|| std::env::var(name).ok())
+    };
+    let mut suppress = Suppress {
+        initialize: setting(SUPPRESS_ID_ENV).and_then(|id| serde_json::from_str::<Value>(&id).ok()),
+        acknowledgements: setting(SUPPRESS_ACKS_ENV)
             .and_then(|ids| serde_json::from_str::<Vec<Value>>(&ids).ok())
             .unwrap_or_default(),
     };
     let (settings, warnings, opened) = match crate::Settings::stdio_from_env() {
         Ok(opened) => opened,
+        // Nothing was answered yet: the client sees the process fail at its start.
+        Err(e) if handed_over.is_none() => return Err(StdioError::Store(e)),
         Err(e) => {
-            answer_unserved(&replay, suppress.initialize.as_ref(), &e.to_string());
-            return Err(StdioError::Store(e));
+            let resumed = without_store(&replay, suppress, e).map_err(StdioError::Store)?;
+            (replay, suppress) = (resumed.replay, resumed.suppress);
+            resumed.opened
         }
     };
     if opened == store::Opened::Created {
@@ -118,19 +135,115 @@ pub fn serve_from_env() -> Result<(), StdioError> {
         .map_err(StdioError::Runtime)?;
     // On the heap: the session future is large, and block_on would hold it (and copies made
     // while it is moved there) on the main thread's stack, whose touched pages stay dirty.
-    runtime.block_on(Box::pin(serve_stdio(server, replay, suppress)))
+    let outcome = runtime.block_on(Box::pin(serve_stdio(server, replay, suppress)));
+    // A session that ended because stdout broke may leave a read of stdin waiting on the
+    // blocking pool: the process ends without waiting for the client to close stdin.
+    runtime.shutdown_background();
+    outcome
 }
 
-/// Answers every request the front end handed over (but the `initialize` it answered) with an
-/// internal error saying why the server cannot serve it, so that the client learns the reason
-/// (a store that cannot be opened) instead of seeing the process end with its call unanswered.
-fn answer_unserved(replay: &[u8], answered: Option<&Value>, why: &str) {
-    use std::io::Write as _;
-    let why = format!("hooks-mcp cannot serve this session: {why}");
-    let replies = jsonrpc::internal_errors_for(replay, answered, &why);
-    // Nothing more to do when the client is gone.
-    let mut out = std::io::stdout().lock();
-    let _ = out.write_all(&replies).and_then(|()| out.flush());
+/// The store opened at last, and how to start the session from there.
+struct Resumed {
+    /// What opening the store gave.
+    opened: (
+        crate::Settings,
+        Vec<catalogue::FilterWarning>,
+        store::Opened,
+    ),
+    /// The lines the light path answered or holds, the request that found the store open and
+    /// what was read after it.
+    replay: Vec<u8>,
+    /// What must not be answered again (a held subscription cancelled meanwhile is gone).
+    suppress: Suppress,
+}
+
+/// Serves a handed-over session while its store cannot be opened (another process holds a
+/// write for longer than the busy timeout; the file is corrupt, unwritable or its disk full).
+///
+/// Every request still gets an answer. Those handed over share the first attempt's: an
+/// internal error (`-32603`) with the store's reason. After that, each new request tries to
+/// open the store again, and once it opens, the session is served normally from that request
+/// on (the function returns what the full session starts from); until then the request gets
+/// the new attempt's reason. Trying again rather than answering errors to the end: a lock is
+/// transient, and a store repaired or given room while the agent works should not cost the
+/// agent its session. At each request rather than on a timer: an attempt may wait the busy
+/// timeout, which a request's caller waits anyway, and an idle session stays idle.
+///
+/// The new start replays what the light path answered or holds ([`Unserved`]), whose answers
+/// stay suppressed.
+///
+/// # Errors
+/// The last reason the store could not be opened, once stdin ends or stdout breaks first.
+fn without_store(
+    replay: &[u8],
+    mut suppress: Suppress,
+    first: crate::SettingsError,
+) -> Result<Resumed, crate::SettingsError> {
+    use std::io::{BufRead as _, Write as _};
+    let mut last = first;
+    tracing::warn!("cannot open the store: {last}; each new request tries again");
+    let Ok(mut out) = StdStream::stdout() else {
+        return Err(last);
+    };
+    let mut kept = Unserved::new(suppress.initialize.clone(), suppress.acknowledgements);
+    for line in replay.split(|&b| b == b'\n') {
+        let reply = match kept.take(line) {
+            Taken::Request(id) => unserved(id, &last),
+            Taken::Reply(reply) => reply,
+            Taken::Nothing => continue,
+        };
+        if out.write_all(&reply).is_err() {
+            return Err(last);
+        }
+    }
+    let Ok(stdin) = StdStream::stdin() else {
+        return Err(last);
+    };
+    let mut input = std::io::BufReader::new(stdin);
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        match input.read_until(b'\n', &mut line) {
+            Ok(0) | Err(_) => return Err(last),
+            Ok(_) => {}
+        }
+        let reply = match kept.take(&line) {
+            Taken::Request(id) => match crate::Settings::stdio_from_env() {
+                Ok(opened) => {
+                    tracing::info!("the store opened: serving the session from here on");
+                    let (replay, held) = kept.resume(&line, input.buffer());
+                    suppress.acknowledgements = held;
+                    return Ok(Resumed {
+                        opened,
+                        replay,
+                        suppress,
+                    });
+                }
+                Err(e) => {
+                    last = e;
+                    unserved(id, &last)
+                }
+            },
+            Taken::Reply(reply) => reply,
+            Taken::Nothing => continue,
+        };
+        if out.write_all(&reply).is_err() {
+            return Err(last);
+        }
+    }
+}
+
+/// The internal error a request gets while the store cannot be opened.
+fn unserved(id: Value, why: &crate::SettingsError) -> Vec<u8> {
+    jsonrpc::ErrorReply {
+        id,
+        code: jsonrpc::INTERNAL_ERROR,
+        message: format!(
+            "hooks-mcp cannot serve this session for now: {why}; each new request tries to \
+             open the store again"
+        ),
+    }
+    .to_line()
 }
 
 /// What the light front end already answered, which the full server must not answer again.
@@ -168,12 +281,15 @@ pub fn print_resources_from_env() -> Result<(), StdioError> {
         .map_err(|e| StdioError::Session(format!("writing the listing: {e}")))
 }
 
-/// Serves `server` on this process's stdin and stdout until the client closes stdin.
+/// Serves `server` on this process's stdin and stdout until the client closes stdin or stops
+/// reading stdout.
 ///
 /// `replay` is read before stdin (the handshake the light front end answered, the
 /// subscriptions it held, the line that triggered the handoff and any bytes it had read
 /// ahead); what `suppress` names (the `initialize` response and the subscriptions'
-/// acknowledgements the light path already sent) is not written again.
+/// acknowledgements the light path already sent) is not written again. Both streams may be
+/// non-blocking (`O_NONBLOCK` set by the client on the descriptions it shares): reading and
+/// writing wait until they are ready, and the flag is left as found.
 ///
 /// # Errors
 /// [`StdioError`] when the handshake or the session fails.
@@ -182,8 +298,12 @@ pub async fn serve_stdio(
     replay: Vec<u8>,
     suppress: Suppress,
 ) -> Result<(), StdioError> {
-    let input = tokio::io::AsyncReadExt::chain(std::io::Cursor::new(replay), tokio::io::stdin());
-    serve(server, input, tokio::io::stdout(), suppress).await
+    let input = tokio::io::AsyncReadExt::chain(
+        std::io::Cursor::new(replay),
+        BlockingInput::new(StdStream::stdin()),
+    );
+    let output = BlockingOutput::new(StdStream::stdout());
+    serve_with(server, input, output, suppress, Some(stdout_closed)).await
 }
 
 /// [`serve_stdio`] over any reader and writer (tests use in-memory pipes).
@@ -200,6 +320,22 @@ where
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
 {
+    serve_with(server, input, output, suppress, None).await
+}
+
+/// [`serve`]; `closed` tells whether the client closed its end of the output (asked before
+/// each request runs).
+async fn serve_with<R, W>(
+    server: HooksServer,
+    input: R,
+    output: W,
+    suppress: Suppress,
+    closed: Option<fn() -> bool>,
+) -> Result<(), StdioError>
+where
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
     let suppress_acks = suppress
         .acknowledgements
         .into_iter()
@@ -208,7 +344,12 @@ where
     let suppress = suppress
         .initialize
         .and_then(|id| serde_json::from_value::<RequestId>(id).ok());
-    let writer = Arc::new(Mutex::new(output));
+    let (broken, broken_seen) = watch::channel(false);
+    let output = Arc::new(Output {
+        writer: Mutex::new(output),
+        broken,
+        closed,
+    });
     let listening = Arc::new(std::sync::Mutex::new(None));
     // A task of its own reads and checks lines: rmcp polls `receive` inside a `select!` and
     // drops it whenever another branch wins, so reading (and answering bad lines) there would
@@ -216,7 +357,7 @@ where
     let (sender, receiver) = mpsc::channel(64);
     let reader = LineReader {
         reader: BufReader::new(input),
-        writer: writer.clone(),
+        output: output.clone(),
         sender,
         initialized: server.initialized_signal(),
         subscribed: server.subscribed_signal(),
@@ -228,12 +369,14 @@ where
     let reader = tokio::spawn(reader.run());
     let transport = LineTransport {
         receiver,
-        writer,
+        output,
+        broken: broken_seen,
         trim: QuietTrim::start(),
         suppress,
         suppress_acks,
         subscribed: server.subscribed_signal(),
         listening,
+        server: server.clone(),
     };
     let pusher = crate::push::Pusher::of(&server);
     let outcome = match server.serve(transport).await {
@@ -264,7 +407,7 @@ where
 
 struct LineReader<R, W> {
     reader: BufReader<R>,
-    writer: Arc<Mutex<W>>,
+    output: Arc<Output<W>>,
     sender: mpsc::Sender<ClientJsonRpcMessage>,
     initialized: Arc<Notify>,
     /// Signalled once a `subscriptions/listen` is in place (or refused).
@@ -296,10 +439,10 @@ where
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
 {
-    /// The input ended: the client is gone (the stdio transport's way to end a session), so
-    /// its open `subscriptions/listen` end too, and rmcp, which waits for every running
-    /// request before it returns, lets the process exit at once rather than seconds later.
-    /// Requests still running (a tool call) are answered first.
+    /// The input ended, or the output broke: the client is gone (the stdio transport's way to
+    /// end a session), so its open `subscriptions/listen` end too, and rmcp, which waits for
+    /// every running request before it returns, lets the process exit at once rather than
+    /// seconds later. Requests still running (a tool call) are answered first.
     fn end(&self) {
         self.server.end_subscriptions();
     }
@@ -308,6 +451,10 @@ where
         let mut line = Vec::with_capacity(4096);
         loop {
             line.clear();
+            // Nobody reads the answers any more: read no more requests.
+            if self.output.is_broken() {
+                return self.end();
+            }
             match self.reader.read_until(b'\n', &mut line).await {
                 Ok(0) => return self.end(),
                 Ok(_) => {}
@@ -414,22 +561,19 @@ where
         }
     }
 
-    /// Writes one reply line of the reader's own (a client that stopped reading is logged).
+    /// Writes one reply line of the reader's own (one that cannot be written ends the session,
+    /// see [`Output::write`]).
     async fn write_line(&mut self, line: &[u8]) {
-        let mut writer = self.writer.lock().await;
-        let written = async {
-            writer.write_all(line).await?;
-            writer.flush().await
-        };
-        if let Err(e) = written.await {
-            tracing::warn!("cannot write a reply: {e}");
-        }
+        self.output.write(line).await;
     }
 }
 
 struct LineTransport<W> {
     receiver: mpsc::Receiver<ClientJsonRpcMessage>,
-    writer: Arc<Mutex<W>>,
+    output: Arc<Output<W>>,
+    /// Turns true once the output broke (the reader may be waiting for a line that never
+    /// comes: the session ends without it).
+    broken: watch::Receiver<bool>,
     /// Hands freed memory back once the session is quiet.
     trim: QuietTrim,
     /// The id whose first response is swallowed (the light path already answered it).
@@ -440,6 +584,8 @@ struct LineTransport<W> {
     subscribed: Arc<Notify>,
     /// That request, shared with the reader.
     listening: Arc<std::sync::Mutex<Option<RequestId>>>,
+    /// The server, whose open subscriptions end when the output breaks.
+    server: HooksServer,
 }
 
 /// The subscription a `notifications/subscriptions/acknowledged` acknowledges.
@@ -512,26 +658,365 @@ where
                 b
             })
         };
-        let writer = self.writer.clone();
+        let output = self.output.clone();
         async move {
             let bytes = bytes.map_err(std::io::Error::other)?;
-            if bytes.is_empty() {
-                return Ok(());
+            if !bytes.is_empty() {
+                // A reply that cannot be written ends the session (`Output::write` says so once);
+                // rmcp would only log each failure, so it is not told.
+                output.write(&bytes).await;
             }
-            let mut writer = writer.lock().await;
-            writer.write_all(&bytes).await?;
-            writer.flush().await
+            Ok(())
         }
     }
 
     async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleServer>> {
-        let message = self.receiver.recv().await;
+        let message = tokio::select! {
+            biased;
+            () = until_broken(&mut self.broken) => None,
+            message = self.receiver.recv() => message,
+        };
+        // A request's answer must reach the client before the request runs: what it changes
+        // would otherwise be done with nobody told.
+        let message = message
+            .filter(|m| !matches!(m, JsonRpcMessage::Request(_)) || self.output.still_open());
+        if message.is_none() && self.output.is_broken() {
+            self.server.end_subscriptions();
+        }
         self.trim.touch();
         message
     }
 
     async fn close(&mut self) -> Result<(), Self::Error> {
-        let mut writer = self.writer.lock().await;
+        if self.output.is_broken() {
+            return Ok(());
+        }
+        let mut writer = self.output.writer.lock().await;
         writer.flush().await
+    }
+}
+
+/// Waits until `broken` turns true (never, if its sender is gone).
+async fn until_broken(broken: &mut watch::Receiver<bool>) {
+    if broken.wait_for(|b| *b).await.is_err() {
+        std::future::pending::<()>().await;
+    }
+}
+
+/// Where the session's answers go: the reader's own (to bad lines) and rmcp's, one line at a
+/// time. An answer that cannot be written means the client stopped reading (stdout closed,
+/// `EPIPE`): the session ends there, reading no more requests, so that nothing is changed
+/// whose confirmation nobody would receive.
+struct Output<W> {
+    writer: Mutex<W>,
+    /// Turns true once an answer could not be written.
+    broken: watch::Sender<bool>,
+    /// Whether the client closed its end of the output, asked before each request runs (the
+    /// process's stdout; `None` for other writers).
+    closed: Option<fn() -> bool>,
+}
+
+impl<W: AsyncWrite + Unpin> Output<W> {
+    /// Writes one line and flushes it; whether it was written. The first failure ends the
+    /// session (logged once); after it nothing more is written.
+    async fn write(&self, line: &[u8]) -> bool {
+        if self.is_broken() {
+            return false;
+        }
+        let mut writer = self.writer.lock().await;
+        let written = async {
+            writer.write_all(line).await?;
+            writer.flush().await
+        };
+        match written.await {
+            Ok(()) => true,
+            Err(e) => {
+                self.break_off(&e.to_string());
+                false
+            }
+        }
+    }
+
+    /// Whether an answer could not be written.
+    fn is_broken(&self) -> bool {
+        *self.broken.borrow()
+    }
+
+    /// Whether an answer can still reach the client: false once one could not be written, or
+    /// once the client closed its end of stdout.
+    fn still_open(&self) -> bool {
+        if self.is_broken() {
+            return false;
+        }
+        if self.closed.is_some_and(|closed| closed()) {
+            self.break_off("the client closed its end of stdout");
+            return false;
+        }
+        true
+    }
+
+    fn break_off(&self, why: &str) {
+        if !self.broken.send_replace(true) {
+            tracing::warn!("cannot deliver answers ({why}): ending the session");
+        }
+    }
+}
+
+/// Whether the client closed its end of this process's stdout (a pipe without a reader, a
+/// socket or terminal hung up): no answer can reach it.
+fn stdout_closed() -> bool {
+    use std::os::fd::AsFd as _;
+    poll_one(std::io::stdout().as_fd(), 0, 0)
+        .is_ok_and(|revents| revents & (libc::POLLERR | libc::POLLHUP) != 0)
+}
+
+/// `poll` on one descriptor for `events`, `timeout_ms` (-1: no limit); the events that came.
+#[allow(unsafe_code)]
+fn poll_one(
+    fd: std::os::fd::BorrowedFd<'_>,
+    events: libc::c_short,
+    timeout_ms: libc::c_int,
+) -> std::io::Result<libc::c_short> {
+    use std::os::fd::AsRawFd as _;
+    let mut entry = libc::pollfd {
+        fd: fd.as_raw_fd(),
+        events,
+        revents: 0,
+    };
+    loop {
+        // SAFETY: `entry` is one initialised `pollfd` that outlives the call, and the count
+        // passed is 1; the descriptor is borrowed, so it stays open during the call.
+        let n = unsafe { libc::poll(&mut entry, 1, timeout_ms) };
+        if n >= 0 {
+            return Ok(entry.revents);
+        }
+        let e = std::io::Error::last_os_error();
+        if e.kind() != std::io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
+}
+
+/// This process's stdin or stdout, read or written directly through a duplicate of its
+/// descriptor (no buffer of std's in between). A client may hand its pipes over with
+/// `O_NONBLOCK` set; that flag belongs to the open file description the client shares, so it
+/// is left as found, and a read or write that would block waits in `poll` until the stream is
+/// ready instead (on the blocking pool, or before the runtime starts).
+#[derive(Debug)]
+struct StdStream {
+    file: std::fs::File,
+    /// What `poll` waits for: `POLLIN` or `POLLOUT`.
+    ready: libc::c_short,
+}
+
+impl StdStream {
+    fn stdin() -> std::io::Result<StdStream> {
+        use std::os::fd::AsFd as _;
+        let fd = std::io::stdin().as_fd().try_clone_to_owned()?;
+        Ok(StdStream {
+            file: fd.into(),
+            ready: libc::POLLIN,
+        })
+    }
+
+    fn stdout() -> std::io::Result<StdStream> {
+        use std::os::fd::AsFd as _;
+        let fd = std::io::stdout().as_fd().try_clone_to_owned()?;
+        Ok(StdStream {
+            file: fd.into(),
+            ready: libc::POLLOUT,
+        })
+    }
+
+    /// Runs `op` until it neither would block nor was interrupted.
+    fn again<T>(
+        &mut self,
+        mut op: impl FnMut(&mut std::fs::File) -> std::io::Result<T>,
+    ) -> std::io::Result<T> {
+        use std::os::fd::AsFd as _;
+        loop {
+            match op(&mut self.file) {
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                    poll_one(self.file.as_fd(), self.ready, -1)?;
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                done => return done,
+            }
+        }
+    }
+}
+
+impl std::io::Read for StdStream {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        self.again(|file| file.read(buf))
+    }
+}
+
+impl std::io::Write for StdStream {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.again(|file| file.write(buf))
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// The most one read of stdin takes.
+const READ_CHUNK: usize = 64 * 1024;
+
+/// A finished blocking read or write: the stream, its buffer and what the call said.
+type Done<T> = tokio::task::JoinHandle<(StdStream, Vec<u8>, std::io::Result<T>)>;
+
+/// The stream, or why it is not there: not open at the start, or lost with a task that failed.
+fn lost(what: &str) -> std::io::Error {
+    std::io::Error::new(
+        std::io::ErrorKind::BrokenPipe,
+        format!("{what} is not available"),
+    )
+}
+
+/// [`StdStream`] (stdin) read on the blocking pool, one read at a time.
+#[derive(Debug)]
+struct BlockingInput {
+    stream: Option<StdStream>,
+    pending: Option<Done<usize>>,
+    /// What the last read brought and the reader has not taken yet (`buf[at..]`).
+    buf: Vec<u8>,
+    at: usize,
+}
+
+impl BlockingInput {
+    fn new(stream: std::io::Result<StdStream>) -> BlockingInput {
+        if let Err(e) = &stream {
+            tracing::debug!("stdin cannot be read: {e}");
+        }
+        BlockingInput {
+            stream: stream.ok(),
+            pending: None,
+            buf: Vec::new(),
+            at: 0,
+        }
+    }
+}
+
+impl AsyncRead for BlockingInput {
+    fn poll_read(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        dst: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        use std::task::Poll;
+        let this = self.get_mut();
+        loop {
+            if this.at < this.buf.len() {
+                let n = dst.remaining().min(this.buf.len() - this.at);
+                dst.put_slice(&this.buf[this.at..this.at + n]);
+                this.at += n;
+                return Poll::Ready(Ok(()));
+            }
+            if dst.remaining() == 0 {
+                return Poll::Ready(Ok(()));
+            }
+            if let Some(pending) = &mut this.pending {
+                let joined = std::task::ready!(std::pin::Pin::new(pending).poll(cx));
+                this.pending = None;
+                let (stream, buf, read) = joined.map_err(std::io::Error::other)?;
+                this.stream = Some(stream);
+                this.buf = buf;
+                this.at = 0;
+                let n = read?;
+                this.buf.truncate(n);
+                if n == 0 {
+                    return Poll::Ready(Ok(()));
+                }
+                continue;
+            }
+            let Some(mut stream) = this.stream.take() else {
+                return Poll::Ready(Err(lost("stdin")));
+            };
+            let mut buf = std::mem::take(&mut this.buf);
+            buf.resize(dst.remaining().min(READ_CHUNK), 0);
+            this.pending = Some(tokio::task::spawn_blocking(move || {
+                let read = std::io::Read::read(&mut stream, &mut buf);
+                (stream, buf, read)
+            }));
+        }
+    }
+}
+
+/// [`StdStream`] (stdout) written on the blocking pool: a write is handed over and reported
+/// done at once; its outcome comes with the next write or flush (so a flush waits for every
+/// byte to be written, or fails).
+#[derive(Debug)]
+struct BlockingOutput {
+    stream: Option<StdStream>,
+    pending: Option<Done<()>>,
+    /// The buffer of the last write, for the next.
+    spare: Vec<u8>,
+}
+
+impl BlockingOutput {
+    fn new(stream: std::io::Result<StdStream>) -> BlockingOutput {
+        if let Err(e) = &stream {
+            tracing::debug!("stdout cannot be written: {e}");
+        }
+        BlockingOutput {
+            stream: stream.ok(),
+            pending: None,
+            spare: Vec::new(),
+        }
+    }
+
+    /// Waits for the write in flight; what it said.
+    fn poll_done(
+        &mut self,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        let Some(pending) = &mut self.pending else {
+            return std::task::Poll::Ready(Ok(()));
+        };
+        let joined = std::task::ready!(std::pin::Pin::new(pending).poll(cx));
+        self.pending = None;
+        let (stream, spare, written) = joined.map_err(std::io::Error::other)?;
+        self.stream = Some(stream);
+        self.spare = spare;
+        std::task::Poll::Ready(written)
+    }
+}
+
+impl AsyncWrite for BlockingOutput {
+    fn poll_write(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        data: &[u8],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        let this = self.get_mut();
+        std::task::ready!(this.poll_done(cx))?;
+        let Some(mut stream) = this.stream.take() else {
+            return std::task::Poll::Ready(Err(lost("stdout")));
+        };
+        let mut buf = std::mem::take(&mut this.spare);
+        buf.clear();
+        buf.extend_from_slice(data);
+        this.pending = Some(tokio::task::spawn_blocking(move || {
+            let written = std::io::Write::write_all(&mut stream, &buf);
+            (stream, buf, written)
+        }));
+        std::task::Poll::Ready(Ok(data.len()))
+    }
+
+    fn poll_flush(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        self.get_mut().poll_done(cx)
+    }
+
+    fn poll_shutdown(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        self.get_mut().poll_done(cx)
     }
 }

@@ -40,8 +40,10 @@ pub(crate) fn catalogue_binary() -> PathBuf {
 }
 
 /// Replaces this process with the full server at `path`, in the start mode this front end
-/// resolved (flags included), with `handoff`'s replay and environment when a session is handed
-/// over. Returns only on failure.
+/// resolved (flags included), with `handoff`'s replay file and environment when a session is
+/// handed over. Returns only on failure, after answering every request handed over (but the
+/// `initialize` the light path answered) with an internal error saying why: the client learns
+/// the reason instead of seeing its call unanswered and the process gone.
 pub(crate) fn exec(
     path: &Path,
     args: impl Iterator<Item = OsString>,
@@ -60,27 +62,118 @@ pub(crate) fn exec(
     command.envs(mode.to_env());
     // Kept open until exec: the full server reads it through /dev/fd.
     let mut _replay_file = None;
-    if let Some(handoff) = handoff {
-        match replay_file(&handoff.replay) {
+    if let Some(handoff) = &handoff {
+        // The ids to suppress travel in the file: an id may be longer than the environment
+        // takes.
+        match replay_file(&handoff.file()) {
             Ok(file) => {
                 command.env(REPLAY_FD_ENV, file.as_raw_fd().to_string());
                 _replay_file = Some(file);
             }
             Err(e) => {
-                protocol_lite::diag!("hooks-mcp: cannot hand the session to the full server: {e}");
-                return ExitCode::FAILURE;
+                let why = format!("cannot hand the session to the full server: {e}");
+                return failed(&why, handoff);
             }
         }
-        command.envs(handoff.env);
+        command.envs(handoff.environment());
     }
     let error = command.exec();
-    protocol_lite::diag!(
-        "hooks-mcp: cannot start the full server `{}`: {error}; it is built and installed \
-         beside hooks-mcp (cargo build), or set {FULL_BIN_ENV} to the path of hooks-mcp-full \
-         (hooks-mcp-stdio lies beside it)",
-        path.display()
+    let why = match error.kind() {
+        io::ErrorKind::NotFound | io::ErrorKind::PermissionDenied => format!(
+            "cannot start the full server `{}`: {error}; {}",
+            path.display(),
+            install_hint()
+        ),
+        _ => format!("cannot start the full server `{}`: {error}", path.display()),
+    };
+    match &handoff {
+        Some(handoff) => failed(&why, handoff),
+        None => {
+            protocol_lite::diag!("hooks-mcp: {why}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// How to put the companion binaries where the front end finds them.
+fn install_hint() -> String {
+    format!(
+        "it is built and installed beside hooks-mcp (cargo build), or set {FULL_BIN_ENV} to the \
+         path of hooks-mcp-full (hooks-mcp-stdio lies beside it)"
+    )
+}
+
+/// Says `why` on stderr and answers each request `handoff` holds with it; the exit status.
+fn failed(why: &str, handoff: &Handoff) -> ExitCode {
+    protocol_lite::diag!("hooks-mcp: {why}");
+    let message = format!("hooks-mcp cannot serve this session: {why}");
+    let replies = protocol_lite::jsonrpc::internal_errors_for(
+        &handoff.replay,
+        handoff.answered().as_ref(),
+        &message,
     );
+    // Nothing more to do when the client is gone.
+    let _ = write_waiting(&replies);
     ExitCode::FAILURE
+}
+
+/// Writes `bytes` to stdout, waiting for room when the client left it non-blocking.
+fn write_waiting(mut bytes: &[u8]) -> io::Result<()> {
+    use rustix::event::{PollFd, PollFlags, poll};
+    use rustix::io::Errno;
+    let stdout = io::stdout();
+    while !bytes.is_empty() {
+        match rustix::io::write(&stdout, bytes) {
+            Ok(n) => bytes = &bytes[n..],
+            Err(Errno::INTR) => {}
+            Err(Errno::AGAIN) => match poll(&mut [PollFd::new(&stdout, PollFlags::OUT)], None) {
+                Ok(_) | Err(Errno::INTR) => {}
+                Err(e) => return Err(e.into()),
+            },
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(())
+}
+
+/// Checks at start-up that `path` names a program `exec` can run (a file with an execute
+/// permission, looked up in `PATH` when it is a bare name, as `exec` does), so that a missing
+/// companion stops the front end before it answers anything rather than at a session's first
+/// tool call.
+///
+/// # Errors
+/// What is wrong with `path`, and how to fix it.
+pub(crate) fn check_runnable(path: &Path, what: &str) -> Result<(), String> {
+    let found = if path.components().count() == 1 && !path.is_absolute() {
+        std::env::var_os("PATH")
+            .iter()
+            .flat_map(std::env::split_paths)
+            .map(|dir| dir.join(path))
+            .find(|candidate| candidate.is_file())
+            .ok_or_else(|| "not found in PATH".to_owned())
+    } else {
+        match std::fs::metadata(path) {
+            Ok(meta) if meta.is_file() => Ok(path.to_path_buf()),
+            Ok(_) => Err("not a file".to_owned()),
+            Err(e) => Err(e.to_string()),
+        }
+    };
+    let problem = match found {
+        Ok(file) => {
+            use std::os::unix::fs::PermissionsExt as _;
+            match std::fs::metadata(&file) {
+                Ok(meta) if meta.permissions().mode() & 0o111 != 0 => return Ok(()),
+                Ok(_) => "not executable".to_owned(),
+                Err(e) => e.to_string(),
+            }
+        }
+        Err(problem) => problem,
+    };
+    Err(format!(
+        "the {what} `{}` cannot be run ({problem}); {}",
+        path.display(),
+        install_hint()
+    ))
 }
 
 /// An anonymous file holding `bytes`, inherited across `exec` (not close-on-exec).
@@ -112,6 +205,23 @@ mod tests {
     use std::io::Read;
 
     use super::*;
+
+    #[test]
+    fn a_companion_must_be_an_executable_file() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("hooks-mcp-stdio");
+        let missing = check_runnable(&file, "stdio server").unwrap_err();
+        assert!(missing.contains("hooks-mcp-stdio") && missing.contains(FULL_BIN_ENV));
+        std::fs::write(&file, "#!/bin/sh\n").unwrap();
+        let plain = check_runnable(&file, "stdio server").unwrap_err();
+        assert!(plain.contains("not executable"), "{plain}");
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o755)).unwrap();
+        check_runnable(&file, "stdio server").unwrap();
+        assert!(check_runnable(dir.path(), "stdio server").is_err());
+        // A bare name is looked up in PATH, as exec does.
+        check_runnable(Path::new("sh"), "shell").unwrap();
+    }
 
     #[test]
     fn the_replay_file_holds_the_bytes_and_survives_exec() {

@@ -94,6 +94,11 @@ pub fn run() -> ExitCode {
         let args = rest.into_iter().map(OsString::from);
         return launch::exec(&launch::full_binary(), args, None, &mode);
     }
+    // The server a session is handed over to: missing, it would fail the first tool call.
+    if let Err(message) = launch::check_runnable(&launch::stdio_binary(), "stdio server") {
+        protocol_lite::diag!("hooks-mcp: cannot start: {message}");
+        return ExitCode::FAILURE;
+    }
     let store = sqlite_store_file(|name| std::env::var_os(name)).filter(|_| watch::CAN_WATCH);
     let pushing = match Decision::from_vars(|name| std::env::var(name).ok()) {
         Decision::Off => None,
