@@ -12,6 +12,9 @@
 //! - [`diag`]: diagnostics on stderr that ignore write errors and never block (`diag!`): a
 //!   closed or full stderr never takes a process down or stalls it; what it cannot take at
 //!   once is dropped.
+//! - [`fdio`]: a pipe handed over with `O_NONBLOCK`, read and written as if it blocked
+//!   (waiting in `poll`), and whether the reader of stdout is gone: both halves of a stdio
+//!   session use it.
 //! - [`handshake`]: the server's identity and capabilities, defined once, and protocol version
 //!   negotiation; the full server builds its rmcp `initialize` and `server/discover` results
 //!   from the same JSON.
@@ -36,7 +39,7 @@
 //!
 //! No tokio, no rmcp, no store, no tool implementations: this crate is the whole protocol
 //! surface of a process that most agent sessions never take past `tools/list`, and it must stay
-//! small. Only `serde`/`serde_json`, `thiserror` and `rustix` (`poll` on stderr, for [`diag`]).
+//! small. Only `serde`/`serde_json`, `thiserror` and `rustix` (`poll`, for [`diag`] and [`fdio`]).
 //!
 //! # Example
 //!
@@ -63,6 +66,7 @@
 //! ```
 
 pub mod diag;
+pub mod fdio;
 pub mod handshake;
 pub mod jsonrpc;
 pub mod light;

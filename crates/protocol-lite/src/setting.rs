@@ -41,13 +41,16 @@ pub const CATALOGUE_TIMEOUT_ENV: &str = "HOOKS_MCP_CATALOGUE_TIMEOUT_MS";
 pub const LOG_ENV: &str = "HOOKS_MCP_LOG";
 /// Tells the full server which inherited descriptor holds the bytes to replay (internal).
 pub const REPLAY_FD_ENV: &str = "HOOKS_MCP_REPLAY_FD";
-/// Tells the full server the id of the `initialize` it must not answer again (internal).
+/// Tells the full server the id of the `initialize` it must not answer again (internal). It
+/// travels in the replay file's header line (`light::Handoff::file`), not the environment: an
+/// id may be as long as the client likes, and Linux caps one variable at 128 KiB; the full
+/// server still reads the variable from a front end of an earlier build.
 pub const SUPPRESS_ID_ENV: &str = "HOOKS_MCP_SUPPRESS_ID";
 /// Tells the full server the ids of the `subscriptions/listen` requests the front end held and
-/// acknowledged, as a JSON array (internal; set only when it held any). Those requests open
-/// the replay; the full server drops its own acknowledgement of each, and hands the line that
-/// triggered the handoff on only once they are in place, so what that line changes reaches
-/// them.
+/// acknowledged, as a JSON array (internal; set only when it held any; in the replay file's
+/// header line, as [`SUPPRESS_ID_ENV`]). Those requests open the replay; the full server drops
+/// its own acknowledgement of each, and hands the line that triggered the handoff on only once
+/// they are in place, so what that line changes reaches them.
 pub const SUPPRESS_ACKS_ENV: &str = "HOOKS_MCP_SUPPRESS_ACKS";
 /// The argument that makes `hooks-mcp-stdio` print the store's `resources/list` result
 /// (2026-07-28 form, one JSON object) and exit (internal): how the front end answers

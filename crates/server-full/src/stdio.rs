@@ -182,7 +182,7 @@ fn without_store(
     use std::io::{BufRead as _, Write as _};
     let mut last = first;
     tracing::warn!("cannot open the store: {last}; each new request tries again");
-    let Ok(mut out) = StdStream::stdout() else {
+    let Ok(mut out) = std_stream(std::io::stdout()) else {
         return Err(last);
     };
     let mut kept = Unserved::new(suppress.initialize.clone(), suppress.acknowledgements);
@@ -196,7 +196,7 @@ fn without_store(
             return Err(last);
         }
     }
-    let Ok(stdin) = StdStream::stdin() else {
+    let Ok(stdin) = std_stream(std::io::stdin()) else {
         return Err(last);
     };
     let mut input = std::io::BufReader::new(stdin);
@@ -300,9 +300,9 @@ pub async fn serve_stdio(
 ) -> Result<(), StdioError> {
     let input = tokio::io::AsyncReadExt::chain(
         std::io::Cursor::new(replay),
-        BlockingInput::new(StdStream::stdin()),
+        BlockingInput::new(std_stream(std::io::stdin())),
     );
-    let output = BlockingOutput::new(StdStream::stdout());
+    let output = BlockingOutput::new(std_stream(std::io::stdout()));
     serve_with(server, input, output, suppress, Some(stdout_closed)).await
 }
 
@@ -765,101 +765,20 @@ impl<W: AsyncWrite + Unpin> Output<W> {
 /// Whether the client closed its end of this process's stdout (a pipe without a reader, a
 /// socket or terminal hung up): no answer can reach it.
 fn stdout_closed() -> bool {
-    use std::os::fd::AsFd as _;
-    poll_one(std::io::stdout().as_fd(), 0, 0)
-        .is_ok_and(|revents| revents & (libc::POLLERR | libc::POLLHUP) != 0)
-}
-
-/// `poll` on one descriptor for `events`, `timeout_ms` (-1: no limit); the events that came.
-#[allow(unsafe_code)]
-fn poll_one(
-    fd: std::os::fd::BorrowedFd<'_>,
-    events: libc::c_short,
-    timeout_ms: libc::c_int,
-) -> std::io::Result<libc::c_short> {
-    use std::os::fd::AsRawFd as _;
-    let mut entry = libc::pollfd {
-        fd: fd.as_raw_fd(),
-        events,
-        revents: 0,
-    };
-    loop {
-        // SAFETY: `entry` is one initialised `pollfd` that outlives the call, and the count
-        // passed is 1; the descriptor is borrowed, so it stays open during the call.
-        let n = unsafe { libc::poll(&mut entry, 1, timeout_ms) };
-        if n >= 0 {
-            return Ok(entry.revents);
-        }
-        let e = std::io::Error::last_os_error();
-        if e.kind() != std::io::ErrorKind::Interrupted {
-            return Err(e);
-        }
-    }
+    protocol_lite::fdio::hung_up(&std::io::stdout())
 }
 
 /// This process's stdin or stdout, read or written directly through a duplicate of its
 /// descriptor (no buffer of std's in between). A client may hand its pipes over with
-/// `O_NONBLOCK` set; that flag belongs to the open file description the client shares, so it
-/// is left as found, and a read or write that would block waits in `poll` until the stream is
-/// ready instead (on the blocking pool, or before the runtime starts).
-#[derive(Debug)]
-struct StdStream {
-    file: std::fs::File,
-    /// What `poll` waits for: `POLLIN` or `POLLOUT`.
-    ready: libc::c_short,
-}
+/// `O_NONBLOCK` set: a read or write that would block waits in `poll` until the stream is
+/// ready (on the blocking pool, or before the runtime starts), the flag left as found.
+type StdStream = protocol_lite::fdio::Waiting<std::fs::File>;
 
-impl StdStream {
-    fn stdin() -> std::io::Result<StdStream> {
-        use std::os::fd::AsFd as _;
-        let fd = std::io::stdin().as_fd().try_clone_to_owned()?;
-        Ok(StdStream {
-            file: fd.into(),
-            ready: libc::POLLIN,
-        })
-    }
-
-    fn stdout() -> std::io::Result<StdStream> {
-        use std::os::fd::AsFd as _;
-        let fd = std::io::stdout().as_fd().try_clone_to_owned()?;
-        Ok(StdStream {
-            file: fd.into(),
-            ready: libc::POLLOUT,
-        })
-    }
-
-    /// Runs `op` until it neither would block nor was interrupted.
-    fn again<T>(
-        &mut self,
-        mut op: impl FnMut(&mut std::fs::File) -> std::io::Result<T>,
-    ) -> std::io::Result<T> {
-        use std::os::fd::AsFd as _;
-        loop {
-            match op(&mut self.file) {
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                    poll_one(self.file.as_fd(), self.ready, -1)?;
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                done => return done,
-            }
-        }
-    }
-}
-
-impl std::io::Read for StdStream {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        self.again(|file| file.read(buf))
-    }
-}
-
-impl std::io::Write for StdStream {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.again(|file| file.write(buf))
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
+/// [`StdStream`] over a duplicate of `fd`.
+fn std_stream(fd: impl std::os::fd::AsFd) -> std::io::Result<StdStream> {
+    Ok(protocol_lite::fdio::Waiting(
+        fd.as_fd().try_clone_to_owned()?.into(),
+    ))
 }
 
 /// The most one read of stdin takes.
