@@ -380,6 +380,7 @@ pub(crate) fn store_error_kind(e: &StoreError) -> &'static str {
         StoreError::MissingTable { .. } => "missing_table",
         StoreError::Unavailable { .. } => "unavailable",
         StoreError::Refused { .. } => "refused",
+        StoreError::Disk { .. } => "disk",
         StoreError::InvalidSetting { .. } => "invalid_setting",
         StoreError::NotFound { .. } => "not_found",
         StoreError::Conflict(_) => "conflict",

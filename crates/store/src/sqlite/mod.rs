@@ -157,7 +157,13 @@ impl SqliteStore {
         if !exists {
             let dir = location.dir();
             std::fs::create_dir_all(dir).map_err(|source| StoreError::Io {
-                action: "cannot create the store directory",
+                // The commonest cause, said plainly ("File exists" names neither).
+                action: if dir.is_file() {
+                    "the store's directory (HOOKS_MCP_HOME) is a file, not a directory: move \
+                     it aside or point HOOKS_MCP_HOME at a directory; cannot create"
+                } else {
+                    "cannot create the store directory"
+                },
                 path: dir.to_path_buf(),
                 source,
             })?;
@@ -600,6 +606,10 @@ fn map_err(path: &Path, e: rusqlite::Error, started: Option<Instant>) -> StoreEr
             waited: started.map(|s| s.elapsed()).unwrap_or_default(),
         },
         Some(ErrorCode::DatabaseCorrupt | ErrorCode::NotADatabase) => StoreError::Corrupt {
+            path,
+            detail: e.to_string(),
+        },
+        Some(ErrorCode::DiskFull | ErrorCode::SystemIoFailure) => StoreError::Disk {
             path,
             detail: e.to_string(),
         },

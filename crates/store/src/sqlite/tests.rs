@@ -67,6 +67,51 @@ fn opening_a_missing_store_without_create_fails() {
 }
 
 #[test]
+fn a_store_directory_that_is_a_file_is_named_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    std::fs::write(&home, "").unwrap();
+    let err = open(&home.join("state.db"), true).err().unwrap();
+    let text = err.to_string();
+    assert!(
+        text.contains("is a file, not a directory") && text.contains("HOOKS_MCP_HOME"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_full_disk_is_named_and_the_failed_write_leaves_nothing() {
+    let (_dir, store) = fresh();
+    publish(&store, "kept", Severity::Info, T0, HOUR);
+    let pages: i64 = store
+        .lock()
+        .query_row("PRAGMA page_count", [], |r| r.get(0))
+        .unwrap();
+    // The file may not grow: the next page it needs is a full disk to SQLite.
+    store
+        .lock()
+        .query_row(&format!("PRAGMA max_page_count = {pages}"), [], |_| Ok(()))
+        .unwrap();
+    let big = NewMessage {
+        channel: "full".into(),
+        body: "x".repeat(200_000),
+        severity: Severity::Info,
+        created_at: T0,
+        expires_at: T0 + HOUR,
+        target: None,
+    };
+    let err = store.publish(&big, &crate::Actor::Daemon).unwrap_err();
+    assert!(matches!(err, StoreError::Disk { .. }), "{err:?}");
+    let text = err.to_string();
+    assert!(
+        text.contains("may be full") && text.contains("wrote nothing"),
+        "{text}"
+    );
+    assert_eq!(count(&store, "messages"), 1, "nothing half-written");
+    assert_eq!(count(&store, "audit_log"), 1, "nor its audit entry");
+}
+
+#[test]
 fn a_file_of_garbage_is_corrupt() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("state.db");
