@@ -278,3 +278,50 @@ fn a_non_blocking_stdout_read_late_gets_every_reply_after_the_handoff() {
     let lists = got.iter().filter(|r| r["id"].as_u64() >= Some(3));
     assert!(lists.into_iter().all(|r| r["result"]["tools"].is_array()));
 }
+
+/// The bytes the front end hands over may end inside a request it read ahead: the full server
+/// that cannot open its store reads that request whole (with the rest of it from stdin) and
+/// answers it by its id, instead of two halves answered as unparsable lines.
+#[test]
+fn a_request_cut_at_the_handoff_is_answered_whole_while_the_store_cannot_open() {
+    let dir = tempfile::tempdir().unwrap();
+    // A file where the store's directory should be: the store cannot open.
+    let home = dir.path().join("home");
+    std::fs::write(&home, "").unwrap();
+    let mut child = front(&home, Stdio::piped(), Stdio::piped())
+        .spawn()
+        .unwrap();
+    let big = call(
+        5,
+        "channel_publish",
+        json!({"channel": "ops", "message": "x".repeat(9_000)}),
+    );
+    let input = [
+        request(1, "initialize", json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}})),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string(),
+        call(3, "channel_list", json!({})),
+        big,
+        call(6, "channel_list", json!({})),
+    ]
+    .join("\n");
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(format!("{input}\n").as_bytes()).unwrap();
+    drop(stdin);
+    let mut out = String::new();
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut out)
+        .unwrap();
+    exits_within(&mut child, Duration::from_secs(30));
+    let replies: Vec<Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let ids: Vec<&Value> = replies.iter().map(|r| &r["id"]).collect();
+    assert_eq!(ids, [&json!(1), &json!(3), &json!(5), &json!(6)], "{out}");
+    for r in &replies[1..] {
+        assert_eq!(r["error"]["code"], -32603, "{r}");
+    }
+}

@@ -186,7 +186,14 @@ fn without_store(
         return Err(last);
     };
     let mut kept = Unserved::new(suppress.initialize.clone(), suppress.acknowledgements);
-    for line in replay.split(|&b| b == b'\n') {
+    // The bytes handed over may end inside a request (the front end read ahead): that piece
+    // is the start of the next line read from stdin, not a line of its own.
+    let complete = replay
+        .iter()
+        .rposition(|&b| b == b'\n')
+        .map_or(0, |at| at + 1);
+    let (lines, unfinished) = replay.split_at(complete);
+    for line in lines.split_inclusive(|&b| b == b'\n') {
         let reply = match kept.take(line) {
             Taken::Request(id) => unserved(id, &last),
             Taken::Reply(reply) => reply,
@@ -199,7 +206,10 @@ fn without_store(
     let Ok(stdin) = std_stream(std::io::stdin()) else {
         return Err(last);
     };
-    let mut input = std::io::BufReader::new(stdin);
+    let mut input = std::io::BufReader::new(std::io::Read::chain(
+        std::io::Cursor::new(unfinished),
+        stdin,
+    ));
     let mut line = Vec::new();
     loop {
         line.clear();
