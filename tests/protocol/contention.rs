@@ -29,3 +29,45 @@ fn a_read_is_answered_while_another_process_holds_the_write_lock() {
     let (status, rest) = s.finish();
     assert!(status.success(), "{status:?} {rest:?}");
 }
+
+/// The sighting of a session's last tool call, queued after its answer, is recorded before the
+/// process ends, even when it has to wait for another process's lock first.
+#[test]
+fn the_last_calls_sighting_is_recorded_before_the_session_ends() {
+    let home = tempfile::tempdir().unwrap();
+    let home_dir = home.path().to_str().unwrap().to_owned();
+    let created = std::process::Command::new(crate::support::full_bin())
+        .args(["channel", "list"])
+        .env("HOOKS_MCP_HOME", &home_dir)
+        .output()
+        .unwrap();
+    assert!(created.status.success(), "{created:?}");
+
+    let holder = rusqlite::Connection::open(home.path().join("state.db")).unwrap();
+    holder.execute_batch("BEGIN EXCLUSIVE").unwrap();
+    let mut s = Server::with_env(&[
+        ("HOOKS_MCP_HOME", home_dir.as_str()),
+        ("HOOKS_MCP_SESSION_ID", "sess-last"),
+        ("HOOKS_MCP_BUSY_TIMEOUT_MS", "60000"),
+    ]);
+    s.handshake();
+    s.send(&call(2, "channel_list", json!({})));
+    let answer = s.recv_within(Duration::from_secs(15));
+    assert!(answer.is_some(), "answered while the lock was held");
+    // The client leaves while the sighting still waits for the lock; the lock goes soon after.
+    let release = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(500));
+        holder.execute_batch("COMMIT").unwrap();
+    });
+    let (status, rest) = s.finish();
+    release.join().unwrap();
+    assert!(status.success(), "{status:?} {rest:?}");
+
+    let listed = std::process::Command::new(crate::support::full_bin())
+        .args(["sessions", "--all", "--json"])
+        .env("HOOKS_MCP_HOME", &home_dir)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&listed.stdout);
+    assert!(text.contains("\"sess-last\""), "{text}");
+}

@@ -28,8 +28,9 @@ const LINE_BUDGETS: [(&str, usize); 2] = [
     // until a stdio session outlived what its client and its store do to it (a store that
     // cannot be opened at the hand-off, served once it opens; a broken stdout ending the
     // session; non-blocking pipes waited on through the blocking pool), the descriptors'
-    // waiting itself in protocol-lite (`fdio`).
-    ("crates/server-full/src", 4_000),
+    // waiting itself in protocol-lite (`fdio`); 4,000 until the tool calls' sightings went to
+    // a queue of their own, recorded after the answers and waited for at a session's end.
+    ("crates/server-full/src", 4_100),
     ("crates/hooks-mcp/src", 1_200),
 ];
 

@@ -40,6 +40,7 @@ mod registry;
 mod resources_and_prompts;
 mod server;
 mod settings;
+mod sightings;
 pub mod stdio;
 mod store_changes;
 mod watch;

@@ -33,6 +33,7 @@ use crate::push::ChannelPush;
 use crate::registry::{self, Registry, ToolEntry};
 use crate::resources_and_prompts::{self, CompletionTarget};
 use crate::settings::{Settings, SettingsError, now_ms};
+use crate::sightings::{Sighted, Sightings};
 use crate::store_changes::StoreChanges;
 use crate::watch::{self, Subscriptions, Watch};
 
@@ -83,6 +84,8 @@ struct Inner {
     /// What counts this server's tool calls, when anything does (the daemon's metrics; never
     /// under stdio).
     tool_metrics: OnceLock<Arc<dyn CallObserver>>,
+    /// The tool calls' sightings, recorded after their answers.
+    sightings: Arc<Sightings>,
 }
 
 impl HooksServer {
@@ -140,6 +143,7 @@ impl HooksServer {
                 .map(StoreChanges::new),
             watch: Arc::new(Watch::default()),
             tool_metrics: OnceLock::new(),
+            sightings: Arc::default(),
         };
         let inner = Arc::new(inner);
         let session = SessionTools::new(&inner);
@@ -151,6 +155,11 @@ impl HooksServer {
             },
             warnings,
         ))
+    }
+
+    /// The queue of this server's tool calls' sightings (shared by its forks).
+    pub(crate) fn sightings(&self) -> Arc<Sightings> {
+        self.inner.sightings.clone()
     }
 
     /// A server for another session: same registry and store, its own loaded tools (as the
@@ -553,9 +562,8 @@ impl HooksServer {
             if answered
                 && let Some(sighted) = sighting(&self.inner, self.transport, named.as_deref(), now)
             {
-                // The sighting is a write: it goes to the blocking pool, the answer does not
-                // wait for it.
-                drop(tokio::task::spawn_blocking(move || sighted.record()));
+                // A write of its own: queued, the answer does not wait for it.
+                self.inner.sightings.record(sighted);
             }
             match attempt {
                 Ok(Some(Ok(value))) => return Ok(shaped(value, ctx.take_content())),
@@ -565,6 +573,7 @@ impl HooksServer {
             }
         }
         let (inner, transport) = (self.inner.clone(), self.transport);
+        let sightings = self.inner.sightings.clone();
         let outcome = tokio::task::spawn_blocking(move || {
             let policy = call_policy.as_ref().unwrap_or(&inner.session);
             let ctx = CallContext::new(now, policy, &inner.extensions).with_client(&client);
@@ -573,11 +582,10 @@ impl HooksServer {
             (result, ctx.take_content(), sighted)
         })
         .await;
-        // The sighting is a write of its own: the answer does not wait for it (another
-        // writer holding the store would delay every reply, reads included, by its lock).
+        // The sighting is queued (`sightings`): the answer does not wait for it.
         let outcome = outcome.map(|(result, content, sighted)| {
             if let Some(sighted) = sighted {
-                drop(tokio::task::spawn_blocking(move || sighted.record()));
+                sightings.record(sighted);
             }
             (result, content)
         });
@@ -639,21 +647,6 @@ fn takes_session_id(tool: &Tool) -> bool {
         .get("properties")
         .and_then(Value::as_object)
         .is_some_and(|p| p.contains_key("session_id"))
-}
-
-/// A tool call's session seen, to record in the store.
-struct Sighted {
-    store: store::StoreHandle,
-    sighting: store::Sighting,
-}
-
-impl Sighted {
-    /// Records it. Best effort: a failure is logged without touching the call's answer.
-    fn record(self) {
-        if let Err(e) = self.store.record_sighting(&self.sighting) {
-            tracing::debug!("could not record the session's tool call: {e}");
-        }
-    }
 }
 
 /// That the call's session (the `session_id` it names, else the session policy's fallback)

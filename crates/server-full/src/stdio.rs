@@ -389,6 +389,7 @@ where
         server: server.clone(),
     };
     let pusher = crate::push::Pusher::of(&server);
+    let sightings = server.sightings();
     let outcome = match server.serve(transport).await {
         Ok(running) => {
             // Once a legacy session is open (`initialize` gave rmcp the client's info): what
@@ -412,8 +413,14 @@ where
         Err(e) => Err(StdioError::Handshake(e.to_string())),
     };
     reader.abort();
+    // The last calls' sightings, recorded after their answers, are not lost with the process.
+    sightings.flush(SIGHTINGS_FLUSH).await;
     outcome
 }
+
+/// How long the end of a session waits for its last tool calls' sightings (a store locked by
+/// another process past this costs the record of them, not the session's exit).
+const SIGHTINGS_FLUSH: std::time::Duration = std::time::Duration::from_secs(5);
 
 struct LineReader<R, W> {
     reader: BufReader<R>,

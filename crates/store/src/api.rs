@@ -1033,8 +1033,9 @@ pub struct ReportQuery {
 pub trait SessionStore {
     /// Records a sighting outside a hook's counted tool call (`SessionStart`, a prompt, an MCP
     /// tool call): first seen on the first one, last seen, event and transport on every one,
-    /// the working directory and subscriptions when given. Every sighting revives an ended
-    /// session, and a `UserPromptSubmit` one starts its turn (see
+    /// the working directory and subscriptions when given. A sighting later than a session's
+    /// end revives it (one from before the end, recorded late, does not), and a
+    /// `UserPromptSubmit` one starts its turn (see
     /// [`ChannelStore::deliver_at_stop`]).
     fn record_sighting(&self, sighting: &Sighting) -> StoreResult<()>;
     /// Counts one tool call of the sighting's session, as

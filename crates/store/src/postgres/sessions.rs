@@ -28,7 +28,7 @@ macro_rules! upsert_sql {
              transport = excluded.transport,
              cwd = coalesce(excluded.cwd, s.cwd),
              subscriptions = coalesce(excluded.subscriptions, s.subscriptions),
-             ended_at = NULL,
+             ended_at = CASE WHEN s.ended_at > excluded.last_seen THEN s.ended_at END,
              turn_started_at = coalesce(excluded.turn_started_at, s.turn_started_at),
              parent_id = coalesce(excluded.parent_id, s.parent_id)"
     };

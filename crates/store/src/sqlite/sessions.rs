@@ -20,7 +20,7 @@ macro_rules! update_sighting {
                  transport = ?4,
                  cwd = coalesce(?5, cwd),
                  subscriptions = coalesce(?6, subscriptions),
-                 ended_at = NULL,
+                 ended_at = CASE WHEN ended_at > ?2 THEN ended_at END,
                  turn_started_at = CASE WHEN ?3 = 'UserPromptSubmit' THEN ?2
                                         ELSE turn_started_at END",
             $parent,
@@ -74,7 +74,7 @@ fn upsert(tx: &Connection, sighting: &Sighting, parent: Option<&str>) -> Result<
              transport = excluded.transport,
              cwd = coalesce(excluded.cwd, cwd),
              subscriptions = coalesce(excluded.subscriptions, subscriptions),
-             ended_at = NULL,
+             ended_at = CASE WHEN ended_at > excluded.last_seen THEN ended_at END,
              turn_started_at = coalesce(excluded.turn_started_at, turn_started_at),
              parent_id = coalesce(excluded.parent_id, parent_id)",
     )?

@@ -80,6 +80,11 @@ pub(crate) fn an_ended_session_is_not_live_until_it_is_seen_again(b: &dyn Backen
     let all = listed(&store, true);
     assert_eq!(all.len(), 2, "{all:?}");
     assert_eq!(all[0], ("s1".to_owned(), Some(T0 + 11)));
+    // A sighting from before the end, recorded late (a tool call's is written after its
+    // answer): the session stays ended.
+    seen(&store, "s1", T0 + 5, "tools/call");
+    assert_eq!(store.count_sessions(T0).unwrap(), 1);
+    assert_eq!(listed(&store, true)[0].1, Some(T0 + 11));
     // A session never seen is recorded as ended, and listed with the rest.
     assert!(!store.end_session("s3", T0 + 12).unwrap());
     assert_eq!(store.count_sessions(T0).unwrap(), 1);
