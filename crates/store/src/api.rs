@@ -1040,10 +1040,11 @@ pub trait SessionStore {
     fn record_sighting(&self, sighting: &Sighting) -> StoreResult<()>;
     /// Counts one tool call of the sighting's session, as
     /// [`EnforcementStore::count_tool_call`], and records the sighting in the same transaction;
-    /// returns the session's count. A `call_id` (the client's id of the tool call) equal to
-    /// the one the session's last counted call had is the same call reported again (a client
-    /// running two of hooks-mcp's hook registrations): it is not counted twice, and the answer
-    /// says so ([`CallCount::first_report`]).
+    /// returns the session's count. A `call_id` (the client's id of the tool call) among those
+    /// of the session's recent counted calls (some twenty) is the same call reported again (a
+    /// client running two of hooks-mcp's hook registrations, the reports of parallel calls
+    /// interleaved): it is not counted twice, and the answer says so
+    /// ([`CallCount::first_report`]). An id with white space in it is not remembered.
     fn count_sighted_call(
         &self,
         sighting: &Sighting,

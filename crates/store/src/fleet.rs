@@ -105,3 +105,10 @@ pub(crate) fn report(rows: ReportRows, query: &ReportQuery) -> DeliveryReport {
         message: rows.message,
     }
 }
+
+/// A tool call's id as the counters remember it (see migration 7): ids are kept in one text,
+/// separated by spaces, so one with white space in it, or longer than 128 bytes, is not
+/// remembered (its call is counted as one without an id).
+pub(crate) fn remembered_call_id(call_id: Option<&str>) -> Option<&str> {
+    call_id.filter(|id| !id.is_empty() && id.len() <= 128 && !id.contains(char::is_whitespace))
+}

@@ -65,6 +65,7 @@ impl SessionStore for PostgresStore {
         sighting: &Sighting,
         call_id: Option<&str>,
     ) -> StoreResult<CallCount> {
+        let call_id = crate::fleet::remembered_call_id(call_id);
         self.run(|db| {
             let row = with_sighting(sighting, None, |params| {
                 let mut all: Vec<&(dyn ToSql + Sync)> = params.to_vec();
@@ -75,13 +76,17 @@ impl SessionStore for PostgresStore {
                         upsert_sql!(),
                         ")
                          INSERT INTO session_counters AS c
-                             (session_id, tool_calls, updated_at, last_call_id)
+                             (session_id, tool_calls, updated_at, recent_calls)
                          VALUES ($1, 1, $2, $8)
                          ON CONFLICT (session_id) DO UPDATE
                              SET tool_calls = c.tool_calls + 1,
                                  updated_at = excluded.updated_at,
-                                 last_call_id = excluded.last_call_id
-                             WHERE $8::text IS NULL OR c.last_call_id IS DISTINCT FROM $8::text
+                                 recent_calls = CASE WHEN $8::text IS NULL THEN c.recent_calls
+                                     ELSE left($8::text || ' ' || coalesce(c.recent_calls, ''), 600)
+                                 END
+                             WHERE $8::text IS NULL
+                                OR position(' ' || $8::text || ' '
+                                            IN ' ' || coalesce(c.recent_calls, '') || ' ') = 0
                          RETURNING tool_calls"
                     ),
                     &all,

@@ -84,8 +84,9 @@ fn upsert(tx: &Connection, sighting: &Sighting, parent: Option<&str>) -> Result<
 
 /// Counts one tool call of `session_id` inside the caller's transaction and returns the
 /// session's count and whether this report counted it: one `UPDATE … RETURNING` for a counted
-/// session, the insert for its first. A `call_id` equal to the last counted call's is that
-/// call again: nothing is counted (a third query reads the count, only then).
+/// session, the insert for its first. A `call_id` among the session's recent counted calls'
+/// (`recent_calls`, see migration 7) is that call again: nothing is counted (a third query
+/// reads the count, only then).
 pub(super) fn count_call(
     tx: &Connection,
     session_id: &str,
@@ -95,8 +96,13 @@ pub(super) fn count_call(
     let counted: Option<i64> = tx
         .prepare_cached(
             "UPDATE session_counters
-             SET tool_calls = tool_calls + 1, updated_at = ?2, last_call_id = ?3
-             WHERE session_id = ?1 AND (?3 IS NULL OR last_call_id IS NOT ?3)
+             SET tool_calls = tool_calls + 1, updated_at = ?2,
+                 recent_calls = CASE WHEN ?3 IS NULL THEN recent_calls
+                                     ELSE substr(?3 || ' ' || coalesce(recent_calls, ''), 1, 600)
+                                END
+             WHERE session_id = ?1
+               AND (?3 IS NULL
+                    OR instr(' ' || coalesce(recent_calls, '') || ' ', ' ' || ?3 || ' ') = 0)
              RETURNING tool_calls",
         )?
         .query_row(params![session_id, at, call_id], |r| r.get(0))
@@ -106,7 +112,7 @@ pub(super) fn count_call(
     }
     let first: Option<i64> = tx
         .prepare_cached(
-            "INSERT INTO session_counters (session_id, tool_calls, updated_at, last_call_id)
+            "INSERT INTO session_counters (session_id, tool_calls, updated_at, recent_calls)
              VALUES (?1, 1, ?2, ?3)
              ON CONFLICT (session_id) DO NOTHING
              RETURNING tool_calls",
@@ -143,6 +149,7 @@ impl SessionStore for SqliteStore {
     ) -> StoreResult<CallCount> {
         self.write(|tx| {
             upsert(tx, sighting, None)?;
+            let call_id = crate::fleet::remembered_call_id(call_id);
             let (n, first_report) = count_call(tx, &sighting.session_id, sighting.at, call_id)?;
             Ok(CallCount {
                 calls: unsigned_count(n)?,

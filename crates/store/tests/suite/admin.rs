@@ -44,14 +44,14 @@ fn publish_kept(store: &dyn store::Store) -> store::Message {
         .unwrap()
 }
 
-/// Takes a store back to schema version 5, behind its back: PostgreSQL's index of the info
-/// messages' expiry goes (SQLite's version 6 changes nothing).
-/// Takes a store back to schema version 6: the counters forget their last call's id.
+/// Takes a store back to schema version 6: the counters forget their recent calls' ids.
 fn undo_version_7(location: &dyn Location) {
-    location.execute("ALTER TABLE session_counters DROP COLUMN last_call_id;");
+    location.execute("ALTER TABLE session_counters DROP COLUMN recent_calls;");
     location.set_schema_version(6);
 }
 
+/// Takes a store back to schema version 5, behind its back: PostgreSQL's index of the info
+/// messages' expiry goes (SQLite's version 6 changes nothing).
 fn undo_version_6(location: &dyn Location) {
     undo_version_7(location);
     if location.spec().starts_with("postgres") {

@@ -402,9 +402,15 @@ pub(crate) fn sightings_build_session_records(b: &dyn Backend) {
     assert_eq!(counted(T0 + 20, Some("toolu_1")), count(2, true));
     // The same call again (two hook registrations of one client): not counted again.
     assert_eq!(counted(T0 + 20, Some("toolu_1")), count(2, false));
+    // Reports of parallel calls interleave: an earlier call reported again is still known.
+    assert_eq!(counted(T0 + 20, Some("toolu_2")), count(3, true));
+    assert_eq!(counted(T0 + 20, Some("toolu_1")), count(3, false));
+    // An id the counters cannot keep (white space in it) counts as a call without one.
+    assert_eq!(counted(T0 + 20, Some("a b")), count(4, true));
+    assert_eq!(counted(T0 + 20, Some("a b")), count(5, true));
     assert_eq!(
         store.tool_calls("s1").unwrap(),
-        2,
+        5,
         "the same counter the reminders use"
     );
     store
@@ -443,7 +449,7 @@ pub(crate) fn sightings_build_session_records(b: &dyn Backend) {
             "deploys".into()
         ]))
     );
-    assert_eq!(s1.tool_calls, 2);
+    assert_eq!(s1.tool_calls, 5);
     let s2 = &all[0];
     assert_eq!((s2.first_seen, s2.last_seen), (T0 + 5, T0 + 30));
     assert_eq!(s2.tool_calls, 0);
