@@ -250,8 +250,9 @@ fn a_stop_is_blocked_once_for_a_message_published_during_the_turn() {
         Some(json!({
             "decision": "block",
             "reason": format!(
-                "[CRITICAL #{id} ops] the release is cancelled \
-                 (ack: channel_acknowledge message_id={id})"
+                "{}\n[CRITICAL #{id} ops] the release is cancelled \
+                 (ack: channel_acknowledge message_id={id})",
+                hook_dispatch::clients::PUSH_HEADER
             ),
         }))
     );

@@ -59,6 +59,16 @@ pub struct Response {
 }
 
 impl Response {
+    /// A turn-end push's reason: [`store::rules::PUSH_HEADER`], then what the turn did not
+    /// show, one message a line.
+    pub fn turn_end_reason(&self) -> String {
+        format!(
+            "{}\n{}",
+            store::rules::PUSH_HEADER,
+            self.block_reasons.join("\n")
+        )
+    }
+
     /// Adds a context block, unless it is blank.
     pub fn add_context(&mut self, text: impl Into<String>) {
         let text = text.into();
@@ -124,7 +134,7 @@ impl Response {
             Event::Stop => {
                 if !self.block_reasons.is_empty() {
                     top.insert("decision".into(), "block".into());
-                    top.insert("reason".into(), self.block_reasons.join("\n").into());
+                    top.insert("reason".into(), self.turn_end_reason().into());
                 }
             }
             // Context only (`SubagentStop` and `SessionEnd` never get any).
@@ -160,7 +170,10 @@ mod tests {
         response.block_reasons.push("[ALERT #3 ops] go on".into());
         assert_eq!(
             response.to_json(Event::Stop, ""),
-            Some(serde_json::json!({"decision": "block", "reason": "[ALERT #3 ops] go on"}))
+            Some(serde_json::json!({
+                "decision": "block",
+                "reason": format!("{}\n[ALERT #3 ops] go on", store::rules::PUSH_HEADER),
+            }))
         );
         let mut start = Response::default();
         start.add_context("[CRITICAL #4 ops] stop");

@@ -106,7 +106,12 @@ const VERBS: &[&str] = &[
 /// is not a letter or digit and compared case-insensitively, contains `condition` or
 /// `conditions` and one of the verbs set, add, create, install, remove, delete, clear, replace or
 /// update (or their -s, -ed, -ing forms). `condition_set` counts, as it splits into two words.
+/// A prompt that is hooks-mcp's own turn-end push ([`store::rules::PUSH_HEADER`] first: some
+/// clients submit the push as the next prompt) is not the operator's, whatever it says.
 pub fn prompt_requests_condition_change(prompt: &str) -> bool {
+    if prompt.trim_start().starts_with(store::rules::PUSH_HEADER) {
+        return false;
+    }
     let words: Vec<String> = prompt
         .split(|c: char| !c.is_alphanumeric())
         .filter(|w| !w.is_empty())

@@ -230,6 +230,9 @@ fn prompts_arm_the_gate_only_when_asking_to_change_conditions() {
     for prompt in does_not {
         assert!(!crate::prompt_requests_condition_change(prompt), "{prompt}");
     }
+    // hooks-mcp's own turn-end push, submitted as the next prompt: never the operator's.
+    let pushed = format!("{}\n[ALERT #3 ops] {}", store::rules::PUSH_HEADER, asks[0]);
+    assert!(!crate::prompt_requests_condition_change(&pushed));
 
     let env = env();
     let store: &dyn store::Store = &*env.store.0;

@@ -16,14 +16,10 @@
 //! `stop_hook_active: true`, which the dispatcher reads before pushing anything (never twice
 //! in a row): Codex, Gemini CLI and Copilot CLI send `stop_hook_active` (Copilot CLI's SDK
 //! spells it `stopHookActive`), Cursor counts its follow-ups in `loop_count`; Cursor's stop of
-//! a turn that was aborted or failed (`status`) is not pushed into either. A prompt that is
-//! hooks-mcp's own turn-end push ([`PUSH_HEADER`]), which Gemini CLI, Copilot CLI and Cursor
-//! submit as the next prompt, is not the operator's: its text moves under [`MARKER`]
-//! (`pushed_prompt`), so that it opens no conditions gate.
+//! a turn that was aborted or failed (`status`) is not pushed into either.
 
 use serde_json::{Map, Value, json};
 
-use super::render::PUSH_HEADER;
 use super::{Client, Route};
 use crate::payload::Event;
 
@@ -123,15 +119,6 @@ pub fn adapt(
     let mut marker = json!({ "client": client.name(), "event": client_event });
     if route.event == Event::Stop && stop_hook_already_ran(client, &raw) {
         raw.insert("stop_hook_active".into(), true.into());
-    }
-    if route.event == Event::UserPromptSubmit
-        && raw
-            .get("prompt")
-            .and_then(Value::as_str)
-            .is_some_and(|p| p.trim_start().starts_with(PUSH_HEADER))
-        && let Some(pushed) = raw.insert("prompt".into(), "".into())
-    {
-        marker["pushed_prompt"] = pushed;
     }
     if route.event.is_tool_event() {
         let (name, input) = tool_call(client, client_event, &raw).ok_or_else(|| {
@@ -413,32 +400,6 @@ mod tests {
             cursor(1, "completed"),
         );
         assert!(!start.unwrap().contains_key("stop_hook_active"));
-    }
-
-    #[test]
-    fn a_prompt_that_is_hooks_mcps_own_push_is_not_the_operators() {
-        let prompt = Route::whole(Event::UserPromptSubmit);
-        let pushed =
-            format!("{PUSH_HEADER}\n[ALERT #3 ops] please add a condition that blocks pushes");
-        let out = adapt(
-            Client::Gemini,
-            "BeforeAgent",
-            prompt,
-            json!({"session_id": "g1", "prompt": pushed}),
-        )
-        .unwrap();
-        assert_eq!(out["prompt"], "");
-        assert_eq!(out[MARKER]["pushed_prompt"], pushed.as_str());
-        let typed = "Please add a condition that blocks force pushes.";
-        let out = adapt(
-            Client::Gemini,
-            "BeforeAgent",
-            prompt,
-            json!({"session_id": "g1", "prompt": typed}),
-        )
-        .unwrap();
-        assert_eq!(out["prompt"], typed);
-        assert!(out[MARKER].get("pushed_prompt").is_none());
     }
 
     #[test]

@@ -39,8 +39,9 @@ use std::fmt;
 use crate::payload::Event;
 
 pub use adapt::{MARKER, adapt, detect, marked};
-pub use render::{PUSH_HEADER, render};
+pub use render::render;
 pub use run::{recover, run, run_from_args, run_marked};
+pub use store::rules::PUSH_HEADER;
 
 /// The agent clients hooks-mcp registers with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]

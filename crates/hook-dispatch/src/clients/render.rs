@@ -18,10 +18,10 @@
 //! At the turn's end, what the turn did not show makes the agent go on, in each client's
 //! words: Codex's and Copilot CLI's `Stop` answer `{"decision": "block", "reason": …}`
 //! (Claude Code's), Gemini CLI's `AfterAgent` `{"decision": "deny", "reason": …}`, Cursor's
-//! `stop` `{"followup_message": …}`. The reason starts with [`PUSH_HEADER`]: these clients
-//! give it to the agent as its next prompt (Gemini CLI, Cursor and Copilot CLI submit it as
-//! one), and a prompt that is hooks-mcp's own push is not the operator's words (it opens no
-//! conditions gate, [`super::adapt()`]). The session's end answers nothing.
+//! `stop` `{"followup_message": …}`. The reason starts with [`store::rules::PUSH_HEADER`], as
+//! Claude Code's does: these clients give it to the agent as its next prompt (Gemini CLI,
+//! Cursor and Copilot CLI submit it as one), and a prompt that is hooks-mcp's own push is not
+//! the operator's words (it opens no conditions gate). The session's end answers nothing.
 //!
 //! Nothing to say is no output, except where the client expects an answer (Cursor's
 //! `beforeSubmitPrompt`). What a client cannot apply is left out and said in the returned
@@ -35,11 +35,6 @@ use crate::payload::Event;
 
 /// The reason given with a denial that came without one (Codex and Gemini CLI require one).
 const DENIED: &str = "denied by a hooks-mcp condition";
-
-/// The first line of a turn-end push to another client than Claude Code, which the client
-/// gives the agent as its next prompt.
-pub const PUSH_HEADER: &str = "[hooks-mcp] Published during this turn, for you to read before \
-                               you stop:";
 
 /// The JSON to print for `response` in `client`'s format, for its event `client_event`
 /// answered as `route`, about `tool_name`; and lines for the operator about what the client
@@ -92,11 +87,10 @@ fn as_text(value: &Value) -> String {
     }
 }
 
-/// The reason a turn-end push gives: [`PUSH_HEADER`], then what the turn did not show; `None`
-/// when there is nothing to push.
+/// The reason a turn-end push gives (`Response::turn_end_reason`); `None` when there is
+/// nothing to push.
 fn turn_end(response: &Response) -> Option<String> {
-    (!response.block_reasons.is_empty())
-        .then(|| format!("{PUSH_HEADER}\n{}", response.block_reasons.join("\n")))
+    (!response.block_reasons.is_empty()).then(|| response.turn_end_reason())
 }
 
 /// The reasons of the decision, or `None`.
@@ -483,7 +477,7 @@ mod tests {
     fn a_turn_end_push_takes_each_clients_words_and_the_session_end_none() {
         let mut r = response(&[]);
         r.block_reasons.push("[ALERT #3 ops] freeze".into());
-        let reason = format!("{PUSH_HEADER}\n[ALERT #3 ops] freeze");
+        let reason = format!("{}\n[ALERT #3 ops] freeze", store::rules::PUSH_HEADER);
         let stop = Route::whole(Event::Stop);
         for (client, name, expected) in [
             (
@@ -515,12 +509,9 @@ mod tests {
             );
             assert_eq!(end, None, "{client}");
         }
-        // Claude Code's own answer keeps its reason as it was.
+        // Claude Code's own answer has the same reason: VS Code and Cursor run its hooks too.
         let (claude, _) = render(Client::Claude, "Stop", stop, &r, "");
-        assert_eq!(
-            claude,
-            Some(json!({"decision": "block", "reason": "[ALERT #3 ops] freeze"}))
-        );
+        assert_eq!(claude, Some(json!({"decision": "block", "reason": reason})));
     }
 
     #[test]
