@@ -111,6 +111,14 @@ pub fn from_rfc3339(text: &str) -> Result<Millis, String> {
     Ok(time.timestamp_millis())
 }
 
+/// The first line of a turn-end push (a `Stop` blocked for the messages published during the
+/// turn, in every client's form). Some clients give the push to the agent as its next prompt:
+/// a prompt that starts with this line is hooks-mcp's own words, not the operator's, and opens
+/// no conditions gate (`tools_conditions::prompt_requests_condition_change`), whatever the
+/// broadcasts after it say.
+pub const PUSH_HEADER: &str =
+    "[hooks-mcp] Published during this turn, for you to read before you stop:";
+
 #[cfg(test)]
 mod tests {
     use super::{check_channel_name, on_one_line};
@@ -139,11 +147,3 @@ mod tests {
         assert!(!on_one_line("a\u{2029}b\n\nc").contains(['\n', '\u{2029}']));
     }
 }
-
-/// The first line of a turn-end push (a `Stop` blocked for the messages published during the
-/// turn, in every client's form). Some clients give the push to the agent as its next prompt:
-/// a prompt that starts with this line is hooks-mcp's own words, not the operator's, and opens
-/// no conditions gate (`tools_conditions::prompt_requests_condition_change`), whatever the
-/// broadcasts after it say.
-pub const PUSH_HEADER: &str =
-    "[hooks-mcp] Published during this turn, for you to read before you stop:";
