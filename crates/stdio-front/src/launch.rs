@@ -113,27 +113,9 @@ fn failed(why: &str, handoff: &Handoff) -> ExitCode {
         &message,
     );
     // Nothing more to do when the client is gone.
-    let _ = write_waiting(&replies);
+    // Waiting for room when the client left stdout non-blocking.
+    let _ = protocol_lite::fdio::Waiting(io::stdout()).write_all(&replies);
     ExitCode::FAILURE
-}
-
-/// Writes `bytes` to stdout, waiting for room when the client left it non-blocking.
-fn write_waiting(mut bytes: &[u8]) -> io::Result<()> {
-    use rustix::event::{PollFd, PollFlags, poll};
-    use rustix::io::Errno;
-    let stdout = io::stdout();
-    while !bytes.is_empty() {
-        match rustix::io::write(&stdout, bytes) {
-            Ok(n) => bytes = &bytes[n..],
-            Err(Errno::INTR) => {}
-            Err(Errno::AGAIN) => match poll(&mut [PollFd::new(&stdout, PollFlags::OUT)], None) {
-                Ok(_) | Err(Errno::INTR) => {}
-                Err(e) => return Err(e.into()),
-            },
-            Err(e) => return Err(e.into()),
-        }
-    }
-    Ok(())
 }
 
 /// Checks at start-up that `path` names a program `exec` can run (a file with an execute
