@@ -84,7 +84,9 @@ fn write_quietly(bytes: &[u8]) {
 
 /// Writes the start of `bytes` to `fd` in pieces of at most [`PIPE_BUF`] bytes while a poll
 /// with a zero timeout says it is writable: how many bytes were written. Never blocks on a
-/// pipe, socket or terminal that nobody drains; any error ends the write.
+/// pipe nobody drains (one that polls writable has room for `PIPE_BUF` bytes); a socket or a
+/// terminal may report itself writable with less room, and then one piece may wait for it.
+/// Any error ends the write.
 fn write_now(fd: impl AsFd, bytes: &[u8]) -> usize {
     let now = Timespec {
         tv_sec: 0,
