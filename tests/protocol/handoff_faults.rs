@@ -4,8 +4,8 @@
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Command, Stdio};
+use std::time::Duration;
 
 use rustix::fs::{FlockOperation, OFlags, fcntl_getfl, fcntl_lock, fcntl_setfl};
 use serde_json::{Value, json};
@@ -14,33 +14,7 @@ use crate::support::*;
 
 /// `hooks-mcp` on the store in `home`, stdin and stdout as given, stderr discarded.
 fn front(home: &Path, stdin: Stdio, stdout: Stdio) -> Command {
-    let mut command = Command::new(front_bin());
-    command
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOOKS_MCP_HOME", home)
-        .env("HOOKS_MCP_FULL_BIN", full_bin())
-        .env("HOOKS_MCP_SESSION_ID", "test-session")
-        .stdin(stdin)
-        .stdout(stdout)
-        .stderr(Stdio::null());
-    command
-}
-
-/// Waits for `child` to exit within `limit`, else kills it and fails.
-fn exits_within(child: &mut Child, limit: Duration) -> ExitStatus {
-    let deadline = Instant::now() + limit;
-    loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            return status;
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("the server did not exit within {limit:?}");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    front_command(home, stdin, stdout, Stdio::null())
 }
 
 fn read_reply(stdout: &mut impl BufRead) -> Value {

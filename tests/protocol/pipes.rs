@@ -4,44 +4,20 @@
 
 use std::collections::BTreeSet;
 use std::io::{BufRead, BufReader, Read, Write};
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::mpsc::channel;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use rustix::fs::{OFlags, fcntl_getfl, fcntl_setfl};
 use serde_json::{Value, json};
 
-use crate::support::{INIT, INITIALIZED, LINE_TIMEOUT, call, front_bin, full_bin, request};
+use crate::support::{
+    INIT, INITIALIZED, LINE_TIMEOUT, call, exits_within, front_command, request,
+};
 
 /// `hooks-mcp` with a store of its own in `home`, stdin piped and stdout and stderr as given.
 fn front(home: &std::path::Path, stdout: Stdio, stderr: Stdio) -> Command {
-    let mut command = Command::new(front_bin());
-    command
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOOKS_MCP_HOME", home)
-        .env("HOOKS_MCP_FULL_BIN", full_bin())
-        .env("HOOKS_MCP_SESSION_ID", "test-session")
-        .stdin(Stdio::piped())
-        .stdout(stdout)
-        .stderr(stderr);
-    command
-}
-
-/// Waits for `child` to exit, killing it after `limit`.
-fn wait(child: &mut Child, limit: Duration) -> ExitStatus {
-    let deadline = Instant::now() + limit;
-    loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            return status;
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("the server did not exit within {limit:?}");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    front_command(home, Stdio::piped(), stdout, stderr)
 }
 
 #[test]
@@ -86,7 +62,7 @@ fn a_stderr_pipe_nobody_reads_never_stalls_the_server() {
     }
     assert_eq!(answered, (1..302).collect::<BTreeSet<u64>>());
     drop(stdin);
-    let status = wait(&mut child, LINE_TIMEOUT);
+    let status = exits_within(&mut child, LINE_TIMEOUT);
     assert!(status.success(), "exit {status}");
 }
 
@@ -126,7 +102,7 @@ fn the_light_path_writes_every_reply_whole_to_a_non_blocking_stdout_read_slowly(
             std::thread::sleep(Duration::from_micros(500));
         }
     });
-    let status = wait(&mut child, Duration::from_secs(60));
+    let status = exits_within(&mut child, Duration::from_secs(60));
     let got = reader.join().unwrap();
     assert!(status.success(), "exit {status}");
     let text = String::from_utf8(got).unwrap();

@@ -4,7 +4,7 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
 use std::sync::mpsc::{Receiver, channel};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
@@ -220,13 +220,39 @@ impl Drop for Server {
 }
 
 fn wait(child: &mut Child) -> ExitStatus {
-    for _ in 0..400 {
+    exits_within(child, LINE_TIMEOUT)
+}
+
+/// Waits for `child` to exit within `limit`, else kills it and fails.
+pub fn exits_within(child: &mut Child, limit: Duration) -> ExitStatus {
+    let deadline = Instant::now() + limit;
+    loop {
         if let Some(status) = child.try_wait().unwrap() {
             return status;
         }
-        std::thread::sleep(Duration::from_millis(50));
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("the server did not exit within {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
     }
-    panic!("the server did not exit within 20 s");
+}
+
+/// `hooks-mcp` with nothing of this environment but `PATH`, its store in `home`, the full
+/// binary beside the test's, a session id, and stdin, stdout and stderr as given.
+pub fn front_command(home: &Path, stdin: Stdio, stdout: Stdio, stderr: Stdio) -> Command {
+    let mut command = Command::new(front_bin());
+    command
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOOKS_MCP_HOME", home)
+        .env("HOOKS_MCP_FULL_BIN", full_bin())
+        .env("HOOKS_MCP_SESSION_ID", "test-session")
+        .stdin(stdin)
+        .stdout(stdout)
+        .stderr(stderr);
+    command
 }
 
 fn pump(stream: impl Read + Send + 'static) -> Receiver<String> {
