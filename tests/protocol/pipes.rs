@@ -11,9 +11,7 @@ use std::time::Duration;
 use rustix::fs::{OFlags, fcntl_getfl, fcntl_setfl};
 use serde_json::{Value, json};
 
-use crate::support::{
-    INIT, INITIALIZED, LINE_TIMEOUT, call, exits_within, front_command, request,
-};
+use crate::support::{INIT, INITIALIZED, LINE_TIMEOUT, call, exits_within, front_command, request};
 
 /// `hooks-mcp` with a store of its own in `home`, stdin piped and stdout and stderr as given.
 fn front(home: &std::path::Path, stdout: Stdio, stderr: Stdio) -> Command {
