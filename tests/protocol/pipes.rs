@@ -3,15 +3,16 @@
 //! still gets every reply whole and in order.
 
 use std::collections::BTreeSet;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::process::{Command, Stdio};
-use std::sync::mpsc::channel;
 use std::time::Duration;
 
 use rustix::fs::{OFlags, fcntl_getfl, fcntl_setfl};
 use serde_json::{Value, json};
 
-use crate::support::{INIT, INITIALIZED, LINE_TIMEOUT, call, exits_within, front_command, request};
+use crate::support::{
+    INIT, INITIALIZED, LINE_TIMEOUT, call, exits_within, front_command, pump, request,
+};
 
 /// `hooks-mcp` with a store of its own in `home`, stdin piped and stdout and stderr as given.
 fn front(home: &std::path::Path, stdout: Stdio, stderr: Stdio) -> Command {
@@ -29,15 +30,7 @@ fn a_stderr_pipe_nobody_reads_never_stalls_the_server() {
         .unwrap();
     let mut stdin = child.stdin.take().unwrap();
     let stdout = child.stdout.take().unwrap();
-    let (tx, rx) = channel::<String>();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines() {
-            let Ok(line) = line else { break };
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
+    let rx = pump(stdout);
     // Light requests first, then tool calls the full server answers, logging each at debug:
     // far more than a pipe holds.
     let mut lines = vec![INIT.to_owned(), INITIALIZED.to_owned()];

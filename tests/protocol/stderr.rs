@@ -1,17 +1,16 @@
 //! Diagnostics never take a process down: every binary keeps serving with its stderr closed
 //! (a launcher that discards it), at every log level.
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::net::{SocketAddr, TcpListener};
 use std::process::{Child, Command, Stdio};
-use std::sync::mpsc::channel;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use test_support::http::try_http;
 use test_support::mcp::MCP_POST;
 
-use crate::support::{INIT, INITIALIZED, LINE_TIMEOUT, call, front_bin, full_bin, request};
+use crate::support::{INIT, INITIALIZED, LINE_TIMEOUT, call, front_bin, full_bin, pump, request};
 
 const LEVELS: [&str; 5] = ["error", "warn", "info", "debug", "trace"];
 
@@ -39,15 +38,7 @@ fn the_stdio_server_answers_and_hands_off_with_stderr_closed_at_every_log_level(
         );
         let mut stdin = child.stdin.take().unwrap();
         let stdout = child.stdout.take().unwrap();
-        let (tx, rx) = channel::<String>();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
+        let rx = pump(stdout);
         let lines = [
             INIT.to_owned(),
             INITIALIZED.to_owned(),

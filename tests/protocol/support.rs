@@ -255,7 +255,8 @@ pub fn front_command(home: &Path, stdin: Stdio, stdout: Stdio, stderr: Stdio) ->
     command
 }
 
-fn pump(stream: impl Read + Send + 'static) -> Receiver<String> {
+/// The lines `stream` gives, read on a thread of their own, as they come.
+pub fn pump(stream: impl Read + Send + 'static) -> Receiver<String> {
     let (sender, receiver) = channel();
     std::thread::spawn(move || {
         for line in BufReader::new(stream).lines() {

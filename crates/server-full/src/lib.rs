@@ -52,3 +52,9 @@ pub use registry::{ToolEntry, link_tools};
 pub use server::HooksServer;
 pub use settings::{SESSION_ENV, SESSION_SETTINGS, Settings, SettingsError, mode_from_env, now_ms};
 pub use store_changes::{StoreChanges, Version as ChangeVersion};
+
+/// A mutex's guard even when a holder panicked: every holder in this crate leaves whole
+/// values behind, so what it guards stays usable.
+pub(crate) fn lock<T>(mutex: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|p| p.into_inner())
+}

@@ -27,6 +27,7 @@ use tokio::sync::Notify;
 
 use crate::client_link::CallClient;
 use crate::discovery;
+use crate::lock;
 use crate::modern::{self, Cache, Cacheable};
 use crate::observe::{CallObserver, CallOutcome};
 use crate::push::ChannelPush;
@@ -673,10 +674,6 @@ fn sighting(
             subscriptions: None,
         },
     })
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// Parses the JSON of an MCP result into its rmcp type.

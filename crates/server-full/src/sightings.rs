@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use crate::lock;
 use tokio::sync::Notify;
 
 /// A tool call's session seen, to record in the store.
@@ -106,8 +107,4 @@ impl std::fmt::Debug for Sightings {
             .field("working", &queue.working)
             .finish()
     }
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|p| p.into_inner())
 }

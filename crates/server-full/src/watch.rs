@@ -26,6 +26,7 @@ use rmcp::service::SubscriptionSink;
 use rmcp::{Peer, RoleServer};
 use tokio::sync::watch;
 
+use crate::lock;
 use crate::resources_and_prompts;
 use crate::settings::now_ms;
 use crate::store_changes::{StoreChanges, Version};
@@ -112,10 +113,6 @@ impl Target {
             tracing::debug!("cannot notify a subscriber: {e}");
         }
     }
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 impl Subscriptions {
