@@ -1,5 +1,17 @@
 //! The log subscriber every server process installs: `HOOKS_MCP_LOG` (an `EnvFilter`) or a
 //! default, written to stderr only (stdout carries the protocol), never failing the process.
+//!
+//! A client that goes away is an ordinary condition, not an error: rmcp logs a reply it could
+//! not send to a peer that left (a listen stream or a request whose HTTP client closed the
+//! connection, a stdio client that closed its end) at `ERROR`; those lines are dropped here
+//! ([`ClientGone`]), and the server says at `debug` when a listen stream ends by its client.
+
+use std::fmt;
+
+use tracing::field::{Field, Visit};
+use tracing::{Event, Level, Subscriber};
+use tracing_subscriber::layer::{Context, Layer, SubscriberExt};
+use tracing_subscriber::util::SubscriberInitExt;
 
 pub use protocol_lite::setting::LOG_ENV;
 
@@ -17,5 +29,130 @@ pub fn init(default: &str) {
         .log_internal_errors(false)
         .with_ansi(false)
         .with_target(false)
+        .finish()
+        .with(ClientGone)
         .try_init();
+}
+
+/// rmcp's messages for a reply its transport could not send (rmcp 3.11's `service.rs`).
+const UNSENT_REPLY: [&str; 3] = [
+    "failed to send pending response during drain",
+    "fail to response message",
+    "fail to send rejection error",
+];
+
+/// How a transport's failure reads when its peer left: the HTTP reply's channel closed, or a
+/// stdio client's pipe broken.
+const PEER_LEFT: [&str; 3] = ["channel closed", "Broken pipe", "connection reset"];
+
+/// A layer that drops rmcp's `ERROR` lines for a reply that could not be sent because the
+/// client left (see the module's doc); every other event passes.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ClientGone;
+
+impl<S: Subscriber> Layer<S> for ClientGone {
+    fn event_enabled(&self, event: &Event<'_>, _: Context<'_, S>) -> bool {
+        let meta = event.metadata();
+        if *meta.level() != Level::ERROR || !meta.target().starts_with("rmcp") {
+            return true;
+        }
+        let mut seen = Seen::default();
+        event.record(&mut seen);
+        !is_client_gone(&seen.message, &seen.error)
+    }
+}
+
+/// Whether an rmcp event with `message` and `error` says a reply went unsent because the
+/// client left.
+fn is_client_gone(message: &str, error: &str) -> bool {
+    UNSENT_REPLY.contains(&message) && PEER_LEFT.iter().any(|left| error.contains(left))
+}
+
+/// The `message` and `error` fields of an event.
+#[derive(Default)]
+struct Seen {
+    message: String,
+    error: String,
+}
+
+impl Visit for Seen {
+    fn record_debug(&mut self, field: &Field, value: &dyn fmt::Debug) {
+        use std::fmt::Write as _;
+        let into = match field.name() {
+            "message" => &mut self.message,
+            "error" => &mut self.error,
+            _ => return,
+        };
+        let _ = write!(into, "{value:?}");
+    }
+
+    fn record_str(&mut self, field: &Field, value: &str) {
+        match field.name() {
+            "message" => self.message.push_str(value),
+            "error" => self.error.push_str(value),
+            _ => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_an_unsent_reply_to_a_client_that_left_is_dropped() {
+        assert!(is_client_gone(
+            "failed to send pending response during drain",
+            "channel closed"
+        ));
+        assert!(is_client_gone(
+            "fail to response message",
+            "Broken pipe (os error 32)"
+        ));
+        // Another failure to send, or another message with the same error, still shows.
+        assert!(!is_client_gone(
+            "failed to send pending response during drain",
+            "serialization failed"
+        ));
+        assert!(!is_client_gone("fail to close sink", "channel closed"));
+    }
+
+    /// The layer in a subscriber: which of rmcp's events reach the writer.
+    #[test]
+    fn the_layer_drops_the_line_and_keeps_the_others() {
+        use std::sync::{Arc, Mutex};
+        let lines = Arc::new(Mutex::new(Vec::<u8>::new()));
+        let sink = lines.clone();
+        let writer = move || Capture(sink.clone());
+        let subscriber = tracing_subscriber::fmt()
+            .with_writer(writer)
+            .with_ansi(false)
+            .finish()
+            .with(ClientGone);
+        tracing::subscriber::with_default(subscriber, || {
+            let error = "channel closed";
+            tracing::error!(target: "rmcp::service", %error, "failed to send pending response during drain");
+            tracing::error!(target: "rmcp::service", %error, "fail to close sink");
+            tracing::error!(target: "server_full", %error, "fail to response message");
+        });
+        let text = String::from_utf8(lines.lock().map(|l| l.clone()).unwrap_or_default())
+            .unwrap_or_default();
+        assert!(!text.contains("during drain"), "{text}");
+        assert!(text.contains("fail to close sink"), "{text}");
+        assert!(text.contains("fail to response message"), "{text}");
+    }
+
+    struct Capture(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+    impl std::io::Write for Capture {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            if let Ok(mut lines) = self.0.lock() {
+                lines.extend_from_slice(buf);
+            }
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
 }

@@ -1027,7 +1027,9 @@ impl ServerHandler for HooksServer {
         self.inner.subscribed.notify_one();
         let mut closing = self.inner.closing.subscribe();
         tokio::select! {
-            () = subscription.cancelled() => {}
+            () = subscription.cancelled() => {
+                tracing::debug!("a listen stream ended by its client");
+            }
             _ = closing.wait_for(|closing| *closing) => {}
         }
         subscriptions.end_listen(&sink);

@@ -237,13 +237,8 @@ mod in_process {
             let _ = std::io::copy(&mut std::io::stdin(), &mut std::io::sink());
             std::process::exit(0);
         });
-        let filter = std::env::var("HOOKS_MCP_LOG").unwrap_or_else(|_| "info,rmcp=warn".into());
-        let _ = tracing_subscriber::fmt()
-            .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
-            .with_writer(|| protocol_lite::diag::QuietStderr)
-            .log_internal_errors(false)
-            .with_ansi(false)
-            .try_init();
+        // The daemon's own subscriber and default, as `hooks-mcp-full serve` installs them.
+        server_full::logging::init("info,rmcp=warn");
         // A thread of its own: the test function may run inside a tokio runtime, and the
         // daemon builds its own.
         let daemon = std::thread::spawn(daemon::serve_from_env);

@@ -719,6 +719,34 @@ fn sigterm_ends_a_listen_stream_with_its_final_result() {
     assert!(!log.contains("drain deadline"), "{log}");
 }
 
+/// A client that closes its listen stream is an ordinary end: the daemon says so at `debug`
+/// and logs no error (rmcp logs the final result it could no longer send at `ERROR`).
+#[test]
+fn a_listen_stream_its_client_closes_logs_no_error() {
+    let home = tempfile::tempdir().unwrap();
+    let daemon = Daemon::start(
+        "stateless::a_listen_stream_its_client_closes_logs_no_error",
+        home.path(),
+        &[("HOOKS_MCP_LOG", "info,rmcp=warn,server_full=debug")],
+    );
+    daemon.wait_ready();
+    for id in ["closed-1", "closed-2"] {
+        let stream = listen(&daemon, id, json!({"toolsListChanged": true}));
+        drop(stream);
+    }
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while daemon.text().matches("a listen stream ended by its client").count() < 2 {
+        assert!(Instant::now() < deadline, "{}", daemon.text());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    daemon.signal("TERM");
+    let status = daemon.wait_exit();
+    assert!(status.success(), "{status:?}\n{}", daemon.text());
+    let log = daemon.text();
+    assert!(log.contains("in-flight calls finished"), "{log}");
+    assert!(!log.contains(" ERROR "), "{log}");
+}
+
 #[test]
 fn lazy_mode_without_a_session_runs_tools_through_call_tool() {
     let (daemon, _) = shared(
