@@ -284,4 +284,54 @@ fn unloaded_tools_are_not_callable_and_find_tools_flags_them() {
     );
     let r = s.ask(&call(5, "find_tools", json!({"query": "  "})));
     assert_eq!(r["result"]["isError"], true);
+    // Plurals, titles and words that are not ASCII: "schedules" finds the scheduler's tools,
+    // "broadcasts" the tools titled so, and a word no tool has is answered with advice.
+    let names = |r: &Value| -> Vec<String> {
+        r["result"]["structuredContent"]["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["name"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let r = s.ask(&call(6, "find_tools", json!({"query": "schedules"})));
+    assert!(names(&r).iter().any(|n| n == "schedule_create"), "{r}");
+    let r = s.ask(&call(7, "find_tools", json!({"query": "broadcasts"})));
+    assert!(names(&r).iter().any(|n| n == "channel_read"), "{r}");
+    let r = s.ask(&call(8, "find_tools", json!({"query": "通知"})));
+    assert_eq!(r["result"]["isError"], false, "{r}");
+    assert!(names(&r).is_empty(), "{r}");
+    let hint = r["result"]["structuredContent"]["hint"].as_str().unwrap();
+    assert!(hint.contains("No tool matches"), "{r}");
+    // More matches than one answer shows: the answer says how many it left out.
+    let r = s.ask(&call(
+        9,
+        "find_tools",
+        json!({"query": "channels conditions enforcement scheduler"}),
+    ));
+    assert_eq!(names(&r).len(), 10, "{r}");
+    let more = r["result"]["structuredContent"]["more"].as_u64().unwrap();
+    assert!(more >= 3, "{r}");
+    assert!(
+        r["result"]["structuredContent"]["hint"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("{more} more match")),
+        "{r}"
+    );
+    // call_tool is listed only where there is no session: here it is no tool at all, and
+    // cannot run a tool this session has not loaded.
+    let r = s.ask(&call(
+        10,
+        "call_tool",
+        json!({"name": "channel_list", "arguments": {}}),
+    ));
+    assert_eq!(r["error"]["code"], -32602, "{r}");
+    assert!(
+        r["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("Unknown tool `call_tool`; call find_tools"),
+        "{r}"
+    );
 }

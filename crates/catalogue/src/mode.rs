@@ -74,6 +74,24 @@ pub enum ModeError {
         "--modules needs a comma-separated list of categories, e.g. --modules channels,scheduler"
     )]
     MissingModules,
+    /// `HOOKS_MCP_MODE=modules` without a list in `HOOKS_MCP_MODULES`.
+    #[error(
+        "{MODE_ENV}=modules needs {MODULES_ENV}, a comma-separated list of categories, e.g. \
+         {MODULES_ENV}=channels,scheduler"
+    )]
+    MissingModulesEnv,
+    /// `HOOKS_MCP_MODE` names a mode that loads no start modules, while `HOOKS_MCP_MODULES`
+    /// names some.
+    #[error(
+        "{MODE_ENV}={mode} cannot use {MODULES_ENV}={modules}: only `modules` mode loads start \
+         modules; set {MODE_ENV}=modules (or unset it) to load them, or unset {MODULES_ENV}"
+    )]
+    ModulesIgnored {
+        /// The mode named.
+        mode: String,
+        /// The modules named.
+        modules: String,
+    },
     /// A module name that is not a category.
     #[error(
         "unknown module `{0}` in the start modules; valid: channels, conditions, enforcement, \
@@ -124,11 +142,20 @@ impl StartMode {
         ) {
             (None | Some(""), None) => StartMode::default(),
             (None | Some("") | Some("modules"), Some(list)) => {
-                StartMode::Modules(parse_modules(list)?)
+                StartMode::Modules(parse_modules(list).map_err(|e| match e {
+                    ModeError::MissingModules => ModeError::MissingModulesEnv,
+                    other => other,
+                })?)
             }
-            (Some("modules"), None) => return Err(ModeError::MissingModules),
-            (Some("eager"), _) => StartMode::Eager,
-            (Some("lazy"), _) => StartMode::Lazy,
+            (Some("modules"), None) => return Err(ModeError::MissingModulesEnv),
+            (Some(mode @ ("eager" | "lazy")), Some(modules)) => {
+                return Err(ModeError::ModulesIgnored {
+                    mode: mode.to_owned(),
+                    modules: modules.to_owned(),
+                });
+            }
+            (Some("eager"), None) => StartMode::Eager,
+            (Some("lazy"), None) => StartMode::Lazy,
             (Some(other), _) => return Err(ModeError::UnknownMode(other.to_owned())),
         };
         Ok((mode, remaining))
@@ -335,8 +362,9 @@ pub fn instructions_for(
         if count == 0 {
             continue;
         }
+        let tools = if count == 1 { "tool" } else { "tools" };
         lines.push(format!(
-            "- {category}: {count} tools, ~{tokens} tokens; {}",
+            "- {category}: {count} {tools}, ~{tokens} tokens; {}",
             category.summary()
         ));
     }

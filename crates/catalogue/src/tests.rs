@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 
 use crate::{
     Annotations, CallContext, Catalogue, CatalogueError, Category, Extensions, Filter,
-    FilterWarning, SessionPolicy, ToolError, ToolSpec, parse_args, schema_of,
+    FilterWarning, ModeError, SessionPolicy, StartMode, ToolError, ToolSpec, parse_args, schema_of,
 };
 
 fn spec(name: &str, category: Category) -> ToolSpec {
@@ -781,4 +781,40 @@ fn bad_listings_are_errors() {
     ));
     let once = format!(r#"{{"tools":[{tool}],"discovery":[]}}"#);
     assert_eq!(crate::Listing::from_json(&once).unwrap().len(), 1);
+}
+
+#[test]
+fn start_mode_from_the_environment_refuses_what_it_would_ignore() {
+    let none: &[String] = &[];
+    let parse = |mode: Option<&str>, modules: Option<&str>| {
+        StartMode::parse(none, mode, modules).map(|(m, _)| m)
+    };
+    assert_eq!(parse(None, None), Ok(StartMode::Eager));
+    assert_eq!(parse(Some("lazy"), None), Ok(StartMode::Lazy));
+    assert_eq!(
+        parse(None, Some("channels")),
+        Ok(StartMode::Modules(BTreeSet::from([Category::Channels])))
+    );
+    // A mode that loads no start modules beside a list of them: refused, naming both.
+    for mode in ["eager", "lazy"] {
+        let error = parse(Some(mode), Some("channels")).unwrap_err();
+        assert!(matches!(error, ModeError::ModulesIgnored { .. }), "{error}");
+        let text = error.to_string();
+        assert!(text.contains(&format!("HOOKS_MCP_MODE={mode}")), "{text}");
+        assert!(text.contains("HOOKS_MCP_MODULES=channels"), "{text}");
+    }
+    // `modules` without its list names the variable, not the flag.
+    for modules in [None, Some(" , ")] {
+        let error = parse(Some("modules"), modules).unwrap_err();
+        assert_eq!(error, ModeError::MissingModulesEnv);
+        assert!(error.to_string().contains("HOOKS_MCP_MODULES="), "{error}");
+    }
+    // The flag's own message stays the flag's.
+    let flag = ["--modules".to_owned()];
+    let error = StartMode::parse(&flag, None, None).unwrap_err();
+    assert!(error.to_string().starts_with("--modules"), "{error}");
+    // A flag wins over the variables, whatever they say.
+    let flag = ["--lazy".to_owned()];
+    let parsed = StartMode::parse(&flag, Some("eager"), Some("channels"));
+    assert_eq!(parsed.map(|(m, _)| m), Ok(StartMode::Lazy));
 }

@@ -50,6 +50,14 @@ impl Token {
     pub fn matches(&self, candidate: &[u8]) -> bool {
         bool::from(subtle::ConstantTimeEq::ct_eq(self.0.as_bytes(), candidate))
     }
+
+    /// The token's SHA-256 digest: what credentials issued under it (the console's sessions)
+    /// are bound to, so that they end when the token changes. The token cannot be read back
+    /// from it.
+    pub fn digest(&self) -> [u8; 32] {
+        use sha2::Digest as _;
+        sha2::Sha256::digest(self.0.as_bytes()).into()
+    }
 }
 
 /// The `Host` names requests may carry (`*` allows any) and the extra `Origin`s allowed

@@ -460,6 +460,14 @@ impl DaemonConfig {
             .map_err(DaemonError::Config)?;
         let fast_calls = crate::fast_call::parse_switch(get(FAST_CALLS_ENV).as_deref())
             .map_err(DaemonError::Config)?;
+        // The start mode is read again when the registry is built; checked here, a bad one
+        // stops the daemon before it touches the store.
+        catalogue::StartMode::parse(
+            &[],
+            get(catalogue::MODE_ENV).as_deref(),
+            get(catalogue::MODULES_ENV).as_deref(),
+        )
+        .map_err(|e| DaemonError::Config(e.to_string()))?;
         Ok(DaemonConfig {
             host,
             addrs,

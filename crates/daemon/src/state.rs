@@ -231,4 +231,8 @@ impl operator_web::DaemonView for Shared {
     fn authorized(&self, headers: &axum::http::HeaderMap) -> bool {
         self.access.authorize(headers).is_ok()
     }
+
+    fn token_digest(&self) -> Option<[u8; 32]> {
+        self.access.token.as_ref().map(crate::auth::Token::digest)
+    }
 }

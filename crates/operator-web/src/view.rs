@@ -16,6 +16,10 @@ pub trait DaemonView: Send + Sync + std::fmt::Debug {
     fn token_matches(&self, candidate: &[u8]) -> bool;
     /// Whether `headers` carry the daemon's bearer token (always true without a token).
     fn authorized(&self, headers: &HeaderMap) -> bool;
+    /// A digest of the daemon's token (`None` without one), never the token: console sessions
+    /// are signed with it, so a session begun under one token (or none) ends when the daemon
+    /// starts with another.
+    fn token_digest(&self) -> Option<[u8; 32]>;
 }
 
 /// The daemon at one instant.

@@ -24,9 +24,9 @@ pub(crate) fn find_tools(
     let args: FindToolsArgs = parse_args(args)?;
     let words: Vec<String> = args
         .query
-        .split(|c: char| !c.is_ascii_alphanumeric())
+        .split(|c: char| !c.is_alphanumeric())
         .filter(|w| !w.is_empty())
-        .map(str::to_ascii_lowercase)
+        .map(str::to_lowercase)
         .collect();
     if words.is_empty() {
         return Err(ToolError::InvalidArguments(
@@ -38,14 +38,17 @@ pub(crate) fn find_tools(
         .iter()
         .enumerate()
         .map(|(i, e)| {
-            let name = e.spec.name.to_ascii_lowercase();
-            let description = e.spec.description.to_ascii_lowercase();
+            let name = e.spec.name.to_lowercase();
+            let title = e.spec.title.to_lowercase();
+            let description = e.spec.description.to_lowercase();
+            let category = e.spec.category.as_str();
             let score = words
                 .iter()
                 .map(|w| {
-                    3 * usize::from(name.contains(w.as_str()))
-                        + 2 * usize::from(e.spec.category.as_str().starts_with(w.as_str()))
-                        + usize::from(description.contains(w.as_str()))
+                    3 * usize::from(mentions(&name, w))
+                        + 2 * usize::from(category.starts_with(singular(w)))
+                        + 2 * usize::from(mentions(&title, w))
+                        + usize::from(mentions(&description, w))
                 })
                 .sum();
             (i, score)
@@ -71,21 +74,69 @@ pub(crate) fn find_tools(
         })
         .collect();
     let unloaded = tools.iter().any(|t| t["loaded"] == false);
-    let mut result = json!({ "tools": tools });
-    if sessionless {
-        if unloaded {
-            result["hint"] = json!(
-                "Run a tool with loaded=false through call_tool {\"name\": ..., \"arguments\": \
-                 {...}}, its arguments as its inputSchema describes."
-            );
-        }
-    } else if unloaded {
-        result["hint"] = json!(
+    let more = scored.len().saturating_sub(FIND_LIMIT);
+    let mut hints: Vec<String> = Vec::new();
+    if tools.is_empty() {
+        hints.push(format!(
+            "No tool matches; try a category ({}) or a word such as publish, read, \
+             acknowledge, schedule or remind.",
+            categories_served(registry).join(", ")
+        ));
+    }
+    if more > 0 {
+        hints.push(format!(
+            "{more} more match; add or change words to narrow the query, or name a category."
+        ));
+    }
+    if unloaded {
+        hints.push(if sessionless {
+            "Run a tool with loaded=false through call_tool {\"name\": ..., \"arguments\": \
+             {...}}, its arguments as its inputSchema describes."
+                .into()
+        } else {
             "Tools with loaded=false are not in your tool list yet: call load_modules with \
              their names or categories first."
-        );
+                .into()
+        });
+    }
+    let mut result = json!({ "tools": tools });
+    if more > 0 {
+        result["more"] = json!(more);
+    }
+    if !hints.is_empty() {
+        result["hint"] = json!(hints.join(" "));
     }
     Ok(result)
+}
+
+/// Whether `text` (lowercase) mentions `word` (lowercase) or its singular.
+fn mentions(text: &str, word: &str) -> bool {
+    text.contains(word) || text.contains(singular(word))
+}
+
+/// `word` without a plural ending (`schedules` → `schedule`, `searches` → `search`), or
+/// `word` itself when it is short or has none.
+fn singular(word: &str) -> &str {
+    for ending in ["ches", "shes", "sses", "xes", "s"] {
+        if let Some(stem) = word.strip_suffix(ending)
+            && stem.chars().count() >= 3
+            && !stem.ends_with('s')
+        {
+            // Drop only the plural's own letters: "es" after ch/sh/ss/x, "s" otherwise.
+            let keep = ending.len() - if ending == "s" { 1 } else { 2 };
+            return &word[..stem.len() + keep];
+        }
+    }
+    word
+}
+
+/// The categories that have a visible tool, in catalogue order.
+fn categories_served(registry: &Registry) -> Vec<&'static str> {
+    Category::ALL
+        .iter()
+        .filter(|c| registry.entries.iter().any(|e| e.spec.category == **c))
+        .map(|c| c.as_str())
+        .collect()
 }
 
 /// The tools `load_modules` resolved: registry indexes, in catalogue order.
@@ -164,11 +215,7 @@ fn unknown_module(registry: &Registry, name: &str) -> String {
             format!("modules: unknown name `{name}`; did you mean `{candidate}`?")
         }
         _ => {
-            let categories: Vec<&str> = Category::ALL
-                .iter()
-                .filter(|c| registry.entries.iter().any(|e| e.spec.category == **c))
-                .map(|c| c.as_str())
-                .collect();
+            let categories = categories_served(registry);
             format!(
                 "modules: unknown name `{name}`; valid names are the categories {}, \"all\", or \
                  a tool name from find_tools",

@@ -394,14 +394,14 @@ impl HooksServer {
                         Err(error) => tool_error(&error),
                     });
                 }
-                catalogue::CALL_TOOL => {
-                    let inner: catalogue::CallToolArgs = match catalogue::parse_args(args) {
-                        Ok(inner) => inner,
-                        Err(error) => return Ok(tool_error(&error)),
+                // Listed only where there is no session to load tools into.
+                catalogue::CALL_TOOL if sessionless => {
+                    let (name, args) = match self.call_through(args) {
+                        Ok(call) => call,
+                        Err(refusal) => return Ok(refusal),
                     };
-                    let args = inner.arguments.map(Value::Object).unwrap_or(Value::Null);
                     let client = self.call_client(&context);
-                    let call = Call::new(&inner.name, args, &context, false);
+                    let call = Call::new(&name, args, &context, false);
                     return self.run_tool(call, client).await;
                 }
                 _ => {}
@@ -469,33 +469,51 @@ impl HooksServer {
                     });
                 }
                 catalogue::CALL_TOOL => {
-                    let inner: catalogue::CallToolArgs = match catalogue::parse_args(args) {
-                        Ok(inner) => inner,
-                        Err(error) => return Ok(tool_error(&error)),
+                    let (name, args) = match self.call_through(args) {
+                        Ok(call) => call,
+                        Err(refusal) => return Ok(refusal),
                     };
-                    if [
-                        catalogue::CALL_TOOL,
-                        catalogue::FIND_TOOLS,
-                        catalogue::LOAD_MODULES,
-                    ]
-                    .contains(&inner.name.as_str())
-                    {
-                        let why = format!(
-                            "name: `{}` is called directly, not through call_tool; name one of \
-                             the tools find_tools lists",
-                            inner.name
-                        );
-                        return Ok(tool_error(&catalogue::ToolError::InvalidArguments(why)));
-                    }
-                    let args = inner.arguments.map(Value::Object).unwrap_or(Value::Null);
-                    let call = Call::from_meta(&inner.name, args, meta);
-                    return self.run_tool(call, client).await;
+                    return self.run_tool(Call::from_meta(&name, args, meta), client).await;
                 }
                 _ => {}
             }
         }
         self.run_tool(Call::from_meta(name, args, meta), client)
             .await
+    }
+
+    /// Reads `call_tool`'s arguments: the tool to run and its arguments, or the tool error
+    /// to answer when they name no tool `call_tool` can run (a discovery tool, a tool this
+    /// server does not offer). Both of a server's paths for `call_tool` go through here, so
+    /// they answer alike.
+    fn call_through(&self, args: Value) -> Result<(String, Value), CallToolResult> {
+        let inner: catalogue::CallToolArgs =
+            catalogue::parse_args(args).map_err(|error| tool_error(&error))?;
+        let name = inner.name;
+        let refusal = if [
+            catalogue::CALL_TOOL,
+            catalogue::FIND_TOOLS,
+            catalogue::LOAD_MODULES,
+        ]
+        .contains(&name.as_str())
+        {
+            format!(
+                "name: `{name}` is called directly, not through call_tool; name one of the \
+                 tools find_tools lists"
+            )
+        } else if self.inner.registry.entries.iter().any(|e| e.spec.name == name) {
+            return Ok((name, inner.arguments.map(Value::Object).unwrap_or(Value::Null)));
+        } else if let Some((_, category)) =
+            self.inner.registry.excluded.iter().find(|(t, _)| *t == name)
+        {
+            format!(
+                "name: `{name}` ({category}) exists but this server's MCP_CATEGORIES/\
+                 ALLOWED_TOOLS settings exclude it"
+            )
+        } else {
+            format!("name: no tool `{name}` on this server; find_tools searches the tools it offers")
+        };
+        Err(tool_error(&catalogue::ToolError::InvalidArguments(refusal)))
     }
 
     /// Runs one tool call to completion on a blocking thread and shapes its result.
@@ -517,8 +535,14 @@ impl HooksServer {
             .iter()
             .position(|t| t.spec.name == name);
         let Some(index) = position else {
+            // Where tools are reached on demand, tools/list shows only the discovery tools.
+            let advice = if self.inner.mode.has_discovery() {
+                "call find_tools to search the tools this server offers"
+            } else {
+                "call tools/list for the tools this server offers"
+            };
             return Err(ErrorData::invalid_params(
-                format!("Unknown tool `{name}`; call tools/list for the tools this server offers"),
+                format!("Unknown tool `{name}`; {advice}"),
                 None,
             ));
         };

@@ -37,8 +37,9 @@ pub enum StdioError {
         /// What reading it said.
         source: std::io::Error,
     },
-    /// The store could not be located, opened or migrated.
-    #[error("opening the store: {0}")]
+    /// The settings could not be used: the store could not be located, opened or migrated,
+    /// or the start mode is invalid.
+    #[error("{}", settings_failure(.0))]
     Store(crate::SettingsError),
     /// The tool registry could not be built (filters, start mode, catalogue).
     #[error("building the tool registry: {0}")]
@@ -52,6 +53,15 @@ pub enum StdioError {
     /// The session loop ended with an error.
     #[error("the MCP session failed: {0}")]
     Session(String),
+}
+
+/// What a settings failure says at start: a store's failure names the store; a setting's
+/// own message names the setting.
+fn settings_failure(error: &crate::SettingsError) -> String {
+    match error {
+        crate::SettingsError::Store(_) => format!("opening the store: {error}"),
+        _ => error.to_string(),
+    }
 }
 
 pub use protocol_lite::setting::{REPLAY_FD_ENV, SUPPRESS_ACKS_ENV, SUPPRESS_ID_ENV};
@@ -954,5 +964,24 @@ impl AsyncWrite for BlockingOutput {
         cx: &mut std::task::Context<'_>,
     ) -> std::task::Poll<std::io::Result<()>> {
         self.get_mut().poll_done(cx)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_start_mode_failure_is_not_called_a_store_failure() {
+        let mode = StdioError::Store(crate::SettingsError::Mode(
+            catalogue::ModeError::UnknownMode("bogus".into()),
+        ));
+        let text = mode.to_string();
+        assert!(text.starts_with("HOOKS_MCP_MODE: unknown mode `bogus`"), "{text}");
+        let store = StdioError::Store(crate::SettingsError::Store(store::StoreError::Locked {
+            path: "/x/state.db".into(),
+            waited: std::time::Duration::from_secs(1),
+        }));
+        assert!(store.to_string().starts_with("opening the store: "), "{store}");
     }
 }

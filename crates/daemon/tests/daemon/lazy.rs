@@ -147,3 +147,31 @@ fn a_client_without_a_get_stream_gets_the_notification_when_it_opens_one() {
     drop(stream);
     close(daemon, &session);
 }
+
+/// A start mode that cannot be used stops the daemon in its configuration phase, before it
+/// creates or opens the store, with the setting's own words.
+#[test]
+fn an_invalid_start_mode_stops_start_up_before_the_store() {
+    let test = "lazy::an_invalid_start_mode_stops_start_up_before_the_store";
+    for (env, says) in [
+        (
+            [("HOOKS_MCP_MODE", "bogus"), ("HOOKS_MCP_MODULES", "")],
+            "HOOKS_MCP_MODE: unknown mode `bogus`",
+        ),
+        (
+            [("HOOKS_MCP_MODE", "modules"), ("HOOKS_MCP_MODULES", "bogus")],
+            "unknown module `bogus`",
+        ),
+        (
+            [("HOOKS_MCP_MODE", "lazy"), ("HOOKS_MCP_MODULES", "channels")],
+            "HOOKS_MCP_MODE=lazy cannot use HOOKS_MCP_MODULES=channels",
+        ),
+    ] {
+        let home = tempfile::tempdir().unwrap();
+        let (status, log, _) = crate::support::run_to_exit(test, home.path(), &env);
+        assert!(!status.success(), "{log}");
+        assert!(log.contains(says), "{log}");
+        assert!(!log.contains("configuration validated"), "{log}");
+        assert!(!home.path().join("state.db").exists(), "{log}");
+    }
+}

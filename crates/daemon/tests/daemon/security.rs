@@ -159,3 +159,57 @@ fn a_balancer_probe_needs_no_allowed_host_and_nothing_else_does() {
     assert_eq!(status, 200, "{body}");
     assert!(body.contains("\"scheduler\""), "{body}");
 }
+
+/// A console session is bound to the token it began under: a cookie a daemon without a token
+/// gave anyone is no session once a token is set, and one signed in under a token ends when
+/// the daemon starts with another.
+#[test]
+fn console_sessions_end_when_the_token_changes() {
+    let test = "security::console_sessions_end_when_the_token_changes";
+    let home = tempfile::tempdir().unwrap();
+    let cookie_of = |reply: &test_support::http::Response| -> String {
+        let set = reply
+            .header("set-cookie")
+            .unwrap_or_else(|| panic!("no cookie: {}", reply.head));
+        set.split(';').next().unwrap().trim().to_owned()
+    };
+    let restart = |env: &[(&str, &str)]| {
+        let daemon = Daemon::start(test, home.path(), env);
+        daemon.wait_ready();
+        daemon
+    };
+    let stop = |daemon: Daemon| {
+        daemon.signal("TERM");
+        assert!(daemon.wait_exit().success(), "{}", daemon.text());
+    };
+    // No token: anyone who asks gets a session.
+    let open = restart(&[]);
+    let page = test_support::http::plain(open.addr, "GET", "/console/", &[], "");
+    assert_eq!(page.status, 200, "{}", page.head);
+    let tokenless = cookie_of(&page);
+    stop(open);
+
+    let other = "another-token-0123456789abcdef";
+    let form = [("Content-Type", "application/x-www-form-urlencoded")];
+    let a = restart(&[("HOOKS_MCP_TOKEN", TOKEN)]);
+    let page = http(a.addr, "GET", "/console/", &[("Cookie", &tokenless)], "");
+    assert_eq!(page.status, 303, "the tokenless session still holds: {}", page.head);
+    let login = test_support::http::plain(
+        a.addr,
+        "POST",
+        "/console/login",
+        &form,
+        &format!("token={TOKEN}&next=%2Fconsole%2F"),
+    );
+    assert_eq!(login.status, 303, "{}", login.body);
+    let signed_in = cookie_of(&login);
+    let page = http(a.addr, "GET", "/console/", &[("Cookie", &signed_in)], "");
+    assert_eq!(page.status, 200, "{}", page.head);
+    stop(a);
+
+    // Another token: the session signed in under the first one is over.
+    let b = restart(&[("HOOKS_MCP_TOKEN", other)]);
+    let page = http(b.addr, "GET", "/console/", &[("Cookie", &signed_in)], "");
+    assert_eq!(page.status, 303, "the old token's session still holds: {}", page.head);
+    stop(b);
+}

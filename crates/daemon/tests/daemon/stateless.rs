@@ -805,18 +805,35 @@ fn lazy_mode_without_a_session_runs_tools_through_call_tool() {
     let refused = call(daemon, "load_modules", json!({"modules": ["channels"]}));
     assert_eq!(refused["isError"], true, "{refused}");
     assert!(refused.to_string().contains("call_tool"), "{refused}");
-    // A listed tool named through call_tool is told it is called directly, not "unknown".
-    for listed in ["call_tool", "find_tools"] {
-        let nested = call(
-            daemon,
-            "call_tool",
-            json!({"name": listed, "arguments": {}}),
-        );
-        assert_eq!(nested["isError"], true, "{nested}");
-        let text = nested.to_string();
-        assert!(text.contains("is called directly"), "{text}");
-        assert!(!text.contains("Unknown tool"), "{text}");
+    // A listed tool named through call_tool is told it is called directly, not "unknown",
+    // and a name no tool has is sent to find_tools (tools/list shows only these two): alike
+    // on the fast path and on rmcp's (a progress token asks for a reply stream).
+    let mut streamed = meta();
+    streamed["progressToken"] = json!("p-1");
+    for meta in [meta(), streamed] {
+        for (named, says) in [
+            ("call_tool", "is called directly"),
+            ("find_tools", "is called directly"),
+            ("channel_publsh", "find_tools searches"),
+        ] {
+            let nested = call_with(
+                daemon,
+                "call_tool",
+                json!({"name": named, "arguments": {}}),
+                meta.clone(),
+            );
+            assert_eq!(nested["isError"], true, "{nested}");
+            let text = nested.to_string();
+            assert!(text.contains(says), "{text}");
+            assert!(!text.contains("tools/list"), "{text}");
+        }
     }
+    // A tool named directly that this server does not offer: advice that leads somewhere.
+    let (status, answer) = ask(daemon, "tools/call", Some("channel_publsh"), json!({
+        "name": "channel_publsh", "arguments": {}}));
+    assert_eq!(status, 200, "{answer}");
+    let message = answer["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("call find_tools"), "{answer}");
     // The list is the same for the next request: nothing was loaded anywhere.
     let again = result(daemon, "tools/list", None, json!({}));
     assert_eq!(again["tools"].as_array().unwrap().len(), 2, "{again}");

@@ -222,6 +222,33 @@ impl Console {
         self.web.view.token_set()
     }
 
+    /// The MAC of a session cookie's fields under `key`, bound to the daemon's token as it
+    /// is now (its digest, or that there is none): a cookie issued under another token, or
+    /// before a token was set, does not verify.
+    fn session_mac(
+        &self,
+        key: &store::SigningKey,
+        key_id: &str,
+        expires: &str,
+        nonce: &str,
+    ) -> HmacSha256 {
+        let digest = self.web.view.token_digest();
+        let token: &[u8] = match &digest {
+            Some(digest) => digest,
+            None => b"no-token",
+        };
+        mac(
+            key,
+            &[
+                b"session",
+                token,
+                key_id.as_bytes(),
+                expires.as_bytes(),
+                nonce.as_bytes(),
+            ],
+        )
+    }
+
     /// A new session: its cookie value (`KEY.EXPIRES.NONCE.TAG`) and CSRF token.
     async fn issue(&self, now_s: i64) -> Result<(String, String), ConsoleError> {
         let keys = self.keys(None).await?;
@@ -233,17 +260,7 @@ impl Console {
         let nonce = hex(&nonce);
         let expires = (now_s + SESSION_SECONDS).to_string();
         let key_id = key.id.to_string();
-        let tag = hex(&mac(
-            key,
-            &[
-                b"session",
-                key_id.as_bytes(),
-                expires.as_bytes(),
-                nonce.as_bytes(),
-            ],
-        )
-        .finalize()
-        .into_bytes());
+        let tag = hex(&self.session_mac(key, &key_id, &expires, &nonce).finalize().into_bytes());
         let csrf = csrf(key, &nonce);
         Ok((format!("{key_id}.{expires}.{nonce}.{tag}"), csrf))
     }
@@ -267,17 +284,9 @@ impl Console {
             }
         };
         let key = keys.iter().find(|k| k.id == id)?;
-        mac(
-            key,
-            &[
-                b"session",
-                key_id.as_bytes(),
-                expires.as_bytes(),
-                nonce.as_bytes(),
-            ],
-        )
-        .verify_slice(&tag)
-        .ok()?;
+        self.session_mac(key, key_id, expires, nonce)
+            .verify_slice(&tag)
+            .ok()?;
         Some(Session {
             csrf: csrf(key, nonce),
             issued: None,
