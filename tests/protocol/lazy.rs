@@ -95,6 +95,28 @@ fn until_response(s: &mut Server, id: &Value) -> (Vec<String>, Value) {
     }
 }
 
+/// A client that sends `load_modules` and closes its input at once still gets the answer
+/// (and the session ends): the notification before it is not waited for past the input's end.
+#[test]
+fn load_modules_is_answered_when_the_input_ends_after_it() {
+    let load = call(6, "load_modules", json!({"modules": ["channels"]}));
+    let list = call(7, "channel_list", json!({}));
+    for input in [
+        format!("{INIT}\n{INITIALIZED}\n{load}\n"),
+        format!("{INIT}\n{INITIALIZED}\n{load}\n{list}\n"),
+    ] {
+        let (status, stdout, stderr) =
+            run_to_end(front_bin(), &[("HOOKS_MCP_MODE", "lazy")], input.as_bytes());
+        assert!(status.success(), "{status:?}: {stderr}");
+        let answered = stdout
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .find(|m| m["id"] == 6)
+            .unwrap_or_else(|| panic!("no answer to load_modules: {stdout}\n{stderr}"));
+        assert_eq!(answered["result"]["isError"], false, "{answered}");
+    }
+}
+
 #[test]
 fn load_modules_as_the_very_first_call_always_notifies() {
     for run in 0..100 {

@@ -296,15 +296,27 @@ impl HooksServer {
                 .map(|i| self.inner.registry.entries[i].spec.name.clone())
                 .collect()
         };
+        // The notification goes before the answer (a client re-lists on it), but it is not
+        // waited for past NOTIFY_WAIT: once the client's input has ended, rmcp writes the
+        // answers still due and nothing else, and the notification would hold this answer
+        // until rmcp gave up on both.
         if !added.is_empty() {
             if modern::is_modern(context) {
                 for sink in self.session.subscriptions.tool_listeners() {
-                    if let Err(e) = sink.notify_tool_list_changed().await {
-                        tracing::debug!("cannot send tools/list_changed: {e}");
+                    let sent = tokio::time::timeout(NOTIFY_WAIT, sink.notify_tool_list_changed());
+                    match sent.await {
+                        Ok(Ok(())) => {}
+                        Ok(Err(e)) => tracing::debug!("cannot send tools/list_changed: {e}"),
+                        Err(_) => tracing::debug!("tools/list_changed not sent in time"),
                     }
                 }
-            } else if let Err(e) = context.peer.notify_tool_list_changed().await {
-                tracing::warn!("cannot send tools/list_changed: {e}");
+            } else {
+                let sent = tokio::time::timeout(NOTIFY_WAIT, context.peer.notify_tool_list_changed());
+                match sent.await {
+                    Ok(Ok(())) => {}
+                    Ok(Err(e)) => tracing::warn!("cannot send tools/list_changed: {e}"),
+                    Err(_) => tracing::debug!("tools/list_changed not sent in time"),
+                }
             }
         }
         let value = json!({
@@ -1146,3 +1158,7 @@ fn malformed(method: &str, params: Option<Value>) -> Option<String> {
 /// How long a transport waits for `notifications/initialized` to be handled before it reads
 /// on regardless (a safety net: the wait normally ends on the signal, within microseconds).
 pub(crate) const INITIALIZED_GRACE: Duration = Duration::from_secs(2);
+
+/// How long `load_modules` waits for its `tools/list_changed` to be written before it answers
+/// anyway (it takes microseconds while the client's input is open).
+const NOTIFY_WAIT: Duration = Duration::from_secs(1);
