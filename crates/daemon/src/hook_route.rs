@@ -9,8 +9,11 @@
 //!   conditions' scripts run here (`hook_dispatch::http`).
 //!
 //! Both sit behind the same bearer token, `Host`/`Origin` checks, readiness gate (503 until
-//! serving) and body limit as `/mcp`, count as in flight for the shutdown drain, and run on a
-//! blocking thread (store calls, scripts), never on the runtime's worker threads.
+//! serving) and body limit as `/mcp`, count as in flight for the shutdown drain, and never run
+//! on the runtime's worker threads: a forwarded event (store calls only) runs on the blocking
+//! pool the store's calls share, an HTTP hook on a thread of its own (at most
+//! [`HOOK_THREADS`] at once), since its conditions' scripts may run for seconds and would
+//! otherwise hold that pool (one thread on SQLite) from every other request.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -26,10 +29,15 @@ use store::StoreHandle;
 use crate::metrics::{EventSlot, HookOutcome, HookRouteKind, Metrics};
 use server_full::now_ms;
 
+/// Most HTTP hooks answered at once, each on a thread of its own; more wait for a turn.
+pub(crate) const HOOK_THREADS: usize = 32;
+
 /// The routes' limit and counters, shared by the handlers.
 #[derive(Debug)]
 pub(crate) struct HookRoute {
     max_body_bytes: usize,
+    /// Turns on the HTTP hooks' own threads.
+    hook_threads: Arc<tokio::sync::Semaphore>,
     answered: AtomicU64,
     refused: AtomicU64,
     http_answered: AtomicU64,
@@ -57,6 +65,7 @@ impl HookRoute {
         HookRoute {
             metrics,
             max_body_bytes,
+            hook_threads: Arc::new(tokio::sync::Semaphore::new(HOOK_THREADS)),
             answered: AtomicU64::new(0),
             refused: AtomicU64::new(0),
             http_answered: AtomicU64::new(0),
@@ -147,18 +156,22 @@ impl HookRoute {
         };
         let started = Instant::now();
         let name = event.clone();
-        let outcome = tokio::task::spawn_blocking(move || {
-            if http_hook {
+        let outcome = if http_hook {
+            on_own_thread(&self.hook_threads, move || {
                 http_answer(&name, &body, channels.as_deref(), &store)
-            } else {
+            })
+            .await
+        } else {
+            tokio::task::spawn_blocking(move || {
                 match hook_dispatch::forward::answer_forwarded(&name, &body, &*store, now_ms()) {
                     Ok(answer) => Outcome::Json(answer),
                     Err(why) => Outcome::Refused(StatusCode::UNPROCESSABLE_ENTITY, why.0),
                 }
-            }
-        })
-        .await
-        .unwrap_or_else(|e| {
+            })
+            .await
+            .map_err(|e| e.to_string())
+        };
+        let outcome = outcome.unwrap_or_else(|e| {
             tracing::error!(event = %event, "answering a hook event failed: {e}");
             Outcome::Refused(
                 StatusCode::INTERNAL_SERVER_ERROR,
@@ -202,6 +215,33 @@ impl HookRoute {
 }
 
 /// The HTTP hook's answer, its notes written to the log (a command hook's stderr).
+/// Runs `work` on a new thread once one of `turns` is free, and waits for its result without
+/// holding a runtime thread.
+///
+/// # Errors
+/// Why there is no result: no thread could be started, or the work panicked.
+async fn on_own_thread<T: Send + 'static>(
+    turns: &Arc<tokio::sync::Semaphore>,
+    work: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, String> {
+    let turn = turns
+        .clone()
+        .acquire_owned()
+        .await
+        .map_err(|e| e.to_string())?;
+    let (sender, result) = tokio::sync::oneshot::channel();
+    std::thread::Builder::new()
+        .name("hooks-mcp-hook".into())
+        .spawn(move || {
+            let _turn = turn;
+            let _ = sender.send(work());
+        })
+        .map_err(|e| format!("cannot start a thread for it: {e}"))?;
+    result
+        .await
+        .map_err(|_| "its thread ended without an answer".to_owned())
+}
+
 fn http_answer(event: &str, body: &[u8], channels: Option<&str>, store: &StoreHandle) -> Outcome {
     match hook_dispatch::http::answer_http(event, body, channels, &**store, now_ms()) {
         Ok(answer) => {

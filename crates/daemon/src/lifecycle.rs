@@ -732,6 +732,9 @@ impl Phases<'_> {
     }
 }
 
+/// How long a stopping daemon waits for its scheduler's look at the store in progress.
+const SCHEDULER_STOP_WAIT: Duration = Duration::from_secs(5);
+
 async fn run(config: DaemonConfig, started: Instant) -> Result<(), DaemonError> {
     use tokio::signal::unix::{SignalKind, signal};
     let mut signals = Signals {
@@ -861,7 +864,17 @@ async fn run(config: DaemonConfig, started: Instant) -> Result<(), DaemonError> 
             tracing::info!("in-flight calls finished");
         }
         stop_scheduler.cancel();
-        let _ = scheduler.await;
+        // Its look at the store in progress may finish (a firing commits whole or not at all,
+        // so one cut short fires at the next look of any daemon), but not for long.
+        if tokio::time::timeout(SCHEDULER_STOP_WAIT, scheduler)
+            .await
+            .is_err()
+        {
+            tracing::warn!(
+                "the scheduler's look at the store did not end within {} s; stopping without it",
+                SCHEDULER_STOP_WAIT.as_secs()
+            );
+        }
     }
     stop(
         &shared,

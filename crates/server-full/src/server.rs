@@ -311,7 +311,8 @@ impl HooksServer {
                     }
                 }
             } else {
-                let sent = tokio::time::timeout(NOTIFY_WAIT, context.peer.notify_tool_list_changed());
+                let sent =
+                    tokio::time::timeout(NOTIFY_WAIT, context.peer.notify_tool_list_changed());
                 match sent.await {
                     Ok(Ok(())) => {}
                     Ok(Err(e)) => tracing::warn!("cannot send tools/list_changed: {e}"),
@@ -410,7 +411,7 @@ impl HooksServer {
                 catalogue::CALL_TOOL if sessionless => {
                     let (name, args) = match self.call_through(args) {
                         Ok(call) => call,
-                        Err(refusal) => return Ok(refusal),
+                        Err(refusal) => return Ok(tool_error(&refusal)),
                     };
                     let client = self.call_client(&context);
                     let call = Call::new(&name, args, &context, false);
@@ -483,9 +484,11 @@ impl HooksServer {
                 catalogue::CALL_TOOL => {
                     let (name, args) = match self.call_through(args) {
                         Ok(call) => call,
-                        Err(refusal) => return Ok(refusal),
+                        Err(refusal) => return Ok(tool_error(&refusal)),
                     };
-                    return self.run_tool(Call::from_meta(&name, args, meta), client).await;
+                    return self
+                        .run_tool(Call::from_meta(&name, args, meta), client)
+                        .await;
                 }
                 _ => {}
             }
@@ -494,13 +497,12 @@ impl HooksServer {
             .await
     }
 
-    /// Reads `call_tool`'s arguments: the tool to run and its arguments, or the tool error
-    /// to answer when they name no tool `call_tool` can run (a discovery tool, a tool this
+    /// Reads `call_tool`'s arguments: the tool to run and its arguments, or the error to
+    /// answer as the tool's when they name no tool `call_tool` can run (a discovery tool, a tool this
     /// server does not offer). Both of a server's paths for `call_tool` go through here, so
     /// they answer alike.
-    fn call_through(&self, args: Value) -> Result<(String, Value), CallToolResult> {
-        let inner: catalogue::CallToolArgs =
-            catalogue::parse_args(args).map_err(|error| tool_error(&error))?;
+    fn call_through(&self, args: Value) -> Result<(String, Value), ToolError> {
+        let inner: catalogue::CallToolArgs = catalogue::parse_args(args)?;
         let name = inner.name;
         let refusal = if [
             catalogue::CALL_TOOL,
@@ -513,19 +515,34 @@ impl HooksServer {
                 "name: `{name}` is called directly, not through call_tool; name one of the \
                  tools find_tools lists"
             )
-        } else if self.inner.registry.entries.iter().any(|e| e.spec.name == name) {
-            return Ok((name, inner.arguments.map(Value::Object).unwrap_or(Value::Null)));
-        } else if let Some((_, category)) =
-            self.inner.registry.excluded.iter().find(|(t, _)| *t == name)
+        } else if self
+            .inner
+            .registry
+            .entries
+            .iter()
+            .any(|e| e.spec.name == name)
+        {
+            return Ok((
+                name,
+                inner.arguments.map(Value::Object).unwrap_or(Value::Null),
+            ));
+        } else if let Some((_, category)) = self
+            .inner
+            .registry
+            .excluded
+            .iter()
+            .find(|(t, _)| *t == name)
         {
             format!(
                 "name: `{name}` ({category}) exists but this server's MCP_CATEGORIES/\
                  ALLOWED_TOOLS settings exclude it"
             )
         } else {
-            format!("name: no tool `{name}` on this server; find_tools searches the tools it offers")
+            format!(
+                "name: no tool `{name}` on this server; find_tools searches the tools it offers"
+            )
         };
-        Err(tool_error(&catalogue::ToolError::InvalidArguments(refusal)))
+        Err(ToolError::InvalidArguments(refusal))
     }
 
     /// Runs one tool call to completion on a blocking thread and shapes its result.

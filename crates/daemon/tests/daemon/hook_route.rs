@@ -110,3 +110,80 @@ fn hook_routes_are_gated_like_mcp_and_answered_by_the_dispatcher() {
         "the token leaked into the log"
     );
 }
+
+/// An HTTP hook whose condition's script runs long holds only its own request: the daemon's
+/// store reads, probes and tool calls are answered while the script runs (the script waits
+/// for a file this test writes only once they were).
+#[test]
+fn a_long_condition_script_holds_only_its_own_hook() {
+    use crate::support::{call, mcp_request, mcp_session};
+    let test = "hook_route::a_long_condition_script_holds_only_its_own_hook";
+    let home = tempfile::tempdir().unwrap();
+    let daemon = Daemon::start(
+        test,
+        home.path(),
+        &[
+            ("HOOKS_MCP_CONDITIONS_GATE", "off"),
+            ("HOOKS_MCP_CONDITION_TIMEOUT_MS", "120000"),
+        ],
+    );
+    daemon.wait_ready();
+    let addr = daemon.addr;
+    let started = home.path().join("script-started");
+    let go = home.path().join("go");
+    let script = format!(
+        "touch '{}'; i=0; while [ ! -e '{}' ] && [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done; exit 0",
+        started.display(),
+        go.display()
+    );
+    let session = mcp_session(addr, &[]);
+    let set = mcp_request(
+        addr,
+        &session,
+        &[],
+        &call(
+            2,
+            "condition_set",
+            serde_json::json!({"name": "slow", "step": "pre", "matcher": "bash",
+                               "script": script, "session_id": "operator"}),
+        ),
+    );
+    assert_eq!(set["result"]["isError"], false, "{set}");
+
+    let payload = r#"{"session_id":"h-1","transcript_path":"/t","cwd":"/tmp","hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"ls"},"tool_use_id":"toolu_slow"}"#;
+    let (done, hook) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = done.send(http(addr, "POST", "/hooks/PreToolUse", &[], payload).status);
+    });
+    let deadline = std::time::Instant::now() + crate::support::PATIENCE;
+    while !started.exists() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the script never started"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    // While the script runs: a store probe, a read of the API and a tool that writes.
+    let probe = http(addr, "GET", "/health?level=db", &[], "");
+    assert_eq!(probe.status, 200, "{}", probe.body);
+    let overview = http(addr, "GET", "/api/v1/overview", &[], "");
+    assert_eq!(overview.status, 200, "{}", overview.body);
+    let published = mcp_request(
+        addr,
+        &session,
+        &[],
+        &call(
+            3,
+            "channel_publish",
+            serde_json::json!({"channel": "ops", "message": "while a script runs"}),
+        ),
+    );
+    assert_eq!(published["result"]["isError"], false, "{published}");
+    assert!(
+        hook.try_recv().is_err(),
+        "the hook was answered before its script could end"
+    );
+    std::fs::write(&go, "").unwrap();
+    let status = hook.recv_timeout(crate::support::PATIENCE).unwrap();
+    assert!(status == 200 || status == 204, "{status}");
+}
