@@ -977,11 +977,17 @@ mod tests {
             catalogue::ModeError::UnknownMode("bogus".into()),
         ));
         let text = mode.to_string();
-        assert!(text.starts_with("HOOKS_MCP_MODE: unknown mode `bogus`"), "{text}");
+        assert!(
+            text.starts_with("HOOKS_MCP_MODE: unknown mode `bogus`"),
+            "{text}"
+        );
         let store = StdioError::Store(crate::SettingsError::Store(store::StoreError::Locked {
             path: "/x/state.db".into(),
             waited: std::time::Duration::from_secs(1),
         }));
-        assert!(store.to_string().starts_with("opening the store: "), "{store}");
+        assert!(
+            store.to_string().starts_with("opening the store: "),
+            "{store}"
+        );
     }
 }

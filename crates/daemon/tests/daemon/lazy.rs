@@ -159,11 +159,17 @@ fn an_invalid_start_mode_stops_start_up_before_the_store() {
             "HOOKS_MCP_MODE: unknown mode `bogus`",
         ),
         (
-            [("HOOKS_MCP_MODE", "modules"), ("HOOKS_MCP_MODULES", "bogus")],
+            [
+                ("HOOKS_MCP_MODE", "modules"),
+                ("HOOKS_MCP_MODULES", "bogus"),
+            ],
             "unknown module `bogus`",
         ),
         (
-            [("HOOKS_MCP_MODE", "lazy"), ("HOOKS_MCP_MODULES", "channels")],
+            [
+                ("HOOKS_MCP_MODE", "lazy"),
+                ("HOOKS_MCP_MODULES", "channels"),
+            ],
             "HOOKS_MCP_MODE=lazy cannot use HOOKS_MCP_MODULES=channels",
         ),
     ] {

@@ -193,7 +193,11 @@ fn console_sessions_end_when_the_token_changes() {
     let form = [("Content-Type", "application/x-www-form-urlencoded")];
     let a = restart(&[("HOOKS_MCP_TOKEN", TOKEN)]);
     let page = http(a.addr, "GET", "/console/", &[("Cookie", &tokenless)], "");
-    assert_eq!(page.status, 303, "the tokenless session still holds: {}", page.head);
+    assert_eq!(
+        page.status, 303,
+        "the tokenless session still holds: {}",
+        page.head
+    );
     let login = test_support::http::plain(
         a.addr,
         "POST",
@@ -210,6 +214,10 @@ fn console_sessions_end_when_the_token_changes() {
     // Another token: the session signed in under the first one is over.
     let b = restart(&[("HOOKS_MCP_TOKEN", other)]);
     let page = http(b.addr, "GET", "/console/", &[("Cookie", &signed_in)], "");
-    assert_eq!(page.status, 303, "the old token's session still holds: {}", page.head);
+    assert_eq!(
+        page.status, 303,
+        "the old token's session still holds: {}",
+        page.head
+    );
     stop(b);
 }

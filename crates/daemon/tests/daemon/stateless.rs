@@ -735,7 +735,12 @@ fn a_listen_stream_its_client_closes_logs_no_error() {
         drop(stream);
     }
     let deadline = Instant::now() + Duration::from_secs(30);
-    while daemon.text().matches("a listen stream ended by its client").count() < 2 {
+    while daemon
+        .text()
+        .matches("a listen stream ended by its client")
+        .count()
+        < 2
+    {
         assert!(Instant::now() < deadline, "{}", daemon.text());
         std::thread::sleep(Duration::from_millis(50));
     }
@@ -829,8 +834,13 @@ fn lazy_mode_without_a_session_runs_tools_through_call_tool() {
         }
     }
     // A tool named directly that this server does not offer: advice that leads somewhere.
-    let (status, answer) = ask(daemon, "tools/call", Some("channel_publsh"), json!({
-        "name": "channel_publsh", "arguments": {}}));
+    let (status, answer) = ask(
+        daemon,
+        "tools/call",
+        Some("channel_publsh"),
+        json!({
+        "name": "channel_publsh", "arguments": {}}),
+    );
     assert_eq!(status, 200, "{answer}");
     let message = answer["error"]["message"].as_str().unwrap_or_default();
     assert!(message.contains("call find_tools"), "{answer}");

@@ -260,7 +260,10 @@ impl Console {
         let nonce = hex(&nonce);
         let expires = (now_s + SESSION_SECONDS).to_string();
         let key_id = key.id.to_string();
-        let tag = hex(&self.session_mac(key, &key_id, &expires, &nonce).finalize().into_bytes());
+        let tag = hex(&self
+            .session_mac(key, &key_id, &expires, &nonce)
+            .finalize()
+            .into_bytes());
         let csrf = csrf(key, &nonce);
         Ok((format!("{key_id}.{expires}.{nonce}.{tag}"), csrf))
     }
