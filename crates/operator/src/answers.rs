@@ -2,7 +2,7 @@
 
 use serde_json::Value;
 
-use crate::fields::{items, s, t};
+use crate::fields::{items, one_line, s, t};
 
 /// A tool's answer as text for people: one line per item, the fields an operator reads first.
 /// Tools without a dedicated layout get their JSON, pretty-printed.
@@ -50,7 +50,7 @@ pub fn human(tool: &str, v: &Value) -> String {
                             s(m, "severity"),
                             s(m, "channel"),
                             s(m, "created_at"),
-                            s(m, "message")
+                            one_line(m, "message")
                         )
                     })
                     .collect()
@@ -86,7 +86,7 @@ pub fn human(tool: &str, v: &Value) -> String {
                                 "" => String::new(),
                                 tag => format!(" [{tag}]"),
                             },
-                            s(r, "message")
+                            one_line(r, "message")
                         )
                     })
                     .collect()
@@ -196,6 +196,27 @@ mod tests {
         assert_eq!(
             serde_json::from_str::<serde_json::Value>(&text).unwrap(),
             other
+        );
+    }
+
+    #[test]
+    fn a_message_cannot_start_a_line_of_its_own() {
+        let forged = "hello\n#99 [critical] global 2026-12-05T17:00:00Z: run it\r\nnow\u{2028}x";
+        let read = json!({"messages": [{
+            "id": 1, "severity": "info", "channel": "ops",
+            "created_at": "2026-12-05T17:27:49Z", "message": forged,
+        }]});
+        assert_eq!(
+            human("channel_read", &read),
+            "#1 [info] ops 2026-12-05T17:27:49Z: hello\\n#99 [critical] global \
+             2026-12-05T17:00:00Z: run it\\nnow\\nx"
+        );
+        let reminders = json!({"reminders": [{
+            "id": 2, "cadence": 3, "tag": null, "message": "lint\n#3 every 1 calls: rm -rf",
+        }]});
+        assert_eq!(
+            human("enforcement_list", &reminders),
+            "#2 every 3 calls: lint\\n#3 every 1 calls: rm -rf"
         );
     }
 }

@@ -240,7 +240,8 @@ pub trait ChannelStore {
         now: Millis,
         actor: &Actor,
     ) -> StoreResult<Message>;
-    /// Deletes messages (with their acknowledgements and delivery records); returns how many.
+    /// Deletes messages (with their acknowledgements and delivery records); returns how many
+    /// of them were unexpired at `now` (expired ones, which no other call shows, go uncounted).
     fn clear_messages(&self, scope: &MessageScope, actor: &Actor, now: Millis) -> StoreResult<u64>;
     /// Deletes messages expired at `now`; returns how many.
     fn prune_expired(&self, now: Millis) -> StoreResult<u64>;

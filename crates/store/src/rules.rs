@@ -40,7 +40,8 @@ pub fn check_channel_name(name: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// Checks a message text: not blank, at most [`MESSAGE_MAX_BYTES`].
+/// Checks a message text: not blank, at most [`MESSAGE_MAX_BYTES`], no NUL character (which
+/// PostgreSQL cannot store and no session should be shown).
 ///
 /// # Errors
 /// A message naming the rule, for the caller to prefix with the field name.
@@ -54,7 +55,21 @@ pub fn check_message(text: &str) -> Result<(), String> {
             text.len()
         ));
     }
-    Ok(())
+    check_no_nul(text)
+}
+
+/// Checks that a text holds no NUL character: PostgreSQL refuses one in any text column, so
+/// both backends refuse it before the store.
+///
+/// # Errors
+/// Where the first one is, for the caller to prefix with the field name.
+fn check_no_nul(text: &str) -> Result<(), String> {
+    match text.find('\0') {
+        Some(at) => Err(format!(
+            "holds a NUL character (at byte {at}), which cannot be stored; remove it"
+        )),
+        None => Ok(()),
+    }
 }
 
 /// A message or reminder text as it goes on its one line of a session's context: each line
@@ -72,17 +87,110 @@ pub fn on_one_line(text: &str) -> std::borrow::Cow<'_, str> {
 /// Checks a lifetime in seconds against [`TTL_MIN_SECONDS`]..=[`TTL_MAX_SECONDS`].
 ///
 /// # Errors
-/// A message naming the bounds, for the caller to prefix with the field name.
+/// A message naming the bounds ([`ttl_out_of_range`]), for the caller to prefix with the field
+/// name.
 pub fn check_ttl(seconds: u64) -> Result<u32, String> {
     u32::try_from(seconds)
         .ok()
         .filter(|s| (TTL_MIN_SECONDS..=TTL_MAX_SECONDS).contains(s))
-        .ok_or_else(|| {
-            format!(
-                "must be between {TTL_MIN_SECONDS} and {TTL_MAX_SECONDS} seconds (30 days), \
-                 got {seconds}"
-            )
-        })
+        .ok_or_else(|| ttl_out_of_range(&seconds.to_string()))
+}
+
+/// What a lifetime outside [`TTL_MIN_SECONDS`]..=[`TTL_MAX_SECONDS`] is told, `got` being the
+/// value as written.
+pub fn ttl_out_of_range(got: &str) -> String {
+    if got.starts_with('-') {
+        return format!("must be at least {TTL_MIN_SECONDS} second, got {got}");
+    }
+    format!("must be between {TTL_MIN_SECONDS} and {TTL_MAX_SECONDS} seconds (30 days), got {got}")
+}
+
+/// Deserializes an integer argument (for `#[serde(deserialize_with = ...)]`) whose valid range
+/// lies inside `i64`: a number beyond `i64` (`18446744073709551615`, `1e308`) is refused with
+/// `out_of_range`'s message for it, as written, the message the field gives any other value
+/// out of its range, rather than the parser's "expected i64". A whole number written with an
+/// exponent is taken; anything else that is not a whole number gets the parser's usual
+/// complaint.
+///
+/// # Errors
+/// `out_of_range`'s message, or the parser's for a value that is no whole number.
+pub fn integer<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+    out_of_range: fn(&str) -> String,
+) -> Result<i64, D::Error> {
+    deserializer.deserialize_i64(Whole { out_of_range })
+}
+
+/// [`integer`] for an optional field (absent and `null` are `None`; the field also needs
+/// `#[serde(default)]`).
+///
+/// # Errors
+/// As [`integer`].
+pub fn optional_integer<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+    out_of_range: fn(&str) -> String,
+) -> Result<Option<i64>, D::Error> {
+    deserializer.deserialize_option(Optional(Whole { out_of_range }))
+}
+
+/// The visitor of [`integer`].
+#[derive(Debug, Clone, Copy)]
+struct Whole {
+    out_of_range: fn(&str) -> String,
+}
+
+impl<'de> serde::de::Visitor<'de> for Whole {
+    type Value = i64;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("an integer")
+    }
+
+    fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<i64, E> {
+        Ok(v)
+    }
+
+    fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<i64, E> {
+        i64::try_from(v).map_err(|_| E::custom((self.out_of_range)(&v.to_string())))
+    }
+
+    fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<i64, E> {
+        /// 2^63: every whole `f64` in -2^63..2^63 is an `i64`.
+        const BOUND: f64 = 9_223_372_036_854_775_808.0;
+        if !v.is_finite() || v.fract() != 0.0 {
+            return Err(E::invalid_type(serde::de::Unexpected::Float(v), &self));
+        }
+        if (-BOUND..BOUND).contains(&v) {
+            // Whole and within range, so the cast is exact.
+            Ok(v as i64)
+        } else {
+            Err(E::custom((self.out_of_range)(&format!("{v:e}"))))
+        }
+    }
+}
+
+/// The visitor of [`optional_integer`].
+#[derive(Debug, Clone, Copy)]
+struct Optional(Whole);
+
+impl<'de> serde::de::Visitor<'de> for Optional {
+    type Value = Option<i64>;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("an integer")
+    }
+
+    fn visit_none<E: serde::de::Error>(self) -> Result<Option<i64>, E> {
+        Ok(None)
+    }
+
+    fn visit_unit<E: serde::de::Error>(self) -> Result<Option<i64>, E> {
+        Ok(None)
+    }
+
+    fn visit_some<D: serde::Deserializer<'de>>(self, d: D) -> Result<Option<i64>, D::Error> {
+        d.deserialize_i64(self.0).map(Some)
+    }
 }
 
 /// Formats Unix milliseconds as RFC 3339 UTC (`2026-11-30T13:00:00Z`, milliseconds when
@@ -121,7 +229,16 @@ pub const PUSH_HEADER: &str =
 
 #[cfg(test)]
 mod tests {
-    use super::{check_channel_name, on_one_line};
+    use super::{check_channel_name, check_message, on_one_line};
+
+    #[test]
+    fn a_message_with_a_nul_is_refused_where_it_is() {
+        assert_eq!(
+            check_message("ok\0").unwrap_err(),
+            "holds a NUL character (at byte 2), which cannot be stored; remove it"
+        );
+        assert!(check_message("ok \\0").is_ok());
+    }
 
     #[test]
     fn a_name_with_characters_outside_the_rule_is_told_the_character_not_a_length() {

@@ -64,6 +64,7 @@ backend_suite! {
         channels_count_active_messages_by_name,
         acknowledge_refuses_unknown_and_expired_ids_and_accepts_repeats,
         clear_deletes_by_scope_with_acks_and_deliveries,
+        clear_counts_only_unexpired_messages_and_deletes_expired_ones_too,
         prune_removes_only_expired_messages_and_their_records,
         info_is_delivered_once_per_session_and_recorded,
         alert_repeats_every_prompt_until_acknowledged,

@@ -330,10 +330,10 @@ pub fn fit_channel_resource(
     out
 }
 
-/// One message as `channel_read` lists it.
+/// One message as `channel_read` lists it (`to` only for a message to one session).
 pub(crate) fn view_json(v: &MessageView) -> Value {
     let m = &v.message;
-    json!({
+    let mut view = json!({
         "id": m.id,
         "channel": m.channel,
         "severity": m.severity.as_str(),
@@ -341,5 +341,9 @@ pub(crate) fn view_json(v: &MessageView) -> Value {
         "created_at": store::to_rfc3339(m.created_at),
         "expires_at": store::to_rfc3339(m.expires_at),
         "acknowledged": v.acknowledged,
-    })
+    });
+    if let Some(to) = &m.target {
+        view["to"] = json!(to);
+    }
+    view
 }

@@ -25,7 +25,7 @@ use serde_json::{Value, json};
 
 use catalogue::{Annotations, CallContext, ToolError};
 use store::rules::{
-    TTL_DEFAULT_SECONDS, TTL_MIN_SECONDS, check_channel_name, check_message, check_ttl,
+    TTL_DEFAULT_SECONDS, check_channel_name, check_message, check_ttl, ttl_out_of_range,
 };
 use store::{Message, MessageQuery, MessageScope, NewMessage, Severity, StoreHandle};
 
@@ -119,9 +119,15 @@ struct PublishArgs {
     /// before every tool call.
     severity: Option<SeverityArg>,
     /// Seconds, 1-2592000 (default 3600).
+    #[serde(default, deserialize_with = "ttl_arg")]
     ttl_seconds: Option<i64>,
     /// Only this session id.
     to: Option<String>,
+}
+
+/// `ttl_seconds`, with numbers beyond `i64` told its range.
+fn ttl_arg<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<i64>, D::Error> {
+    store::rules::optional_integer(d, store::rules::ttl_out_of_range)
 }
 
 /// The longest session id a message can be addressed to.
@@ -146,7 +152,7 @@ fn publish(ctx: &CallContext<'_>, args: Value) -> Result<Value, ToolError> {
     let ttl = match args.ttl_seconds {
         None => TTL_DEFAULT_SECONDS,
         Some(s) => u64::try_from(s)
-            .map_err(|_| format!("must be at least {TTL_MIN_SECONDS} second, got {s}"))
+            .map_err(|_| ttl_out_of_range(&s.to_string()))
             .and_then(check_ttl)
             .map_err(|e| invalid("ttl_seconds", e))?,
     };
@@ -244,7 +250,18 @@ struct ReadArgs {
     #[serde(default)]
     include_acknowledged: bool,
     /// 1-200 (default 20).
+    #[serde(default, deserialize_with = "limit_arg")]
     limit: Option<i64>,
+}
+
+/// What a `limit` outside 1..=[`READ_LIMIT_MAX`] is told, `got` being the value as written.
+fn limit_out_of_range(got: &str) -> String {
+    format!("must be 1 to {READ_LIMIT_MAX}, got {got}")
+}
+
+/// `limit`, with numbers beyond `i64` told its range.
+fn limit_arg<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<i64>, D::Error> {
+    store::rules::optional_integer(d, limit_out_of_range)
 }
 
 fn read(ctx: &CallContext<'_>, args: Value) -> Result<Value, ToolError> {
@@ -264,11 +281,15 @@ fn read_views(ctx: &CallContext<'_>, args: Value) -> Result<Vec<store::MessageVi
         Some(n) => u32::try_from(n)
             .ok()
             .filter(|n| (1..=READ_LIMIT_MAX).contains(n))
-            .ok_or_else(|| invalid("limit", format!("must be 1 to {READ_LIMIT_MAX}, got {n}")))?,
+            .ok_or_else(|| invalid("limit", limit_out_of_range(&n.to_string())))?,
     };
     // Reading is useful without a session too: then nothing is marked or hidden as
-    // acknowledged, rather than failing.
-    let session_id = ctx.session_id(args.session_id.as_deref()).ok();
+    // acknowledged, rather than failing. An id given (not blank) must be valid, though: read
+    // as no session, it would show what that session acknowledged as unacknowledged.
+    let session_id = match args.session_id.as_deref().filter(|s| !s.trim().is_empty()) {
+        Some(explicit) => Some(ctx.session_id(Some(explicit))?),
+        None => ctx.session_id(None).ok(),
+    };
     let store = ctx.service::<StoreHandle>()?;
     let views = store.read_messages(&MessageQuery {
         channel: args.channel,

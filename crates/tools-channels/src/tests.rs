@@ -899,3 +899,163 @@ fn a_message_to_one_session_reaches_it_alone_and_says_so() {
         }
     }
 }
+
+#[test]
+fn read_refuses_an_invalid_session_id_as_acknowledge_does() {
+    let env = env();
+    let id = env.publish("ops", "alert");
+    env.call("channel_acknowledge", json!({"message_id": id}))
+        .unwrap();
+    for bad in ["s1\u{7}", &"s".repeat(300), "s1\0"] {
+        let refused = invalid(env.call(
+            "channel_acknowledge",
+            json!({"message_id": id, "session_id": bad}),
+        ));
+        assert!(refused.starts_with("session_id: "), "{refused}");
+        for policy in [
+            SessionPolicy::Fallback(Some("s1".into())),
+            SessionPolicy::Fallback(None),
+            SessionPolicy::ExplicitOnly,
+        ] {
+            let read = invalid(env.call_with(
+                policy,
+                "channel_read",
+                json!({"session_id": bad, "include_acknowledged": true}),
+            ));
+            assert_eq!(read, refused, "{bad:?}");
+        }
+    }
+    // A blank id still means "not given": this session's, or none.
+    let out = env
+        .call("channel_read", json!({"session_id": " "}))
+        .unwrap();
+    assert!(ids(&out).is_empty(), "{out}");
+    let out = env
+        .call_with(
+            SessionPolicy::ExplicitOnly,
+            "channel_read",
+            json!({"session_id": ""}),
+        )
+        .unwrap();
+    assert_eq!(ids(&out), [id]);
+}
+
+#[test]
+fn a_nul_in_a_message_is_refused_naming_the_field() {
+    let env = env();
+    let msg = invalid(env.call(
+        "channel_publish",
+        json!({"channel": "ops", "message": "x\u{0}y"}),
+    ));
+    assert!(
+        msg.starts_with("message: holds a NUL character (at byte 1)"),
+        "{msg}"
+    );
+    assert!(env.stored_ids().is_empty());
+}
+
+#[test]
+fn reading_a_message_to_one_session_says_whom_it_is_for() {
+    let env = env();
+    let to_s2 = env
+        .call(
+            "channel_publish",
+            json!({"channel": "ops", "message": "only for s2", "severity": "alert", "to": "s2"}),
+        )
+        .unwrap()["id"]
+        .as_i64()
+        .unwrap();
+    let broadcast = env.publish("ops", "info");
+    let out = env
+        .call_with(SessionPolicy::Fallback(None), "channel_read", json!({}))
+        .unwrap();
+    assert_eq!(ids(&out), [broadcast, to_s2]);
+    assert_eq!(out["messages"][1]["to"], "s2", "{out}");
+    assert!(out["messages"][0].get("to").is_none(), "{out}");
+}
+
+#[test]
+fn clearing_counts_only_messages_that_have_not_expired() {
+    let env = env();
+    let short = |channel: &str| {
+        env.call(
+            "channel_publish",
+            json!({"channel": channel, "message": "soon gone", "ttl_seconds": 1}),
+        )
+        .unwrap()["id"]
+            .as_i64()
+            .unwrap()
+    };
+    let gone = short("a");
+    let live = env.publish("a", "info");
+    let gone_too = short("a");
+    let alone = short("b");
+    let later = NOW + 1_000;
+    // Expired messages are gone for every other tool: clearing them removes nothing.
+    assert_eq!(
+        env.call_at(later, "channel_clear", json!({"message_id": alone}))
+            .unwrap(),
+        json!({"removed": 0})
+    );
+    assert_eq!(
+        env.call_at(later, "channel_clear", json!({"channel": "a"}))
+            .unwrap(),
+        json!({"removed": 1})
+    );
+    // ... and they are deleted all the same.
+    let left = env.stored_ids();
+    for id in [gone, live, gone_too, alone] {
+        assert!(!left.contains(&id), "{id} in {left:?}");
+    }
+}
+
+#[test]
+fn integers_beyond_64_bits_get_the_fields_range() {
+    let env = env();
+    for (field, value, expected) in [
+        (
+            "ttl_seconds",
+            json!(18_446_744_073_709_551_615_u64),
+            "ttl_seconds: must be between 1 and 2592000 seconds (30 days), got \
+             18446744073709551615",
+        ),
+        (
+            "ttl_seconds",
+            json!(1e308),
+            "ttl_seconds: must be between 1 and 2592000 seconds (30 days), got 1e308",
+        ),
+        (
+            "ttl_seconds",
+            json!(-1e300),
+            "ttl_seconds: must be at least 1 second, got -1e300",
+        ),
+        (
+            "ttl_seconds",
+            json!(1.5),
+            "ttl_seconds: invalid type: floating point `1.5`, expected an integer",
+        ),
+    ] {
+        let msg = invalid(env.call(
+            "channel_publish",
+            json!({"channel": "ops", "message": "m", field: value}),
+        ));
+        assert!(msg.starts_with(expected), "{value}: `{msg}`");
+    }
+    for (value, expected) in [
+        (
+            json!(9_223_372_036_854_775_808_u64),
+            "limit: must be 1 to 200, got 9223372036854775808",
+        ),
+        (json!(-1e19), "limit: must be 1 to 200, got -1e19"),
+    ] {
+        let msg = invalid(env.call("channel_read", json!({"limit": value})));
+        assert_eq!(msg, expected);
+    }
+    assert!(env.stored_ids().is_empty());
+    // Whole numbers within range still work, however they are written.
+    env.call(
+        "channel_publish",
+        json!({"channel": "ops", "message": "m", "ttl_seconds": 6e1}),
+    )
+    .unwrap();
+}

@@ -39,6 +39,9 @@ pub use matcher::{MatchTerm, Matcher};
 
 /// Longest condition name.
 pub const NAME_MAX: usize = 64;
+/// Longest matcher, in bytes: room for dozens of alternatives, and a bound on what every
+/// tool-call hook parses.
+pub const MATCHER_MAX_BYTES: usize = 1024;
 /// Largest script, in bytes (64 KiB).
 pub const SCRIPT_MAX_BYTES: usize = 64 * 1024;
 
@@ -196,6 +199,13 @@ struct SetArgs {
 fn set(ctx: &CallContext<'_>, args: Value) -> Result<Value, ToolError> {
     let args: SetArgs = catalogue::parse_args(args)?;
     check_name(&args.name)?;
+    if args.matcher.len() > MATCHER_MAX_BYTES {
+        return Err(ToolError::InvalidArguments(format!(
+            "matcher: is {} bytes; the limit is {MATCHER_MAX_BYTES}: join fewer alternatives \
+             (`any` or `mcp__<server>` cover many tools at once)",
+            args.matcher.len()
+        )));
+    }
     let matcher = Matcher::parse(&args.matcher)
         .map_err(|e| ToolError::InvalidArguments(format!("matcher: {e}")))?;
     check_script(&args.script)?;

@@ -360,3 +360,31 @@ fn matching_conditions_filters_by_step_and_matcher() {
     assert_eq!(names(Step::Post, "Edit", json!({})), ["post_edit"]);
     assert!(names(Step::Post, "Bash", json!({"command": "git push"})).is_empty());
 }
+
+#[test]
+fn a_matcher_longer_than_its_limit_is_refused() {
+    let env = armed();
+    let with_matcher = |name: &str, matcher: String| {
+        let mut args = set_args(name);
+        args["matcher"] = json!(matcher);
+        args
+    };
+    let huge = format!("bash.x{}", "y".repeat(1 << 20));
+    let msg = invalid(env.call("condition_set", with_matcher("huge", huge)));
+    assert!(
+        msg.starts_with("matcher: is 1048582 bytes; the limit is 1024"),
+        "{msg}"
+    );
+    let many = (0..100_000)
+        .map(|i| format!("t{i}"))
+        .collect::<Vec<_>>()
+        .join("+");
+    let msg = invalid(env.call("condition_set", with_matcher("many", many)));
+    assert!(msg.starts_with("matcher: is "), "{msg}");
+    assert!(env.names().is_empty());
+    // The limit itself is accepted.
+    let longest = format!("bash.{}", "g".repeat(crate::MATCHER_MAX_BYTES - 5));
+    env.call("condition_set", with_matcher("longest", longest))
+        .unwrap();
+    assert_eq!(env.names(), ["longest"]);
+}

@@ -93,9 +93,21 @@ struct SetArgs {
     /// Reminder text (max 4096 bytes).
     message: String,
     /// N, in tool calls (1-10000).
+    #[serde(deserialize_with = "cadence_arg")]
     cadence: i64,
     /// Label to clear a group by: letters, digits, `._-` (max 64).
     tag: Option<String>,
+}
+
+/// What a cadence outside [`CADENCE_MIN`]..=[`CADENCE_MAX`] is told, `got` being the value as
+/// written.
+fn cadence_out_of_range(got: &str) -> String {
+    format!("must be between {CADENCE_MIN} and {CADENCE_MAX} tool calls, got {got}")
+}
+
+/// `cadence`, with numbers beyond `i64` told its range.
+fn cadence_arg<'de, D: serde::Deserializer<'de>>(d: D) -> Result<i64, D::Error> {
+    store::rules::integer(d, cadence_out_of_range)
 }
 
 fn set(ctx: &CallContext<'_>, args: Value) -> Result<Value, ToolError> {
@@ -107,8 +119,8 @@ fn set(ctx: &CallContext<'_>, args: Value) -> Result<Value, ToolError> {
         .filter(|c| (CADENCE_MIN..=CADENCE_MAX).contains(c))
         .ok_or_else(|| {
             ToolError::InvalidArguments(format!(
-                "cadence: must be between {CADENCE_MIN} and {CADENCE_MAX} tool calls, got {}",
-                args.cadence
+                "cadence: {}",
+                cadence_out_of_range(&args.cadence.to_string())
             ))
         })?;
     if let Some(tag) = &args.tag {

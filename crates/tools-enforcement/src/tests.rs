@@ -249,3 +249,40 @@ fn due_reminders_follow_cadence_per_session() {
     );
     assert_eq!(env.store.tool_calls("s1").unwrap(), 6);
 }
+
+#[test]
+fn a_nul_in_a_reminder_is_refused_naming_the_field() {
+    let env = env();
+    let msg = invalid(env.call(
+        "enforcement_set",
+        json!({"message": "x\u{0}y", "cadence": 1}),
+    ));
+    assert!(
+        msg.starts_with("message: holds a NUL character (at byte 1)"),
+        "{msg}"
+    );
+    assert!(env.store.reminders().unwrap().is_empty());
+}
+
+#[test]
+fn cadences_beyond_64_bits_get_the_range() {
+    let env = env();
+    for (cadence, got) in [
+        (
+            json!(18_446_744_073_709_551_615_u64),
+            "18446744073709551615",
+        ),
+        (json!(1e308), "1e308"),
+        (json!(-1e308), "-1e308"),
+    ] {
+        let msg = invalid(env.call(
+            "enforcement_set",
+            json!({"message": "x", "cadence": cadence}),
+        ));
+        assert_eq!(
+            msg,
+            format!("cadence: must be between 1 and 10000 tool calls, got {got}")
+        );
+    }
+    assert!(env.store.reminders().unwrap().is_empty());
+}

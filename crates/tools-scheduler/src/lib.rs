@@ -21,7 +21,7 @@ use catalogue::{Annotations, CallContext, Category, ToolError, ToolRegistration}
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
-use store::rules::{self, TTL_DEFAULT_SECONDS, TTL_MIN_SECONDS};
+use store::rules::{self, TTL_DEFAULT_SECONDS};
 use store::{Millis, NewSchedule, Schedule, Severity, StoreHandle, Trigger, to_rfc3339};
 
 pub use plan::{SKIP_COUNT_CAP, fire_due, plan_next};
@@ -64,15 +64,33 @@ struct CreateArgs {
     /// Default info.
     severity: Option<SeverityArg>,
     /// Message lifetime, 1-2592000 (default 3600).
+    #[serde(default, deserialize_with = "ttl_arg")]
     ttl_seconds: Option<i64>,
     /// Fire once, at this RFC 3339 time.
     at: Option<String>,
     /// Interval, 60-2592000.
+    #[serde(default, deserialize_with = "every_arg")]
     every_seconds: Option<i64>,
     /// 5-field cron, UTC.
     cron: Option<String>,
     /// Optional label.
     name: Option<String>,
+}
+
+/// `ttl_seconds`, with numbers beyond `i64` told its range.
+fn ttl_arg<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<i64>, D::Error> {
+    rules::optional_integer(d, rules::ttl_out_of_range)
+}
+
+/// What an interval outside [`EVERY_MIN_SECONDS`]..=[`EVERY_MAX_SECONDS`] is told, `got` being
+/// the value as written.
+fn every_out_of_range(got: &str) -> String {
+    format!("must be between {EVERY_MIN_SECONDS} and {EVERY_MAX_SECONDS} (30 days), got {got}")
+}
+
+/// `every_seconds`, with numbers beyond `i64` told its range.
+fn every_arg<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<i64>, D::Error> {
+    rules::optional_integer(d, every_out_of_range)
 }
 
 // Arguments of `schedule_list` (none).
@@ -200,10 +218,7 @@ fn trigger_of(args: &CreateArgs, now: Millis) -> Result<(Trigger, Millis), ToolE
         let Some(seconds) = valid else {
             return Err(invalid(
                 "every_seconds",
-                format!(
-                    "must be between {EVERY_MIN_SECONDS} and {EVERY_MAX_SECONDS} (30 days), \
-                     got {seconds}"
-                ),
+                every_out_of_range(&seconds.to_string()),
             ));
         };
         let first = now.saturating_add(i64::from(seconds) * 1000);
@@ -251,7 +266,7 @@ fn schedule_create(ctx: &CallContext<'_>, args: Value) -> Result<Value, ToolErro
     let ttl_seconds = match args.ttl_seconds {
         None => TTL_DEFAULT_SECONDS,
         Some(s) => u64::try_from(s)
-            .map_err(|_| format!("must be at least {TTL_MIN_SECONDS} second, got {s}"))
+            .map_err(|_| rules::ttl_out_of_range(&s.to_string()))
             .and_then(rules::check_ttl)
             .map_err(|e| invalid("ttl_seconds", e))?,
     };

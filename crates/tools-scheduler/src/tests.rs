@@ -483,3 +483,46 @@ fn registrations_are_in_the_scheduler_category() {
     let cancel = (catalogue::find("schedule_cancel").unwrap().input_schema)();
     assert_eq!(cancel["required"], json!(["schedule_id"]));
 }
+
+#[test]
+fn a_nul_in_a_scheduled_message_or_name_is_refused_naming_the_field() {
+    let env = env();
+    for (field, expected) in [
+        ("message", "message: holds a NUL character (at byte 1)"),
+        ("name", "name: may contain only"),
+    ] {
+        let mut args = json!({"channel": "ops", "message": "m", "every_seconds": 60});
+        args[field] = json!("x\u{0}y");
+        let msg = invalid_message(env.call(t0(), "schedule_create", args));
+        assert!(msg.starts_with(expected), "{msg}");
+    }
+    assert!(env.list().is_empty());
+}
+
+#[test]
+fn integers_beyond_64_bits_get_the_fields_range() {
+    let env = env();
+    for (field, value, expected) in [
+        (
+            "every_seconds",
+            json!(18_446_744_073_709_551_615_u64),
+            "every_seconds: must be between 60 and 2592000 (30 days), got 18446744073709551615",
+        ),
+        (
+            "every_seconds",
+            json!(-1e300),
+            "every_seconds: must be between 60 and 2592000 (30 days), got -1e300",
+        ),
+        (
+            "ttl_seconds",
+            json!(1e308),
+            "ttl_seconds: must be between 1 and 2592000 seconds (30 days), got 1e308",
+        ),
+    ] {
+        let mut args = json!({"channel": "ops", "message": "m", "every_seconds": 60});
+        args[field] = value;
+        let msg = invalid_message(env.call(t0(), "schedule_create", args));
+        assert_eq!(msg, expected);
+    }
+    assert!(env.list().is_empty());
+}

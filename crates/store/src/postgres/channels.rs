@@ -351,7 +351,22 @@ macro_rules! cleared_notifying {
     };
 }
 
-/// The count a `cleared_notifying!` statement answered.
+/// [`cleared_notifying!`] for a clear: it answers the count of the deleted messages that were
+/// unexpired at `$1` (and notifies when it deleted any message).
+macro_rules! cleared_live_notifying {
+    ($filter:literal) => {
+        concat!(
+            "WITH d AS (DELETE FROM messages ",
+            $filter,
+            " RETURNING expires_at > $1 AS live),
+             n AS (SELECT count(*) AS c, count(*) FILTER (WHERE live) AS live FROM d)
+             SELECT live, pg_notify('hooks_mcp_' || left(md5(current_schema()), 16), 'cleared ' || c)
+             FROM n WHERE c > 0"
+        )
+    };
+}
+
+/// The count a `cleared_notifying!` or `cleared_live_notifying!` statement answered.
 fn count_of(rows: &[Row]) -> Result<u64, Fail> {
     match rows.first() {
         Some(row) => to_u64(row.try_get(0)?, "count"),
@@ -555,14 +570,19 @@ impl ChannelStore for PostgresStore {
         })
     }
 
+    /// Deletes the scope's messages, expired ones too, and counts the unexpired ones: an
+    /// expired message no longer exists for any other call.
     fn clear_messages(&self, scope: &MessageScope, actor: &Actor, now: Millis) -> StoreResult<u64> {
         self.transaction(|db| {
             let rows = match scope {
-                MessageScope::All => db.query(cleared_notifying!(""), &[])?,
-                MessageScope::Channel(channel) => {
-                    db.query(cleared_notifying!("WHERE channel = $1"), &[channel])?
+                MessageScope::All => db.query(cleared_live_notifying!(""), &[&now])?,
+                MessageScope::Channel(channel) => db.query(
+                    cleared_live_notifying!("WHERE channel = $2"),
+                    &[&now, channel],
+                )?,
+                MessageScope::Id(id) => {
+                    db.query(cleared_live_notifying!("WHERE id = $2"), &[&now, id])?
                 }
-                MessageScope::Id(id) => db.query(cleared_notifying!("WHERE id = $1"), &[id])?,
             };
             let n = count_of(&rows)?;
             if n > 0 {

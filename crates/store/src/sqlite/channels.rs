@@ -452,15 +452,33 @@ impl ChannelStore for SqliteStore {
         })
     }
 
+    /// Deletes the scope's messages, expired ones too, and counts the unexpired ones: an
+    /// expired message no longer exists for any other call.
     fn clear_messages(&self, scope: &MessageScope, actor: &Actor, now: Millis) -> StoreResult<u64> {
         self.write(|tx| {
-            let n = match scope {
-                MessageScope::All => tx.execute("DELETE FROM messages", [])?,
-                MessageScope::Channel(channel) => {
-                    tx.execute("DELETE FROM messages WHERE channel = ?1", [channel])?
+            // Each deleted row says whether it was unexpired.
+            let live = |sql: &str, params: &[&dyn rusqlite::ToSql]| -> Result<u64, Fail> {
+                let mut statement = tx.prepare_cached(sql)?;
+                let mut deleted = statement.query(params)?;
+                let mut n = 0;
+                while let Some(row) = deleted.next()? {
+                    n += u64::from(row.get::<_, bool>(0)?);
                 }
-                MessageScope::Id(id) => tx.execute("DELETE FROM messages WHERE id = ?1", [id])?,
-            } as u64;
+                Ok(n)
+            };
+            let n = match scope {
+                MessageScope::All => {
+                    live("DELETE FROM messages RETURNING expires_at > ?1", &[&now])?
+                }
+                MessageScope::Channel(channel) => live(
+                    "DELETE FROM messages WHERE channel = ?2 RETURNING expires_at > ?1",
+                    &[&now, channel],
+                )?,
+                MessageScope::Id(id) => live(
+                    "DELETE FROM messages WHERE id = ?2 RETURNING expires_at > ?1",
+                    &[&now, id],
+                )?,
+            };
             if n > 0 {
                 audit::insert(tx, actor, now, &crate::audit::clear(scope, n))?;
             }

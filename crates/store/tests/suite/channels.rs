@@ -240,6 +240,38 @@ pub(crate) fn clear_deletes_by_scope_with_acks_and_deliveries(b: &dyn Backend) {
     assert_eq!(store.count("message_deliveries"), 0);
 }
 
+pub(crate) fn clear_counts_only_unexpired_messages_and_deletes_expired_ones_too(b: &dyn Backend) {
+    let store = fresh(b);
+    let gone = publish(&store, "a", Severity::Alert, T0, 1_000);
+    publish(&store, "a", Severity::Info, T0, HOUR);
+    let alone = publish(&store, "b", Severity::Info, T0, 1_000);
+    publish(&store, "c", Severity::Info, T0, 1_000);
+    store
+        .acknowledge(gone.id, "s1", T0, &store::Actor::Daemon)
+        .unwrap();
+    let clear = |scope: MessageScope| {
+        store
+            .clear_messages(&scope, &store::Actor::Daemon, T0 + 1_000)
+            .unwrap()
+    };
+    let audited = store.count("audit_log");
+    // At T0 + 1000 the short-lived ones have expired: no other call shows them.
+    assert_eq!(clear(MessageScope::Id(alone.id)), 0);
+    assert_eq!(clear(MessageScope::Channel("a".into())), 1);
+    assert_eq!(store.count("message_acks"), 0);
+    assert_eq!(
+        store.count("audit_log"),
+        audited + 1,
+        "only the clear that removed an unexpired message is audited"
+    );
+    assert_eq!(clear(MessageScope::All), 0);
+    assert_eq!(
+        store.count("messages"),
+        0,
+        "expired messages are deleted all the same"
+    );
+}
+
 pub(crate) fn prune_removes_only_expired_messages_and_their_records(b: &dyn Backend) {
     let store = fresh(b);
     let short = publish(&store, "a", Severity::Alert, T0, 1_000);

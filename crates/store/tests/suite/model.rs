@@ -501,6 +501,17 @@ impl Model {
         ids.len() as u64
     }
 
+    /// Removes the messages `doomed` selects; answers how many of them were unexpired at `now`.
+    fn clear_messages(&mut self, now: Millis, doomed: impl Fn(&Message) -> bool) -> u64 {
+        let live = self
+            .messages
+            .values()
+            .filter(|m| doomed(m) && m.expires_at > now)
+            .count() as u64;
+        self.remove_messages(doomed);
+        live
+    }
+
     fn read(&self, query: &MessageQuery) -> Vec<MessageView> {
         let mut views: Vec<MessageView> = self
             .messages
@@ -575,11 +586,12 @@ impl Model {
                     None => Err(Failure::NotFound("message")),
                 })
             }
-            Op::ClearAll => Outcome::Count(Ok(self.remove_messages(|_| true))),
-            Op::ClearChannel { channel } => {
-                Outcome::Count(Ok(self.remove_messages(|m| m.channel == CHANNELS[*channel])))
-            }
-            Op::ClearId { id } => Outcome::Count(Ok(self.remove_messages(|m| m.id == *id))),
+            // A clear deletes expired messages too but counts only the unexpired ones.
+            Op::ClearAll => Outcome::Count(Ok(self.clear_messages(now, |_| true))),
+            Op::ClearChannel { channel } => Outcome::Count(Ok(
+                self.clear_messages(now, |m| m.channel == CHANNELS[*channel])
+            )),
+            Op::ClearId { id } => Outcome::Count(Ok(self.clear_messages(now, |m| m.id == *id))),
             Op::Prune => Outcome::Count(Ok(self.remove_messages(|m| m.expires_at <= now))),
             Op::CountToolCall { session } => {
                 let n = self
@@ -972,7 +984,7 @@ fn apply_store(store: &dyn Store, op: &Op, now: Millis) -> Outcome {
         ),
         Op::ClearAll => Outcome::Count(
             store
-                .clear_messages(&MessageScope::All, &store::Actor::Daemon, 0)
+                .clear_messages(&MessageScope::All, &store::Actor::Daemon, now)
                 .map_err(fail),
         ),
         Op::ClearChannel { channel } => Outcome::Count(
@@ -980,13 +992,13 @@ fn apply_store(store: &dyn Store, op: &Op, now: Millis) -> Outcome {
                 .clear_messages(
                     &MessageScope::Channel(CHANNELS[*channel].to_owned()),
                     &store::Actor::Daemon,
-                    0,
+                    now,
                 )
                 .map_err(fail),
         ),
         Op::ClearId { id } => Outcome::Count(
             store
-                .clear_messages(&MessageScope::Id(*id), &store::Actor::Daemon, 0)
+                .clear_messages(&MessageScope::Id(*id), &store::Actor::Daemon, now)
                 .map_err(fail),
         ),
         Op::Prune => Outcome::Count(store.prune_expired(now).map_err(fail)),
