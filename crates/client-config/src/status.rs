@@ -17,7 +17,8 @@ use crate::clients::{self, Client, Install};
 pub struct StatusReport {
     /// The report, for people or (with `json`) as JSON.
     pub text: String,
-    /// 0 matching (and daemon up), 1 stopped, 2 diverged.
+    /// 0 matching (and the daemon up where the registration needs it), 1 a needed daemon
+    /// stopped, 2 diverged.
     pub code: u8,
 }
 

@@ -54,6 +54,9 @@ const LAG_BUCKETS: [f64; 14] = [
 pub(crate) const UNKNOWN_TOOL: &str = "(unknown)";
 /// The label value of hook events whose name is no known event.
 pub(crate) const UNKNOWN_EVENT: &str = "(unknown)";
+/// The label value of Claude Code's other events, answered with nothing
+/// (`hook_dispatch::QUIET_EVENTS`): one series for all of them, as they are many.
+pub(crate) const QUIET_EVENT: &str = "(quiet)";
 
 /// Reads `HOOKS_MCP_METRICS`: `on` (or unset), `off`.
 ///
@@ -253,26 +256,32 @@ impl HookOutcome {
     }
 }
 
-/// Events as label values: the known ones, then [`UNKNOWN_EVENT`].
-const EVENTS: usize = Event::ALL.len() + 1;
+/// Events as label values: the known ones, then [`QUIET_EVENT`], then [`UNKNOWN_EVENT`].
+const EVENTS: usize = Event::ALL.len() + 2;
 
-/// A hook event's place among the label values (a known event or [`UNKNOWN_EVENT`]).
+/// A hook event's place among the label values (a known event, [`QUIET_EVENT`] or
+/// [`UNKNOWN_EVENT`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct EventSlot(usize);
 
 impl EventSlot {
     /// The slot of the event named `name` (as a request's path gives it, any case).
     pub(crate) fn of(name: &str) -> EventSlot {
-        EventSlot(
-            Event::parse(name)
-                .and_then(|e| Event::ALL.iter().position(|&known| known == e))
-                .unwrap_or(Event::ALL.len()),
-        )
+        let known = Event::parse(name).and_then(|e| Event::ALL.iter().position(|&k| k == e));
+        EventSlot(match known {
+            Some(slot) => slot,
+            None if hook_dispatch::quiet_event(name).is_some() => Event::ALL.len(),
+            None => Event::ALL.len() + 1,
+        })
     }
 }
 
 fn event_label(slot: usize) -> &'static str {
-    Event::ALL.get(slot).map_or(UNKNOWN_EVENT, |e| e.name())
+    match Event::ALL.get(slot) {
+        Some(event) => event.name(),
+        None if slot == Event::ALL.len() => QUIET_EVENT,
+        None => UNKNOWN_EVENT,
+    }
 }
 
 /// The hook-event series, created at start-up for every route, event and outcome.
@@ -957,6 +966,12 @@ mod tests {
             HookOutcome::Refused,
             Duration::ZERO,
         );
+        metrics.hooks.record(
+            HookRouteKind::Http,
+            EventSlot::of("notification"),
+            HookOutcome::Answered,
+            Duration::ZERO,
+        );
         metrics.store_error(StoreOperation::SchedulerFire, &StoreError::WouldWait);
         let text = metrics.render(&Snapshot::default(), false).unwrap();
         for (series, value) in [
@@ -983,6 +998,14 @@ mod tests {
             (
                 "hooks_mcp_hook_events_total{route=\"forward\",event=\"(unknown)\",outcome=\"refused\"}",
                 "1",
+            ),
+            (
+                "hooks_mcp_hook_events_total{route=\"http\",event=\"(quiet)\",outcome=\"answered\"}",
+                "1",
+            ),
+            (
+                "hooks_mcp_hook_events_total{route=\"http\",event=\"(unknown)\",outcome=\"answered\"}",
+                "0",
             ),
             (
                 "hooks_mcp_store_errors_total{operation=\"scheduler_fire\",kind=\"would_wait\"}",

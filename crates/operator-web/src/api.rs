@@ -55,9 +55,32 @@ const FIRINGS_PER_SCHEDULE: u32 = 10;
         (name = "enforcement", description = "Reminders"),
         (name = "conditions", description = "Operator scripts run on tool calls"),
         (name = "audit", description = "Who changed what, and when"),
-    )
+    ),
+    modifiers(&BearerToken),
+    security(("bearer" = []))
 )]
 struct ApiDoc;
+
+/// The document's security scheme: the daemon's bearer token.
+struct BearerToken;
+
+impl utoipa::Modify for BearerToken {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
+        let scheme = HttpBuilder::new()
+            .scheme(HttpAuthScheme::Bearer)
+            .description(Some(
+                "The daemon's token (HOOKS_MCP_TOKEN or HOOKS_MCP_TOKEN_FILE), when one is set: \
+                 without it every route answers 401 in plain text. A daemon without a token \
+                 asks for none.",
+            ))
+            .build();
+        openapi
+            .components
+            .get_or_insert_with(Default::default)
+            .add_security_scheme("bearer", SecurityScheme::Http(scheme));
+    }
+}
 
 /// What the handlers read.
 type ApiState = Arc<OperatorWeb>;
@@ -75,6 +98,22 @@ pub(crate) fn router(state: ApiState) -> axum::Router {
             }),
         )
         .route(&format!("{PREFIX}/{{*rest}}"), axum::routing::any(no_route))
+        .route(PREFIX, axum::routing::any(no_route))
+        .route(&format!("{PREFIX}/"), axum::routing::any(no_route))
+        .method_not_allowed_fallback(read_only)
+}
+
+/// A method other than GET (or HEAD) on a route: 405 in the API's shape.
+async fn read_only(method: axum::http::Method, uri: axum::http::Uri) -> Response {
+    let mut response = error(
+        StatusCode::METHOD_NOT_ALLOWED,
+        format!("{method} {}: the read API answers GET only", uri.path()),
+    );
+    response.headers_mut().insert(
+        axum::http::header::ALLOW,
+        axum::http::HeaderValue::from_static("GET, HEAD"),
+    );
+    response
 }
 
 /// Any other path under the prefix: a 404 in the API's shape, pointing at the route list.
@@ -737,7 +776,7 @@ pub(crate) struct ApiSession {
     first_seen: String,
     /// When it was last seen.
     last_seen: String,
-    /// The last event heard (a hook event or `tool_call`).
+    /// The last event heard: a hook event, or `tools/call` for a tool call.
     last_event: String,
     /// How it was last reached: `stdio`, `streamable-http`, `sse` or `hook`.
     transport: String,

@@ -102,8 +102,9 @@ pub const LAUNCH_SETTINGS: &[Setting] = &[
     Setting {
         env: LOG_ENV,
         flag: "",
-        default: "warn",
-        effect: "Log filter for stderr (`debug` reports when and why the handoff happened).",
+        default: "warn,rmcp=error",
+        effect: "Log filter for stderr (`debug` reports when and why the handoff happened). The \
+                 daemon's default is `info,rmcp=warn` (docs/network.md).",
     },
 ];
 

@@ -169,16 +169,35 @@ fn light_session(filter: &Filter, mode: &StartMode, channel: bool) -> Result<Lig
         .with_tools_hints(CacheHints::tools_list(mode.has_discovery())))
 }
 
+/// The catalogue child's time limit in milliseconds from `raw` (the setting's value), and a
+/// warning when the value cannot be used (the default, 30 s, is used then).
+fn catalogue_timeout(raw: Option<&str>) -> (u64, Option<String>) {
+    const DEFAULT_MS: u64 = 30_000;
+    let Some(text) = raw.map(str::trim).filter(|t| !t.is_empty()) else {
+        return (DEFAULT_MS, None);
+    };
+    match text.parse::<u64>() {
+        Ok(ms) if ms > 0 => (ms, None),
+        _ => (
+            DEFAULT_MS,
+            Some(format!(
+                "{CATALOGUE_TIMEOUT_ENV}=`{text}` is not a whole number of milliseconds (1 or \
+                 more); using {DEFAULT_MS}"
+            )),
+        ),
+    }
+}
+
 /// Runs `hooks-mcp-catalogue` with the filters cleared and returns its listing dump.
 fn generate_listing() -> Result<String, FrontError> {
     let mut command = Command::new(launch::catalogue_binary());
     command
         .env_remove(CATEGORIES_ENV)
         .env_remove(ALLOWED_TOOLS_ENV);
-    let limit = std::env::var(CATALOGUE_TIMEOUT_ENV)
-        .ok()
-        .and_then(|v| v.trim().parse::<u64>().ok())
-        .unwrap_or(30_000);
+    let (limit, warning) = catalogue_timeout(std::env::var(CATALOGUE_TIMEOUT_ENV).ok().as_deref());
+    if let Some(warning) = warning {
+        protocol_lite::diag!("hooks-mcp: warning: {warning}");
+    }
     let hint = format!(
         "it is built and installed beside hooks-mcp-full, or set {CATALOGUE_BIN_ENV} to its path"
     );
@@ -192,4 +211,25 @@ fn generate_listing() -> Result<String, FrontError> {
         what: "catalogue child",
         problem: format!("not UTF-8: {e}"),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::catalogue_timeout;
+
+    #[test]
+    fn a_catalogue_time_limit_it_cannot_use_is_said_and_replaced_by_the_default() {
+        assert_eq!(catalogue_timeout(None), (30_000, None));
+        assert_eq!(catalogue_timeout(Some(" ")), (30_000, None));
+        assert_eq!(catalogue_timeout(Some("5000")), (5_000, None));
+        for bad in ["abc", "-5", "0", "1.5"] {
+            let (ms, warning) = catalogue_timeout(Some(bad));
+            assert_eq!(ms, 30_000, "{bad}");
+            let warning = warning.unwrap_or_default();
+            assert!(
+                warning.starts_with(&format!("HOOKS_MCP_CATALOGUE_TIMEOUT_MS=`{bad}`")),
+                "{warning}"
+            );
+        }
+    }
 }

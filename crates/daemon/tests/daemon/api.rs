@@ -131,6 +131,12 @@ fn every_documented_route_answers_with_its_documented_shape() {
         // Nothing else than GET is served.
         let post = http(addr, "POST", &concrete, &auth, "{}");
         assert_eq!(post.status, 405, "POST {concrete}: {}", post.body);
+        let refused: Value = serde_json::from_str(&post.body).unwrap();
+        assert!(
+            refused["error"].as_str().unwrap().contains("GET only"),
+            "POST {concrete}: {refused}"
+        );
+        assert_eq!(post.header("allow"), Some("GET, HEAD"), "{}", post.head);
         bodies.insert(path.clone(), body);
     }
 
@@ -270,15 +276,27 @@ fn every_documented_route_answers_with_its_documented_shape() {
     }
     let (status, body) = get(&daemon, "/api/v1/messages/999999");
     assert_eq!(status, 404, "{body}");
-    let unknown = http(addr, "GET", "/api/v1/nothing-here", &auth, "");
-    assert_eq!(unknown.status, 404);
-    let error: Value = serde_json::from_str(&unknown.body).unwrap();
-    assert!(
-        error["error"]
-            .as_str()
-            .unwrap()
-            .contains("/api/v1/openapi.json"),
-        "{error}"
+    for path in ["/api/v1/nothing-here", "/api/v1", "/api/v1/"] {
+        let unknown = http(addr, "GET", path, &auth, "");
+        assert_eq!(unknown.status, 404, "{path}");
+        let error: Value = serde_json::from_str(&unknown.body).unwrap();
+        assert!(
+            error["error"]
+                .as_str()
+                .unwrap()
+                .contains("/api/v1/openapi.json"),
+            "{path}: {error}"
+        );
+    }
+    // The document names the token as every route's security.
+    assert_eq!(
+        doc["components"]["securitySchemes"]["bearer"]["scheme"], "bearer",
+        "{doc}"
+    );
+    assert_eq!(
+        doc["security"],
+        serde_json::json!([{"bearer": []}]),
+        "{doc}"
     );
 
     // The same checks as /mcp: no token, 401; a foreign Host, 403.

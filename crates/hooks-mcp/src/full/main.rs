@@ -52,8 +52,8 @@ enum Cmd {
     },
     /// Register the MCP server and the hooks in the client's configuration (or --remove them).
     Init(InitArgs),
-    /// Compare the configuration, the client's registration and the daemon (exit 0 running and
-    /// matching, 1 stopped, 2 diverged).
+    /// Compare the configuration, the client's registration and the daemon (exit 0 matching, 1
+    /// a daemon the registration needs is stopped, 2 diverged).
     Status {
         /// Print the report as JSON.
         #[arg(long)]
