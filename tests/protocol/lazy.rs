@@ -79,6 +79,15 @@ fn a_bad_mode_stops_startup_with_a_clear_message() {
     assert!(!status.success());
     assert!(stdout.is_empty());
     assert!(stderr.contains("unknown mode `sleepy`"), "{stderr}");
+    // The full stdio server run by itself says the same, and does not call it a store's fault.
+    let stdio = env!("CARGO_BIN_EXE_hooks-mcp-stdio");
+    let (status, _, stderr) = run_to_end(stdio, &[("HOOKS_MCP_MODE", "sleepy")], INIT.as_bytes());
+    assert!(!status.success());
+    assert!(
+        stderr.contains("HOOKS_MCP_MODE: unknown mode `sleepy`"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("opening the store"), "{stderr}");
 }
 
 /// Reads lines until the response to `id`; returns (notifications seen before it, response).

@@ -72,6 +72,12 @@ pub enum FilterWarning {
     },
     /// The settings select no tool at all.
     NoTools,
+    /// A start module (`HOOKS_MCP_MODULES`) of a category `MCP_CATEGORIES` does not select:
+    /// it loads nothing.
+    StartModuleExcluded {
+        /// The category.
+        category: Category,
+    },
 }
 
 impl fmt::Display for FilterWarning {
@@ -97,6 +103,12 @@ impl fmt::Display for FilterWarning {
                 f,
                 "zero tools selected: {CATEGORIES_ENV} and {ALLOWED_TOOLS_ENV} together match \
                  no tool; correct them or unset them to expose every tool"
+            ),
+            FilterWarning::StartModuleExcluded { category } => write!(
+                f,
+                "{}: start module `{category}` loads nothing: {CATEGORIES_ENV} does not select \
+                 it (add `{category}` to {CATEGORIES_ENV}, or take it out of the start modules)",
+                crate::MODULES_ENV
             ),
         }
     }

@@ -15,7 +15,7 @@
 //!   ones. Problems come back as [`FilterWarning`] values for the caller to print.
 //! - [`StartMode`]: eager, lazy or modules; the discovery tools ([`discovery_tools`]), the
 //!   list a session advertises at start ([`advertised_tools`]) and the lazy-mode
-//!   [`instructions`].
+//!   [`instructions`]; [`search`]: how well a tool matches a `find_tools` query.
 //! - [`Setting`]: how each crate documents the settings it parses, for the generated
 //!   configuration reference.
 //! - [`CallContext`], [`ToolError`] and [`parse_args`]: what a tool handler receives and returns;
@@ -134,6 +134,7 @@ mod listing;
 mod mode;
 mod registration;
 mod schema;
+pub mod search;
 mod spec;
 
 #[cfg(test)]

@@ -177,6 +177,19 @@ impl StartMode {
         }
     }
 
+    /// A warning for each start module of a category `filter` does not select (it would
+    /// load nothing); none for other modes.
+    pub fn excluded_by(&self, filter: &crate::Filter) -> Vec<crate::FilterWarning> {
+        match self {
+            StartMode::Modules(set) => set
+                .iter()
+                .filter(|c| !filter.selects_category(**c))
+                .map(|&category| crate::FilterWarning::StartModuleExcluded { category })
+                .collect(),
+            _ => Vec::new(),
+        }
+    }
+
     /// Whether the discovery tools are advertised.
     pub fn has_discovery(&self) -> bool {
         !matches!(self, StartMode::Eager)

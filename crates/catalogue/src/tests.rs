@@ -818,3 +818,24 @@ fn start_mode_from_the_environment_refuses_what_it_would_ignore() {
     let parsed = StartMode::parse(&flag, Some("eager"), Some("channels"));
     assert_eq!(parsed.map(|(m, _)| m), Ok(StartMode::Lazy));
 }
+
+#[test]
+fn a_start_module_the_categories_exclude_is_warned_of() {
+    let (filter, _) = Filter::parse(Some("channels"), None);
+    let modules = StartMode::Modules(BTreeSet::from([Category::Channels, Category::Scheduler]));
+    let warnings = modules.excluded_by(&filter);
+    assert_eq!(
+        warnings,
+        [FilterWarning::StartModuleExcluded {
+            category: Category::Scheduler
+        }]
+    );
+    let text = warnings[0].to_string();
+    assert!(
+        text.starts_with("HOOKS_MCP_MODULES: start module `scheduler`"),
+        "{text}"
+    );
+    assert!(StartMode::Lazy.excluded_by(&filter).is_empty());
+    let all = Filter::default();
+    assert!(modules.excluded_by(&all).is_empty());
+}

@@ -732,6 +732,29 @@ impl Phases<'_> {
     }
 }
 
+/// A response mapper for the console: its 413 (a form over the body limit, refused by axum's
+/// extractor in words of its own) names the limit and its setting, as the other routes' do.
+fn too_large_says_the_limit(
+    max_body_bytes: usize,
+) -> impl Fn(axum::response::Response) -> std::future::Ready<axum::response::Response> + Clone {
+    move |response: axum::response::Response| {
+        use axum::response::IntoResponse as _;
+        std::future::ready(
+            if response.status() == axum::http::StatusCode::PAYLOAD_TOO_LARGE {
+                (
+                axum::http::StatusCode::PAYLOAD_TOO_LARGE,
+                format!(
+                    "the form is larger than {max_body_bytes} bytes (HOOKS_MCP_MAX_BODY_BYTES)\n"
+                ),
+            )
+                .into_response()
+            } else {
+                response
+            },
+        )
+    }
+}
+
 /// How long a stopping daemon waits for its scheduler's look at the store in progress.
 const SCHEDULER_STOP_WAIT: Duration = Duration::from_secs(5);
 
@@ -1013,7 +1036,10 @@ async fn start(
     let console = web
         .console_router()
         .map_err(|e| DaemonError::Console(e.to_string()))?
-        .layer(axum::extract::DefaultBodyLimit::max(config.max_body_bytes));
+        .layer(axum::extract::DefaultBodyLimit::max(config.max_body_bytes))
+        .layer(axum::middleware::map_response(too_large_says_the_limit(
+            config.max_body_bytes,
+        )));
     let _ = shared.console.set(console);
     phases.done();
 

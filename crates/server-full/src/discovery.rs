@@ -22,37 +22,12 @@ pub(crate) fn find_tools(
     sessionless: bool,
 ) -> Result<Value, ToolError> {
     let args: FindToolsArgs = parse_args(args)?;
-    let words: Vec<String> = args
-        .query
-        .split(|c: char| !c.is_alphanumeric())
-        .filter(|w| !w.is_empty())
-        .map(str::to_lowercase)
-        .collect();
-    if words.is_empty() {
-        return Err(ToolError::InvalidArguments(
-            "query: give at least one word, e.g. \"broadcast\" or \"schedule\"".into(),
-        ));
-    }
+    let words = catalogue::search::query_words(&args.query)?;
     let mut scored: Vec<(usize, usize)> = registry
         .entries
         .iter()
+        .map(|e| catalogue::search::score(&e.spec, &words))
         .enumerate()
-        .map(|(i, e)| {
-            let name = e.spec.name.to_lowercase();
-            let title = e.spec.title.to_lowercase();
-            let description = e.spec.description.to_lowercase();
-            let category = e.spec.category.as_str();
-            let score = words
-                .iter()
-                .map(|w| {
-                    3 * usize::from(mentions(&name, w))
-                        + 2 * usize::from(category.starts_with(singular(w)))
-                        + 2 * usize::from(mentions(&title, w))
-                        + usize::from(mentions(&description, w))
-                })
-                .sum();
-            (i, score)
-        })
         .filter(|(_, score)| *score > 0)
         .collect();
     scored.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
@@ -107,27 +82,6 @@ pub(crate) fn find_tools(
         result["hint"] = json!(hints.join(" "));
     }
     Ok(result)
-}
-
-/// Whether `text` (lowercase) mentions `word` (lowercase) or its singular.
-fn mentions(text: &str, word: &str) -> bool {
-    text.contains(word) || text.contains(singular(word))
-}
-
-/// `word` without a plural ending (`schedules` → `schedule`, `searches` → `search`), or
-/// `word` itself when it is short or has none.
-fn singular(word: &str) -> &str {
-    for ending in ["ches", "shes", "sses", "xes", "s"] {
-        if let Some(stem) = word.strip_suffix(ending)
-            && stem.chars().count() >= 3
-            && !stem.ends_with('s')
-        {
-            // Drop only the plural's own letters: "es" after ch/sh/ss/x, "s" otherwise.
-            let keep = ending.len() - if ending == "s" { 1 } else { 2 };
-            return &word[..stem.len() + keep];
-        }
-    }
-    word
 }
 
 /// The categories that have a visible tool, in catalogue order.

@@ -54,7 +54,8 @@ pub(crate) fn build(
         .iter()
         .map(|t| (t.category, t.name.as_str()))
         .collect();
-    let (keep, warnings) = filter.select(&keys);
+    let (keep, mut warnings) = filter.select(&keys);
+    warnings.extend(mode.excluded_by(filter));
     drop(keys);
     let mut entries = Vec::new();
     let mut excluded = Vec::new();

@@ -966,28 +966,3 @@ impl AsyncWrite for BlockingOutput {
         self.get_mut().poll_done(cx)
     }
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_start_mode_failure_is_not_called_a_store_failure() {
-        let mode = StdioError::Store(crate::SettingsError::Mode(
-            catalogue::ModeError::UnknownMode("bogus".into()),
-        ));
-        let text = mode.to_string();
-        assert!(
-            text.starts_with("HOOKS_MCP_MODE: unknown mode `bogus`"),
-            "{text}"
-        );
-        let store = StdioError::Store(crate::SettingsError::Store(store::StoreError::Locked {
-            path: "/x/state.db".into(),
-            waited: std::time::Duration::from_secs(1),
-        }));
-        assert!(
-            store.to_string().starts_with("opening the store: "),
-            "{store}"
-        );
-    }
-}

@@ -125,7 +125,8 @@ pub fn run() -> ExitCode {
         }
     };
     // After the exec above: the full server prints these itself.
-    let (filter, warnings) = Filter::from_env();
+    let (filter, mut warnings) = Filter::from_env();
+    warnings.extend(mode.excluded_by(&filter));
     for w in &warnings {
         protocol_lite::diag!("hooks-mcp: warning: {w}");
     }

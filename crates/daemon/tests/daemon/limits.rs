@@ -37,6 +37,7 @@ fn sessions_are_capped_bodies_limited_and_idle_sessions_expire() {
     let login = format!("token={}", "x".repeat(8000));
     let r = http(addr, "POST", "/console/login", &form, &login);
     assert_eq!(r.status, 413, "{}", r.body);
+    assert!(r.body.contains("HOOKS_MCP_MAX_BODY_BYTES"), "{}", r.body);
     let r = http(addr, "POST", "/console/login", &form, "token=short");
     assert_ne!(r.status, 413, "{}", r.body);
 

@@ -1,0 +1,52 @@
+//! The log subscriber's `ClientGone` layer in a subscriber: which of rmcp's events reach the
+//! writer.
+
+use std::io::Write;
+use std::sync::{Arc, Mutex};
+
+use server_full::logging::ClientGone;
+use tracing_subscriber::layer::SubscriberExt;
+
+/// A writer into a shared buffer.
+struct Capture(Arc<Mutex<Vec<u8>>>);
+
+impl Write for Capture {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if let Ok(mut lines) = self.0.lock() {
+            lines.extend_from_slice(buf);
+        }
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[test]
+fn only_an_unsent_reply_to_a_client_that_left_is_dropped() {
+    let lines = Arc::new(Mutex::new(Vec::<u8>::new()));
+    let sink = lines.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_writer(move || Capture(sink.clone()))
+        .with_ansi(false)
+        .finish()
+        .with(ClientGone);
+    tracing::subscriber::with_default(subscriber, || {
+        let closed = "channel closed";
+        let pipe = "Broken pipe (os error 32)";
+        let other = "serialization failed";
+        // Dropped: a reply rmcp could not send because the client left.
+        tracing::error!(target: "rmcp::service", error = %closed, "failed to send pending response during drain");
+        tracing::error!(target: "rmcp::service", error = %pipe, "fail to response message");
+        // Kept: another failure to send, another message, another crate's line.
+        tracing::error!(target: "rmcp::service", error = %other, "fail to send rejection error");
+        tracing::error!(target: "rmcp::service", error = %closed, "fail to close sink");
+        tracing::error!(target: "server_full", error = %closed, "fail to response message");
+    });
+    let text = String::from_utf8(lines.lock().unwrap().clone()).unwrap();
+    assert!(!text.contains("during drain"), "{text}");
+    assert!(!text.contains("Broken pipe"), "{text}");
+    assert!(text.contains("serialization failed"), "{text}");
+    assert!(text.contains("fail to close sink"), "{text}");
+    assert!(text.contains("fail to response message"), "{text}");
+}
