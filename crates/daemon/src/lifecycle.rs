@@ -278,6 +278,9 @@ pub enum DaemonError {
         /// The cause.
         cause: std::io::Error,
     },
+    /// The store directory cannot be made: what is in the way and what to do.
+    #[error("{0}")]
+    StoreDir(String),
     /// The listener could not be bound.
     #[error(transparent)]
     Bind(#[from] BindError),
@@ -621,6 +624,32 @@ pub fn probe_addresses() -> Result<Vec<SocketAddr>, DaemonError> {
         .collect())
 }
 
+/// Why the store directory `dir` could not be made (`error`), in words that say what is in
+/// the way: a file, a symbolic link to nothing, or a parent this user cannot write.
+fn store_dir_failure(dir: &Path, error: &std::io::Error) -> String {
+    let fix = "set HOOKS_MCP_HOME to a directory this user can write";
+    match std::fs::symlink_metadata(dir) {
+        Ok(meta) if meta.file_type().is_symlink() => {
+            let target =
+                std::fs::read_link(dir).map_or_else(|_| "?".into(), |t| t.display().to_string());
+            format!(
+                "the store directory {} is a symbolic link to {target}, which does not exist \
+                 or is not a directory: create it, or {fix}",
+                dir.display()
+            )
+        }
+        Ok(meta) if !meta.is_dir() => format!(
+            "the store directory {} is a file, not a directory: move the file away, or {fix}",
+            dir.display()
+        ),
+        _ => format!(
+            "cannot create the store directory {}: {error}; give this user write access to its \
+             parent, or {fix}",
+            dir.display()
+        ),
+    }
+}
+
 /// The exclusive lock on the store directory (held until dropped).
 #[derive(Debug)]
 pub struct InstanceLock {
@@ -640,7 +669,8 @@ impl InstanceLock {
             path: path.clone(),
             cause,
         };
-        std::fs::create_dir_all(dir).map_err(lock_err)?;
+        std::fs::create_dir_all(dir)
+            .map_err(|e| DaemonError::StoreDir(store_dir_failure(dir, &e)))?;
         let mut file = std::fs::OpenOptions::new()
             .read(true)
             .write(true)
@@ -1331,5 +1361,20 @@ mod tests {
         );
         drop(first);
         assert!(InstanceLock::acquire(dir.path()).is_ok());
+    }
+
+    #[test]
+    fn a_store_directory_in_the_way_is_named_for_what_it_is() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("a-file");
+        std::fs::write(&file, "x").unwrap();
+        let text = InstanceLock::acquire(&file).unwrap_err().to_string();
+        assert!(text.contains("is a file, not a directory"), "{text}");
+        let link = dir.path().join("a-link");
+        std::os::unix::fs::symlink(dir.path().join("nowhere"), &link).unwrap();
+        let text = InstanceLock::acquire(&link).unwrap_err().to_string();
+        assert!(text.contains("is a symbolic link to"), "{text}");
+        assert!(text.contains("nowhere"), "{text}");
+        assert!(!text.contains("daemon lock"), "{text}");
     }
 }
