@@ -246,7 +246,7 @@ fn http_answer(event: &str, body: &[u8], channels: Option<&str>, store: &StoreHa
     match hook_dispatch::http::answer_http(event, body, channels, &**store, now_ms()) {
         Ok(answer) => {
             for line in &answer.notes {
-                tracing::info!("{line}");
+                tracing::warn!("{line}");
             }
             match answer.body {
                 Some(body) => Outcome::Json(body),

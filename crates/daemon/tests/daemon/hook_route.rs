@@ -57,6 +57,20 @@ fn hook_routes_are_gated_like_mcp_and_answered_by_the_dispatcher() {
         .unwrap();
     assert!(context.contains("`s-1`"), "{context}");
     assert!(context.contains("global, ci, deploys"), "{context}");
+    // What a command hook would print on its stderr goes to the daemon's log as a warning.
+    let odd = [auth[0], ("X-Hooks-Mcp-Channels", "ci, not a channel!")];
+    let answered = post(&odd, "/hooks/SessionStart", start);
+    assert_eq!(answered.status, 200, "{}", answered.body);
+    let deadline = std::time::Instant::now() + crate::support::PATIENCE;
+    let warned = loop {
+        let log = daemon.text();
+        if let Some(line) = log.lines().find(|l| l.contains("not a channel")) {
+            break line.to_owned();
+        }
+        assert!(std::time::Instant::now() < deadline, "no note: {log}");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    assert!(warned.contains(" WARN "), "{warned}");
     // Nothing to say: an empty 2xx. A payload it cannot take: 400 with one line.
     let nothing = post(
         &auth,
@@ -102,7 +116,7 @@ fn hook_routes_are_gated_like_mcp_and_answered_by_the_dispatcher() {
     let health = wait_health(addr, "hook counters", |h| h["hooks"].is_object());
     assert_eq!(health["hooks"]["answered"], 0, "{health}");
     assert_eq!(health["hooks"]["refused"], 1, "{health}");
-    assert_eq!(health["hooks"]["http"]["answered"], 4, "{health}");
+    assert_eq!(health["hooks"]["http"]["answered"], 5, "{health}");
     assert_eq!(health["hooks"]["http"]["quiet"], 1, "{health}");
     assert_eq!(health["hooks"]["http"]["refused"], 5, "{health}");
     assert!(
