@@ -267,8 +267,11 @@ fn apply_object(node: &CstObject, before: &Map<String, Value>, after: &Map<Strin
     }
 }
 
-/// Makes the array `node` (now `before`) hold `after`: elements appended or removed where that
-/// is all that changed, elements changed in place when the length is the same, else replaced.
+/// Makes the array `node` (now `before`) hold `after`: the fewest elements removed, added and
+/// changed in place (an element is changed in place only where that saves removing it and
+/// adding another: an element that is not there any more is removed, not overwritten by its
+/// neighbour), so that every element that stays keeps its text, comments and numbers as
+/// written.
 fn apply_array(node: &CstArray, before: &[Value], after: &[Value]) {
     if after.len() >= before.len() && after.starts_with(before) {
         for value in &after[before.len()..] {
@@ -276,39 +279,187 @@ fn apply_array(node: &CstArray, before: &[Value], after: &[Value]) {
         }
         return;
     }
-    if let Some(removed) = removed_indices(before, after) {
-        let elements = node.elements();
-        for index in removed.into_iter().rev() {
-            if let Some(element) = elements.get(index) {
-                element.clone().remove();
-            }
-        }
-        return;
-    }
     let elements = node.elements();
-    if before.len() == after.len() && elements.len() == after.len() {
-        for ((old, new), element) in before.iter().zip(after).zip(elements) {
-            if old == new {
-                continue;
-            }
-            match (old, new, element.as_object(), element.as_array()) {
-                (Value::Object(old), Value::Object(new), Some(object), _) => {
-                    apply_object(&object, old, new)
-                }
-                (Value::Array(old), Value::Array(new), _, Some(array)) => {
-                    apply_array(&array, old, new)
-                }
-                _ => {
-                    replace_node(element, new);
-                }
-            }
-        }
+    let Some(steps) = array_steps(before, after).filter(|_| elements.len() == before.len()) else {
+        // Too large to compare element by element: the whole array is written anew.
+        let _ = node
+            .clone()
+            .replace_with(input(&Value::Array(after.to_vec())));
         return;
+    };
+    let mut removed = Vec::new();
+    for step in &steps {
+        match *step {
+            Step::Keep(..) | Step::Add(_) => {}
+            Step::Change(old, new) => {
+                let element = elements[old].clone();
+                match (
+                    &before[old],
+                    &after[new],
+                    element.as_object(),
+                    element.as_array(),
+                ) {
+                    (Value::Object(was), Value::Object(now), Some(object), _) => {
+                        apply_object(&object, was, now)
+                    }
+                    (Value::Array(was), Value::Array(now), _, Some(array)) => {
+                        apply_array(&array, was, now)
+                    }
+                    _ => replace_node(element, &after[new]),
+                }
+            }
+            Step::Remove(old) => removed.push(elements[old].clone()),
+        }
     }
-    // Anything else: the whole array is written anew.
-    let _ = node
-        .clone()
-        .replace_with(input(&Value::Array(after.to_vec())));
+    for element in removed {
+        remove_node(element);
+    }
+    // What is left are the kept and changed elements in their order: each new one goes where
+    // `after` has it.
+    for step in &steps {
+        if let Step::Add(new) = *step {
+            node.insert(new, input(&after[new]));
+        }
+    }
+}
+
+/// One step of turning an array into another.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Step {
+    /// `before[.0]` stays as it is, as `after[.1]`.
+    Keep(usize, usize),
+    /// `before[.0]` (an object or an array) is changed in place into `after[.1]`.
+    Change(usize, usize),
+    /// `before[.0]` is removed.
+    Remove(usize),
+    /// `after[.0]` is added.
+    Add(usize),
+}
+
+/// The cheapest steps from `before` to `after` (removing or adding an element costs 200;
+/// changing an object or an array in place costs 200 more the more it differs, up to 400 for
+/// one that has nothing left in common, so that an element is changed only into the one it
+/// most resembles), `None` when the arrays are too large to compare element by element.
+fn array_steps(before: &[Value], after: &[Value]) -> Option<Vec<Step>> {
+    const LIMIT: usize = 250_000;
+    const ONE: u32 = 200;
+    let (n, m) = (before.len(), after.len());
+    if (n + 1).saturating_mul(m + 1) > LIMIT {
+        return None;
+    }
+    // cost[i * width + j]: turning before[i..] into after[j..].
+    let width = m + 1;
+    let mut cost = vec![0u32; (n + 1) * width];
+    for i in (0..=n).rev() {
+        for j in (0..=m).rev() {
+            let here = i * width + j;
+            let mut best = u32::MAX;
+            if i == n && j == m {
+                best = 0;
+            }
+            if i < n {
+                best = best.min(cost[here + width] + ONE);
+            }
+            if j < m {
+                best = best.min(cost[here + 1] + ONE);
+            }
+            if i < n && j < m {
+                if before[i] == after[j] {
+                    best = best.min(cost[here + width + 1]);
+                } else if let Some(change) = change_cost(&before[i], &after[j]) {
+                    best = best.min(cost[here + width + 1] + change);
+                }
+            }
+            cost[here] = best;
+        }
+    }
+    let mut steps = Vec::with_capacity(n.max(m));
+    let (mut i, mut j) = (0, 0);
+    while i < n || j < m {
+        let here = i * width + j;
+        let diagonal = (i < n && j < m).then(|| cost[here + width + 1]);
+        if diagonal.is_some_and(|rest| before[i] == after[j] && cost[here] == rest) {
+            steps.push(Step::Keep(i, j));
+            (i, j) = (i + 1, j + 1);
+        } else if diagonal.is_some_and(|rest| {
+            change_cost(&before[i], &after[j]).is_some_and(|c| cost[here] == rest + c)
+        }) {
+            steps.push(Step::Change(i, j));
+            (i, j) = (i + 1, j + 1);
+        } else if i < n && cost[here] == cost[here + width] + ONE {
+            steps.push(Step::Remove(i));
+            i += 1;
+        } else {
+            steps.push(Step::Add(j));
+            j += 1;
+        }
+    }
+    Some(steps)
+}
+
+/// What changing `a` into `b` in place costs (200 to 400: see [`array_steps`]); `None` when
+/// they are not both objects or both arrays.
+fn change_cost(a: &Value, b: &Value) -> Option<u32> {
+    let differs = match (a, b) {
+        (Value::Object(a), Value::Object(b)) => {
+            let keys = a.len() + b.keys().filter(|k| !a.contains_key(*k)).count();
+            let same = a.iter().filter(|(k, v)| b.get(*k) == Some(v)).count();
+            1.0 - same as f64 / keys.max(1) as f64
+        }
+        (Value::Array(a), Value::Array(b)) => 1.0 - shared_fraction(a, b),
+        _ => return None,
+    };
+    // One level down too: an object whose values are arrays sharing elements resembles.
+    let nested = match (a, b) {
+        (Value::Object(a), Value::Object(b)) => {
+            let shared: f64 = a
+                .iter()
+                .filter_map(|(k, v)| match (v, b.get(k)) {
+                    (Value::Array(x), Some(Value::Array(y))) if x != y => {
+                        Some(shared_fraction(x, y))
+                    }
+                    _ => None,
+                })
+                .sum();
+            let keys = a.len() + b.keys().filter(|k| !a.contains_key(*k)).count();
+            shared / keys.max(1) as f64
+        }
+        _ => 0.0,
+    };
+    let differs = (differs - nested).clamp(0.0, 1.0);
+    Some(200 + (200.0 * differs).round() as u32)
+}
+
+/// The share of elements two arrays have in common (0 to 1).
+fn shared_fraction(a: &[Value], b: &[Value]) -> f64 {
+    if a.is_empty() && b.is_empty() {
+        return 1.0;
+    }
+    let mut unused: Vec<&Value> = b.iter().collect();
+    let mut common = 0usize;
+    for value in a {
+        if let Some(at) = unused.iter().position(|other| *other == value) {
+            unused.swap_remove(at);
+            common += 1;
+        }
+    }
+    2.0 * common as f64 / (a.len() + b.len()) as f64
+}
+
+fn remove_node(node: jsonc_parser::cst::CstNode) {
+    if let Some(object) = node.as_object() {
+        object.remove();
+    } else if let Some(array) = node.as_array() {
+        array.remove();
+    } else if let Some(string) = node.as_string_lit() {
+        string.remove();
+    } else if let Some(number) = node.as_number_lit() {
+        number.remove();
+    } else if let Some(boolean) = node.as_boolean_lit() {
+        boolean.remove();
+    } else if let Some(null) = node.as_null_keyword() {
+        null.remove();
+    }
 }
 
 fn replace_node(node: jsonc_parser::cst::CstNode, value: &Value) {
@@ -325,24 +476,6 @@ fn replace_node(node: jsonc_parser::cst::CstNode, value: &Value) {
     } else if let Some(null) = node.as_null_keyword() {
         null.replace_with(input(value));
     }
-}
-
-/// The indices of `before` that `after` drops, when `after` is `before` with elements taken
-/// out (and nothing else changed).
-fn removed_indices(before: &[Value], after: &[Value]) -> Option<Vec<usize>> {
-    if after.len() >= before.len() {
-        return None;
-    }
-    let mut removed = Vec::new();
-    let mut next = after.iter().peekable();
-    for (index, value) in before.iter().enumerate() {
-        if next.peek() == Some(&value) {
-            next.next();
-        } else {
-            removed.push(index);
-        }
-    }
-    next.peek().is_none().then_some(removed)
 }
 
 /// A JSON value as the tree's input.
@@ -666,5 +799,43 @@ mod tests {
         assert!(removal.before.is_some());
         write_all(&[&removal], 1).unwrap();
         assert!(!path.exists());
+    }
+
+    #[test]
+    fn replacing_our_group_leaves_the_users_neighbouring_group_as_written() {
+        let user = "{\n        // audit every shell command -- do not remove, ticket SEC-42\n        \"matcher\": \"run_shell_command\",\n        \"hooks\": [{\"type\": \"command\", \"command\": \"/opt/audit.sh\", \"timeout\": 1.50, \"id\": 12345678901234567890123}]\n      }";
+        let text = format!(
+            "{{\n  \"hooks\": {{\n    \"BeforeTool\": [\n      {{\"matcher\": \"*\", \"hooks\": [{{\"type\": \"command\", \"command\": \"/old/hooks-mcp-hook hook BeforeTool\"}}]}},\n      {user}\n    ]\n  }}\n}}\n"
+        );
+        let before = parse_json(&text).unwrap();
+        let mut after = before.clone();
+        let groups = after["hooks"]["BeforeTool"].as_array_mut().unwrap();
+        groups.remove(0);
+        groups.push(json!({"matcher": "*", "hooks": [{"type": "command", "command": "/new/hooks-mcp-hook hook BeforeTool"}]}));
+        let updated = rewrite_json(&text, &after).unwrap();
+        assert!(updated.contains(user), "{updated}");
+        assert!(!updated.contains("/old/"), "{updated}");
+        assert_eq!(
+            parse_json(&updated).unwrap()["hooks"]["BeforeTool"][1]["hooks"][0]["command"],
+            "/new/hooks-mcp-hook hook BeforeTool"
+        );
+        // Taking hooks-mcp's group out again leaves the user's group, comment and numbers.
+        let mut removed = after.clone();
+        removed["hooks"]["BeforeTool"].as_array_mut().unwrap().pop();
+        let removed = rewrite_json(&updated, &removed).unwrap();
+        assert!(removed.contains(user), "{removed}");
+        assert!(!removed.contains("hooks-mcp"), "{removed}");
+        // A group whose hooks-mcp hook is taken out while the user's stays is changed in place.
+        let shared = "{\"hooks\": {\"Stop\": [\n  {\"hooks\": [{\"command\": \"/opt/a.sh\", \"timeout\": 1.50}, {\"command\": \"/old/hooks-mcp-hook hook Stop\"}]}\n]}}\n";
+        let after = json!({"hooks": {"Stop": [
+            {"hooks": [{"command": "/opt/a.sh", "timeout": 1.5}]},
+            {"hooks": [{"command": "/new/hooks-mcp-hook hook Stop"}]}
+        ]}});
+        let updated = rewrite_json(shared, &after).unwrap();
+        assert!(
+            updated.contains("{\"command\": \"/opt/a.sh\", \"timeout\": 1.50}"),
+            "{updated}"
+        );
+        assert_eq!(parse_json(&updated).unwrap(), after);
     }
 }
