@@ -786,7 +786,7 @@ fn too_large_says_the_limit(
 }
 
 /// How long a stopping daemon waits for its scheduler's look at the store in progress.
-const SCHEDULER_STOP_WAIT: Duration = Duration::from_secs(5);
+const SCHEDULER_STOP_WAIT: Duration = Duration::from_secs(2);
 
 async fn run(config: DaemonConfig, started: Instant) -> Result<(), DaemonError> {
     use tokio::signal::unix::{SignalKind, signal};

@@ -3,7 +3,7 @@
 use serde_json::json;
 
 use crate::support::{
-    self, Daemon, MCP_POST, SseSession, WriteLock, call, http, initialize, mcp_session,
+    self, Daemon, MCP_POST, SseSession, WriteLock, call, http, initialize, mcp_request, mcp_session,
 };
 
 #[test]
@@ -197,4 +197,43 @@ fn a_network_address_without_a_token_is_refused() {
         seen.is_empty() && !log.contains("listening on http://"),
         "{log}"
     );
+}
+
+/// A stopping daemon whose scheduler is inside a look at the store that cannot end (another
+/// process holds the write lock as a schedule comes due) stops without waiting for it.
+#[test]
+fn a_stop_does_not_wait_for_a_scheduler_held_by_the_store() {
+    let test = "lifecycle::a_stop_does_not_wait_for_a_scheduler_held_by_the_store";
+    let home = tempfile::tempdir().unwrap();
+    let daemon = Daemon::start(test, home.path(), &[("HOOKS_MCP_DRAIN_SECS", "0")]);
+    daemon.wait_ready();
+    let addr = daemon.addr;
+    let session = mcp_session(addr, &[]);
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64;
+    let due = now + 1_500;
+    let created = mcp_request(
+        addr,
+        &session,
+        &[],
+        &call(
+            2,
+            "schedule_create",
+            json!({"channel": "ops", "message": "due", "at": store::to_rfc3339(due)}),
+        ),
+    );
+    assert_eq!(created["result"]["isError"], false, "{created}");
+    let lock = WriteLock::take(home.path());
+    // Past the due time, the scheduler's look waits on the lock (for up to the store's busy
+    // timeout of 5 s); the stop comes while it waits.
+    let past_due = std::time::Duration::from_millis(u64::try_from(due - now).unwrap() + 1_000);
+    std::thread::sleep(past_due);
+    daemon.signal("TERM");
+    let status = daemon.wait_exit();
+    drop(lock);
+    assert!(status.success(), "{status:?}\n{}", daemon.log.text());
+    let log = daemon.log.text();
+    assert!(log.contains("stopping without it"), "{log}");
 }
