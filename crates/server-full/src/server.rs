@@ -498,9 +498,9 @@ impl HooksServer {
     }
 
     /// Reads `call_tool`'s arguments: the tool to run and its arguments, or the error to
-    /// answer as the tool's when they name no tool `call_tool` can run (a discovery tool, a tool this
-    /// server does not offer). Both of a server's paths for `call_tool` go through here, so
-    /// they answer alike.
+    /// answer as the tool's when they name no tool `call_tool` can run (a discovery tool, a
+    /// tool this server does not offer). Both of a server's paths for `call_tool` go through
+    /// here, so they answer alike.
     fn call_through(&self, args: Value) -> Result<(String, Value), ToolError> {
         let inner: catalogue::CallToolArgs = catalogue::parse_args(args)?;
         let name = inner.name;
