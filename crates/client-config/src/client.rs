@@ -516,8 +516,7 @@ pub fn read_document(path: &Path) -> Result<Option<Map<String, Value>>, String> 
             path.display()
         )),
         Err(e) => Err(format!(
-            "{} is not valid JSON ({e}); fix or move it aside, then run again (nothing was \
-             changed)",
+            "{} {e}, then run again (nothing was changed)",
             path.display()
         )),
     }

@@ -89,8 +89,7 @@ impl JsonDoc {
                 }
                 Err(e) => {
                     return Err(format!(
-                        "{} is not valid JSON ({e}); fix or move it aside, then run again \
-                         (nothing was changed)",
+                        "{} {e}, then run again (nothing was changed)",
                         path.display()
                     ));
                 }
@@ -208,19 +207,101 @@ fn keep_prior_containers(
     }
 }
 
-/// Parses JSON with comments into a value.
+/// Why a client's JSON file cannot be read (said after the file's name).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum JsonError {
+    /// Not JSON (comments and trailing commas aside).
+    #[error("is not valid JSON ({0}): fix it or move it aside")]
+    Syntax(String),
+    /// The text starts with U+FEFF.
+    #[error(
+        "starts with a byte order mark (BOM), which the clients' JSON readers refuse: save it \
+         as UTF-8 without a BOM"
+    )]
+    ByteOrderMark,
+    /// An object names a key twice.
+    #[error(
+        "has the key `{key}` twice{}: the client reads only the last one, so `init` would \
+         change the other; merge the two into one",
+        if within.is_empty() { String::new() } else { format!(" (in `{within}`)") }
+    )]
+    DuplicateKey {
+        /// The key.
+        key: String,
+        /// Where the object is (`mcpServers`, `hooks.Stop[0]`), empty at the top.
+        within: String,
+    },
+}
+
+/// What the clients' files may hold beside JSON: comments and trailing commas (which their
+/// readers skip), nothing else (no unquoted keys, single quotes, hexadecimal numbers or
+/// missing commas: the clients' JSON readers refuse the file).
+fn parse_options() -> ParseOptions {
+    ParseOptions {
+        allow_comments: true,
+        allow_trailing_commas: true,
+        allow_loose_object_property_names: false,
+        allow_missing_commas: false,
+        allow_single_quoted_strings: false,
+        allow_hexadecimal_numbers: false,
+        allow_unary_plus_numbers: false,
+        allow_bare_decimal_point_numbers: false,
+        allow_non_finite_numbers: false,
+        allow_extended_string_escapes: false,
+    }
+}
+
+/// Parses JSON with comments (and trailing commas) into a value.
 ///
 /// # Errors
-/// The parser's message.
-pub fn parse_json(text: &str) -> Result<Value, String> {
-    let root = CstRootNode::parse(text, &ParseOptions::default()).map_err(|e| e.to_string())?;
+/// [`JsonError`]: not JSON, a byte order mark, or a key named twice in one object.
+pub fn parse_json(text: &str) -> Result<Value, JsonError> {
+    if text.starts_with('\u{feff}') {
+        return Err(JsonError::ByteOrderMark);
+    }
+    let root =
+        CstRootNode::parse(text, &parse_options()).map_err(|e| JsonError::Syntax(e.to_string()))?;
+    if let Some(value) = root.value() {
+        refuse_duplicates(&value, "")?;
+    }
     Ok(root.to_serde_value().unwrap_or(Value::Null))
+}
+
+/// The first key an object under `node` names twice.
+fn refuse_duplicates(node: &jsonc_parser::cst::CstNode, within: &str) -> Result<(), JsonError> {
+    if let Some(object) = node.as_object() {
+        let mut seen = std::collections::HashSet::new();
+        for prop in object.properties() {
+            let Some(key) = prop.decoded_name() else {
+                continue;
+            };
+            if !seen.insert(key.clone()) {
+                return Err(JsonError::DuplicateKey {
+                    key,
+                    within: within.to_owned(),
+                });
+            }
+            if let Some(value) = prop.value() {
+                let path = if within.is_empty() {
+                    key
+                } else {
+                    format!("{within}.{key}")
+                };
+                refuse_duplicates(&value, &path)?;
+            }
+        }
+    } else if let Some(array) = node.as_array() {
+        for (index, element) in array.elements().iter().enumerate() {
+            refuse_duplicates(element, &format!("{within}[{index}]"))?;
+        }
+    }
+    Ok(())
 }
 
 /// `text` (JSON with comments) rewritten to hold `after`, everything that did not change kept
 /// as written. `None` when the text does not parse.
 pub fn rewrite_json(text: &str, after: &Value) -> Option<String> {
-    let root = CstRootNode::parse(text, &ParseOptions::default()).ok()?;
+    let root = CstRootNode::parse(text, &parse_options()).ok()?;
     match (root.value(), after) {
         (Some(node), Value::Object(after)) if node.as_object().is_some() => {
             let before = node.to_serde_value().unwrap_or(Value::Null);
@@ -837,5 +918,54 @@ mod tests {
             "{updated}"
         );
         assert_eq!(parse_json(&updated).unwrap(), after);
+    }
+
+    #[test]
+    fn a_key_named_twice_is_refused_naming_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(".claude.json");
+        std::fs::write(
+            &path,
+            "{\n  \"mcpServers\": {\"a\": {\"command\": \"a\"}},\n  \"numStartups\": 3,\n  \"mcpServers\": {\"b\": {\"command\": \"b\"}}\n}\n",
+        )
+        .unwrap();
+        let why = JsonDoc::load(&path).unwrap_err();
+        assert!(why.contains("the key `mcpServers` twice"), "{why}");
+        assert!(why.contains(&path.display().to_string()), "{why}");
+        let nested = "{\"hooks\": {\"Stop\": [{\"hooks\": [], \"hooks\": []}]}}";
+        assert_eq!(
+            parse_json(nested).unwrap_err(),
+            JsonError::DuplicateKey {
+                key: "hooks".into(),
+                within: "hooks.Stop[0]".into()
+            }
+        );
+        // The same name in different objects is no duplicate.
+        parse_json("{\"a\": {\"x\": 1}, \"b\": {\"x\": 1}}").unwrap();
+    }
+
+    #[test]
+    fn only_comments_and_trailing_commas_are_allowed_beside_json() {
+        parse_json("{\n  // note\n  \"a\": [1, 2,], /* b */\n  \"b\": {\"c\": true,},\n}\n")
+            .unwrap();
+        for text in [
+            "{numStartups: 3}",
+            "{'theme': 'dark'}",
+            "{\"n\": 0x10}",
+            "{\"m\": 1 \"k\": 2}",
+            "{\"p\": +1}",
+            "{\"q\": .5}",
+            "{\"r\": NaN}",
+        ] {
+            assert!(
+                matches!(parse_json(text), Err(JsonError::Syntax(_))),
+                "{text}"
+            );
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("settings.json");
+        std::fs::write(&path, "\u{feff}{\"numStartups\": 3}\n").unwrap();
+        let why = JsonDoc::load(&path).unwrap_err();
+        assert!(why.contains("byte order mark (BOM)"), "{why}");
     }
 }
