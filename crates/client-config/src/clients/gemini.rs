@@ -26,7 +26,15 @@ pub(super) fn dir() -> Result<PathBuf, String> {
 
 /// The change to `settings.json`.
 pub(super) fn plan(install: Option<&Install<'_>>) -> Result<Vec<FileChange>, String> {
-    let path = dir()?.join("settings.json");
+    plan_in(&dir()?, install)
+}
+
+/// The change to `settings.json` in `dir` (Gemini CLI's `.gemini`).
+fn plan_in(
+    dir: &std::path::Path,
+    install: Option<&Install<'_>>,
+) -> Result<Vec<FileChange>, String> {
+    let path = dir.join("settings.json");
     let doc = JsonDoc::load(&path)?;
     let mut after = doc.value.clone();
     let mut changes = Vec::new();
@@ -62,7 +70,10 @@ pub(super) fn plan(install: Option<&Install<'_>>) -> Result<Vec<FileChange>, Str
         &path,
     )?;
     let has_token = sends_token(after.get("mcpServers").and_then(|s| s.get("hooks")));
-    allow_token_variable(&mut after, has_token, had_token, &mut changes);
+    // `init` added the name unless the file listed it before `init` (its clean backup); with
+    // no such backup, `init` created the file.
+    let added = doc.prior.as_ref().is_none_or(|prior| !lists_token(prior));
+    allow_token_variable(&mut after, has_token, had_token && added, &mut changes);
     let group = |event: &str| -> Value {
         let Some(install) = install else {
             return Value::Null;
@@ -88,9 +99,19 @@ pub(super) fn plan(install: Option<&Install<'_>>) -> Result<Vec<FileChange>, Str
     Ok(vec![doc.change(after, changes)])
 }
 
+/// Whether a settings document lists `HOOKS_MCP_TOKEN` in
+/// `security.environmentVariableRedaction.allowed`.
+fn lists_token(doc: &serde_json::Map<String, Value>) -> bool {
+    doc.get("security")
+        .and_then(|s| s.get("environmentVariableRedaction"))
+        .and_then(|r| r.get("allowed"))
+        .and_then(Value::as_array)
+        .is_some_and(|a| a.iter().any(|v| v == TOKEN))
+}
+
 /// Lists `HOOKS_MCP_TOKEN` in `security.environmentVariableRedaction.allowed` while the entry
-/// sends it (`needed`), and takes it out again when an entry that sent it (`was_needed`) no
-/// longer does.
+/// sends it (`needed`), and takes it out again when an entry that sent it no longer does and
+/// `init` added it (`was_needed`): a name the user listed stays.
 fn allow_token_variable(
     doc: &mut serde_json::Map<String, Value>,
     needed: bool,
@@ -98,12 +119,7 @@ fn allow_token_variable(
     changes: &mut Vec<String>,
 ) {
     const PATH: &str = "security.environmentVariableRedaction.allowed";
-    let listed = doc
-        .get("security")
-        .and_then(|s| s.get("environmentVariableRedaction"))
-        .and_then(|r| r.get("allowed"))
-        .and_then(Value::as_array)
-        .is_some_and(|a| a.iter().any(|v| v == TOKEN));
+    let listed = lists_token(doc);
     if needed && !listed {
         let security = doc.entry("security").or_insert_with(|| json!({}));
         let Some(security) = security.as_object_mut() else {
@@ -143,5 +159,67 @@ fn allow_token_variable(
         if security.is_empty() {
             doc.shift_remove("security");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use std::path::Path;
+
+    use super::*;
+    use crate::client::{Binaries, Endpoint};
+    use crate::doc::write_all;
+
+    fn run(dir: &Path, transport: Option<Transport>, token: bool, now: i64) {
+        let endpoint = Endpoint {
+            host: "localhost".into(),
+            port: 8642,
+        };
+        let bins = Binaries {
+            front: "/opt/bin/hooks-mcp".into(),
+            hook: "/opt/bin/hooks-mcp-hook".into(),
+        };
+        let install = transport.map(|transport| Install {
+            transport,
+            endpoint: &endpoint,
+            bins: &bins,
+            token,
+        });
+        let plan = plan_in(dir, install.as_ref()).unwrap();
+        let changed: Vec<&FileChange> = plan.iter().filter(|c| !c.is_unchanged()).collect();
+        write_all(&changed, now).unwrap();
+    }
+
+    #[test]
+    fn remove_keeps_the_token_allowance_the_user_listed() {
+        let home = tempfile::tempdir().unwrap();
+        let dir = home.path().join(".gemini");
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("settings.json");
+        let original = "{\n  \"theme\": \"Dracula\",\n  \"security\": {\"environmentVariableRedaction\": {\"allowed\": [\"HOOKS_MCP_TOKEN\"]}}\n}\n";
+        std::fs::write(&path, original).unwrap();
+        run(&dir, Some(Transport::StreamableHttp), true, 1);
+        assert!(std::fs::read_to_string(&path).unwrap().contains("httpUrl"));
+        // Back to stdio: the entry no longer sends the token, the user's allowance stays.
+        run(&dir, Some(Transport::Stdio), true, 2);
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(
+            text.contains("\"allowed\": [\"HOOKS_MCP_TOKEN\"]"),
+            "{text}"
+        );
+        run(&dir, Some(Transport::StreamableHttp), true, 3);
+        run(&dir, None, true, 4);
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), original);
+
+        // The name `init` added is taken out again: a file `init` created is deleted.
+        let other = tempfile::tempdir().unwrap();
+        let dir = other.path().join(".gemini");
+        run(&dir, Some(Transport::StreamableHttp), true, 1);
+        let text = std::fs::read_to_string(dir.join("settings.json")).unwrap();
+        assert!(text.contains("HOOKS_MCP_TOKEN\"]"), "{text}");
+        run(&dir, None, true, 2);
+        assert!(!dir.join("settings.json").exists());
     }
 }
