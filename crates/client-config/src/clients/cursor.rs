@@ -19,7 +19,14 @@ pub(super) fn dir() -> Result<PathBuf, String> {
 
 /// The changes to `mcp.json` and `hooks.json`.
 pub(super) fn plan(install: Option<&Install<'_>>) -> Result<Vec<FileChange>, String> {
-    let dir = dir()?;
+    plan_in(&dir()?, install)
+}
+
+/// The changes to `mcp.json` and `hooks.json` in `dir` (Cursor's `.cursor`).
+fn plan_in(
+    dir: &std::path::Path,
+    install: Option<&Install<'_>>,
+) -> Result<Vec<FileChange>, String> {
     let path = dir.join("mcp.json");
     let doc = JsonDoc::load(&path)?;
     let mut after = doc.value.clone();
@@ -65,13 +72,89 @@ pub(super) fn plan(install: Option<&Install<'_>>) -> Result<Vec<FileChange>, Str
         install.map(|_| &hook as &dyn Fn(&str) -> Value),
         &mut changes,
     )?;
-    // What is left of a file `init` created: nothing of the user's.
+    // `init` added `"version": 1` when the file before `init` (its clean backup) had none, or
+    // when `init` created the file (no such backup) and nothing of the user's is left.
+    let added_version = match &hooks.prior {
+        Some(prior) => !prior.contains_key("version"),
+        None => after.len() == 1,
+    };
     if install.is_none()
         && !changes.is_empty()
-        && after.len() == 1
+        && added_version
         && after.get("version") == Some(&json!(1))
     {
-        after.clear();
+        after.shift_remove("version");
+        changes.push("remove version = 1".into());
     }
     Ok(vec![server, hooks.change(after, changes)])
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use std::path::Path;
+
+    use super::*;
+    use crate::client::{Binaries, Endpoint, Transport};
+    use crate::doc::write_all;
+
+    fn run(dir: &Path, install: bool, now: i64) {
+        let endpoint = Endpoint {
+            host: "localhost".into(),
+            port: 8642,
+        };
+        let bins = Binaries {
+            front: "/opt/bin/hooks-mcp".into(),
+            hook: "/opt/bin/hooks-mcp-hook".into(),
+        };
+        let install = install.then(|| Install {
+            transport: Transport::Stdio,
+            endpoint: &endpoint,
+            bins: &bins,
+            token: false,
+        });
+        let plan = plan_in(dir, install.as_ref()).unwrap();
+        let changed: Vec<&FileChange> = plan.iter().filter(|c| !c.is_unchanged()).collect();
+        write_all(&changed, now).unwrap();
+    }
+
+    #[test]
+    fn remove_keeps_the_users_version_and_hooks_file() {
+        for original in [
+            "{\n  \"version\": 1,\n  \"hooks\": {}\n}\n",
+            "{\n  \"version\": 1\n}\n",
+        ] {
+            let home = tempfile::tempdir().unwrap();
+            let dir = home.path().join(".cursor");
+            std::fs::create_dir_all(&dir).unwrap();
+            let path = dir.join("hooks.json");
+            std::fs::write(&path, original).unwrap();
+            run(&dir, true, 1);
+            assert!(
+                std::fs::read_to_string(&path)
+                    .unwrap()
+                    .contains("hooks-mcp-hook")
+            );
+            run(&dir, false, 2);
+            assert_eq!(std::fs::read_to_string(&path).unwrap(), original);
+        }
+        // A file of the user's without a version gets one from `init`, which takes it out again.
+        let home = tempfile::tempdir().unwrap();
+        let dir = home.path().join(".cursor");
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("hooks.json");
+        let original = "{\n  \"hooks\": {\"stop\": [{\"command\": \"/opt/mine.sh\"}]}\n}\n";
+        std::fs::write(&path, original).unwrap();
+        run(&dir, true, 1);
+        run(&dir, false, 2);
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), original);
+        // A file `init` created is deleted again.
+        let home = tempfile::tempdir().unwrap();
+        let dir = home.path().join(".cursor");
+        run(&dir, true, 1);
+        assert!(dir.join("hooks.json").exists());
+        run(&dir, false, 2);
+        assert!(!dir.join("hooks.json").exists());
+    }
 }
