@@ -108,7 +108,7 @@ mod tests {
             front: "/opt/bin/hooks-mcp".into(),
             hook: "/opt/bin/hooks-mcp-hook".into(),
         };
-        let install = install.then(|| Install {
+        let install = install.then_some(Install {
             transport: Transport::Stdio,
             endpoint: &endpoint,
             bins: &bins,
