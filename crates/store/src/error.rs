@@ -21,8 +21,8 @@ pub enum StoreError {
     NoLocation,
     /// The file is not a usable database.
     #[error(
-        "the store at {path} is corrupt ({detail}); move it aside (keep it for recovery) and \
-         restart to create a fresh one"
+        "the store at {path} is corrupt ({detail}); move it aside together with its -wal and \
+         -shm files beside it (keep all three for recovery) and restart to create a fresh one"
     )]
     Corrupt {
         /// The database file.

@@ -189,7 +189,7 @@ impl SqliteStore {
         // their lock at once for some steps, without calling the busy handler: retry those
         // steps (all idempotent) within the busy timeout.
         let started = Instant::now();
-        loop {
+        let migrated_from = loop {
             match store
                 .configure(options.create)
                 .and_then(|()| store.migrate())
@@ -206,13 +206,20 @@ impl SqliteStore {
                 }
                 other => break other?,
             }
+        };
+        if migrated_from.is_some() {
+            // A migration's pages are in the WAL only: fold them into the database now, so
+            // that state.db alone holds the schema (closing does not checkpoint a short WAL).
+            store.checkpoint();
         }
+        // An existing file without a schema (an empty file) is created now all the same.
+        let created = !exists || migrated_from == Some(0);
         Ok((
             store,
-            if exists {
-                Opened::Existing
-            } else {
+            if created {
                 Opened::Created
+            } else {
+                Opened::Existing
             },
         ))
     }
@@ -244,6 +251,16 @@ impl SqliteStore {
         if std::fs::metadata(&wal).map_or(true, |m| m.len() < WAL_TRUNCATE_BYTES) {
             return;
         }
+        let conn = self.lock();
+        if conn.busy_timeout(Duration::ZERO).is_ok() {
+            let _ = conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()));
+            let _ = conn.busy_timeout(self.busy_timeout);
+        }
+    }
+
+    /// Folds the WAL into the database file and truncates it, as far as that can be done
+    /// without waiting: frames other connections still read stay in the WAL. Best effort.
+    fn checkpoint(&self) {
         let conn = self.lock();
         if conn.busy_timeout(Duration::ZERO).is_ok() {
             let _ = conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()));
@@ -292,7 +309,9 @@ impl SqliteStore {
         Ok(())
     }
 
-    fn migrate(&self) -> StoreResult<()> {
+    /// Applies pending migrations: `Some(version)` found before migrating, `None` when there
+    /// was nothing to do.
+    fn migrate(&self) -> StoreResult<Option<u32>> {
         // A plain read first: an up-to-date store (the common case, on every hook) must not
         // queue for the write lock.
         let current: u32 = self
@@ -300,7 +319,7 @@ impl SqliteStore {
             .query_row("PRAGMA user_version", [], |r| r.get(0))
             .map_err(|e| self.err(e, None))?;
         if current == SCHEMA_VERSION {
-            return Ok(());
+            return Ok(None);
         }
         self.write(|tx| {
             let version: u32 = tx.query_row("PRAGMA user_version", [], |r| r.get(0))?;
@@ -321,14 +340,18 @@ impl SqliteStore {
                     |r| r.get(0),
                 )?;
                 if found < 3 {
-                    return Ok(());
+                    return Ok(None);
                 }
+            }
+            if version == SCHEMA_VERSION {
+                // Another process migrated it meanwhile.
+                return Ok(None);
             }
             for (i, sql) in MIGRATIONS.iter().enumerate().skip(version as usize) {
                 tx.execute_batch(sql)?;
                 tx.execute_batch(&format!("PRAGMA user_version = {}", i + 1))?;
             }
-            Ok(())
+            Ok(Some(version))
         })
     }
 

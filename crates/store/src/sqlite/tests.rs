@@ -118,7 +118,15 @@ fn a_file_of_garbage_is_corrupt() {
     std::fs::write(&path, [0xA5_u8; 8192]).unwrap();
     let verified = open(&path, false).and_then(|(store, _)| store.verify().map(|_| ()));
     match verified {
-        Err(StoreError::Corrupt { path: got, .. }) => assert_eq!(got, path),
+        Err(e @ StoreError::Corrupt { .. }) => {
+            let StoreError::Corrupt { path: got, .. } = &e else {
+                unreachable!()
+            };
+            assert_eq!(got, &path);
+            // Moving the file aside without its WAL would leave the WAL to a new store.
+            let text = e.to_string();
+            assert!(text.contains("-wal") && text.contains("-shm"), "{text}");
+        }
         other => panic!("expected Corrupt, got {other:?}"),
     }
 }
@@ -209,6 +217,44 @@ fn a_long_foreign_write_lock_reports_locked() {
     holder.execute_batch("ROLLBACK").unwrap();
     publish(&store, "a", Severity::Info, T0, HOUR);
     assert_eq!(count(&store, "messages"), 1);
+}
+
+/// `state.db` copied alone (without its WAL), as a careless backup would.
+fn main_file_alone(dir: &Path) -> (TempDir, Connection) {
+    let copy = tempfile::tempdir().unwrap();
+    std::fs::copy(dir.join("state.db"), copy.path().join("state.db")).unwrap();
+    let conn = Connection::open(copy.path().join("state.db")).unwrap();
+    (copy, conn)
+}
+
+#[test]
+fn a_new_store_holds_its_schema_in_the_database_file_not_only_in_the_wal() {
+    let (dir, store) = fresh();
+    drop(store);
+    let (_copy, alone) = main_file_alone(dir.path());
+    let version: u32 = alone
+        .query_row("PRAGMA user_version", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(version, super::SCHEMA_VERSION, "the schema is checkpointed");
+    for table in super::REQUIRED_TABLES {
+        let found: i64 = alone
+            .query_row(
+                "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = ?1",
+                [table],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(found, 1, "table {table} is in state.db itself");
+    }
+}
+
+#[test]
+fn an_empty_file_given_its_schema_counts_as_created() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("state.db");
+    std::fs::write(&path, b"").unwrap();
+    let (_store, opened) = open(&path, true).unwrap();
+    assert_eq!(opened, Opened::Created);
 }
 
 #[test]
