@@ -93,11 +93,13 @@ fn plan_servers(
 }
 
 /// Keeps what an operator added to an existing entry of the same transport: the server's
-/// environment (stdio: filters such as `MCP_CATEGORIES`) or request headers (network).
+/// environment (stdio: filters such as `MCP_CATEGORIES`) or request headers (network), and
+/// every key `init` does not write.
 fn keep_customisations(old: &Value, entry: &mut Value, transport: Transport) {
     if Transport::of_entry(old) != Some(transport) {
         return;
     }
+    *entry = super::with_user_keys(old, entry, &["type", "command", "args", "url"]);
     let key = if transport == Transport::Stdio {
         "env"
     } else {
@@ -139,10 +141,14 @@ fn plan_settings(
                 .or_insert_with(|| json!([]))
                 .as_array_mut()
                 .ok_or_else(|| not_array(path, event))?;
-            let desired = client::hook_group(kind, &bins.hook, event);
             let holding: Vec<usize> = (0..groups.len())
                 .filter(|i| group_hooks(&groups[*i]).iter().any(client::is_our_hook))
                 .collect();
+            let desired = client::hook_group(kind, &bins.hook, event);
+            let desired = match holding.as_slice() {
+                [one] => super::group_with_user_keys(&groups[*one], desired, client::is_our_hook),
+                _ => desired,
+            };
             if holding.len() == 1 && groups[holding[0]] == desired {
                 continue;
             }
@@ -217,4 +223,44 @@ fn remove_ours(groups: &mut Vec<Value>, event: Event, changes: &mut Vec<String>)
         !hooks.is_empty()
     });
     removed
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    #[test]
+    fn init_keeps_a_timeout_the_user_put_on_its_hook_and_entry() {
+        let home = tempfile::tempdir().unwrap();
+        let settings = home.path().join("settings.json");
+        let servers = home.path().join(".claude.json");
+        let bins = Binaries {
+            front: "/opt/bin/hooks-mcp".into(),
+            hook: "/opt/bin/hooks-mcp-hook".into(),
+        };
+        let endpoint = Endpoint {
+            host: "localhost".into(),
+            port: 8642,
+        };
+        let install = (Transport::Stdio, endpoint);
+        let plan = [
+            plan_settings(&settings, Some(&HookKind::Command), &bins).unwrap(),
+            plan_servers(&servers, Some(&install), &bins).unwrap(),
+        ];
+        crate::doc::write_all(&plan.iter().collect::<Vec<_>>(), 1).unwrap();
+        let read =
+            |path: &Path| crate::doc::parse_json(&std::fs::read_to_string(path).unwrap()).unwrap();
+        let mut doc = read(&settings);
+        doc["hooks"]["PreToolUse"][0]["hooks"][0]["timeout"] = 30.into();
+        std::fs::write(&settings, serde_json::to_string_pretty(&doc).unwrap()).unwrap();
+        let mut doc = read(&servers);
+        doc["mcpServers"]["hooks"]["timeout"] = 9000.into();
+        std::fs::write(&servers, serde_json::to_string_pretty(&doc).unwrap()).unwrap();
+        let again = plan_settings(&settings, Some(&HookKind::Command), &bins).unwrap();
+        assert!(again.is_unchanged(), "{:?}", again.changes);
+        let again = plan_servers(&servers, Some(&install), &bins).unwrap();
+        assert!(again.is_unchanged(), "{:?}", again.changes);
+    }
 }

@@ -46,7 +46,11 @@ pub(super) fn plan(install: Option<&Install<'_>>) -> Result<Vec<FileChange>, Str
                 .into(),
         );
     }
-    let dir = dir()?;
+    plan_in(&dir()?, install)
+}
+
+/// The changes to `config.toml` and `hooks.json` in `dir` (Codex's home).
+fn plan_in(dir: &Path, install: Option<&Install<'_>>) -> Result<Vec<FileChange>, String> {
     let hooks_path = dir.join("hooks.json");
     let hooks = JsonDoc::load(&hooks_path)?;
     let mut hooks_after = hooks.value.clone();
@@ -220,8 +224,11 @@ fn value_json(value: &toml_edit::Value) -> Value {
     }
 }
 
-/// Sets or removes `[mcp_servers.hooks]`, keeping an operator's `env`/`env_vars` (stdio) or
-/// `http_headers`/`env_http_headers` (network) on an entry of the same kind.
+/// The keys of `[mcp_servers.hooks]` that `init` writes (for one transport or another).
+const SERVER_KEYS: &[&str] = &["command", "args", "url", "bearer_token_env_var"];
+
+/// Sets or removes `[mcp_servers.hooks]`, keeping every key an operator added to an entry of
+/// the same kind (`env`, `env_vars`, `cwd`, `http_headers`, `tool_timeout_sec`…).
 fn set_server(
     doc: &mut DocumentMut,
     install: Option<&Install<'_>>,
@@ -242,18 +249,18 @@ fn set_server(
         return Ok(());
     };
     let mut entry = Table::new();
-    let (kind_keys, keep): (&[&str], &[&str]) = match install.url() {
+    let kind_keys: &[&str] = match install.url() {
         None => {
             entry.insert("command", toml_edit::value(install.front()));
             entry.insert("args", toml_edit::value(Array::new()));
-            (&["command"], &["env", "env_vars", "cwd"])
+            &["command"]
         }
         Some(url) => {
             entry.insert("url", toml_edit::value(url));
             if install.token {
                 entry.insert("bearer_token_env_var", toml_edit::value(TOKEN));
             }
-            (&["url"], &["http_headers", "env_http_headers"])
+            &["url"]
         }
     };
     let servers = doc
@@ -276,14 +283,29 @@ fn set_server(
         .get(SERVER_NAME)
         .filter(|item| item.is_table_like())
         .cloned();
-    if let Some(old) = old.as_ref().and_then(Item::as_table_like)
-        && kind_keys.iter().all(|k| old.contains_key(k))
+    if let Some(old_table) = old.as_ref().and_then(Item::as_table_like)
+        && kind_keys.iter().all(|k| old_table.contains_key(k))
     {
-        for k in keep {
-            if let Some(kept) = old.get(k) {
-                entry.insert(k, kept.clone());
+        // The entry as it is (its comments and key order too), with what `init` writes set and
+        // the keys `init` wrote for another transport taken out: the user's own keys
+        // (`tool_timeout_sec`, `startup_timeout_sec`, `env`…) stay.
+        let mut merged = match old.as_ref() {
+            Some(Item::Table(table)) => table.clone(),
+            _ => {
+                let mut copy = Table::new();
+                for (k, v) in old_table.iter() {
+                    copy.insert(k, v.clone());
+                }
+                copy
             }
+        };
+        for (k, v) in entry.iter() {
+            merged.insert(k, v.clone());
         }
+        for k in SERVER_KEYS.iter().filter(|k| !entry.contains_key(k)) {
+            merged.remove(k);
+        }
+        entry = merged;
     }
     let wanted = item_json(&Item::Table(entry.clone()));
     match &old {
@@ -419,7 +441,63 @@ fn set_trust(
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
+
     use super::*;
+    use crate::client::{Binaries, Endpoint};
+
+    fn plan_here(dir: &Path) -> Vec<FileChange> {
+        let endpoint = Endpoint {
+            host: "localhost".into(),
+            port: 8642,
+        };
+        let bins = Binaries {
+            front: "/opt/bin/hooks-mcp".into(),
+            hook: "/opt/bin/hooks-mcp-hook".into(),
+        };
+        let install = Install {
+            transport: Transport::Stdio,
+            endpoint: &endpoint,
+            bins: &bins,
+            token: false,
+        };
+        plan_in(dir, Some(&install)).unwrap()
+    }
+
+    #[test]
+    fn init_keeps_the_users_own_keys_on_the_server_entry() {
+        let home = tempfile::tempdir().unwrap();
+        let dir = home.path().join(".codex");
+        let plan = plan_here(&dir);
+        crate::doc::write_all(&plan.iter().collect::<Vec<_>>(), 1).unwrap();
+        let path = dir.join("config.toml");
+        let text = std::fs::read_to_string(&path).unwrap();
+        let edited = text.replace(
+            "args = []\n",
+            "args = []\n# mine\ntool_timeout_sec = 120\nstartup_timeout_sec = 30\n",
+        );
+        assert_ne!(edited, text);
+        std::fs::write(&path, &edited).unwrap();
+        let again = plan_here(&dir);
+        assert!(
+            again.iter().all(FileChange::is_unchanged),
+            "{:?}",
+            again.iter().map(|c| &c.changes).collect::<Vec<_>>()
+        );
+        // A moved binary replaces the command, and keeps the user's keys and comment.
+        let moved = edited.replace("/opt/bin/hooks-mcp\"", "/old/bin/hooks-mcp\"");
+        std::fs::write(&path, &moved).unwrap();
+        let plan = plan_here(&dir);
+        let config = plan[0].after.as_deref().unwrap();
+        assert!(
+            config.contains("command = \"/opt/bin/hooks-mcp\""),
+            "{config}"
+        );
+        assert!(
+            config.contains("# mine\ntool_timeout_sec = 120\nstartup_timeout_sec = 30\n"),
+            "{config}"
+        );
+    }
 
     #[test]
     fn trust_hashes_are_codexs() {

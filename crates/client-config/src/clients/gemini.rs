@@ -222,4 +222,36 @@ mod tests {
         run(&dir, None, true, 2);
         assert!(!dir.join("settings.json").exists());
     }
+
+    #[test]
+    fn init_keeps_the_users_own_keys_on_its_entry_and_hooks() {
+        let home = tempfile::tempdir().unwrap();
+        let dir = home.path().join(".gemini");
+        run(&dir, Some(Transport::Stdio), false, 1);
+        let path = dir.join("settings.json");
+        let mut doc = crate::doc::parse_json(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        doc["mcpServers"]["hooks"]["trust"] = true.into();
+        doc["mcpServers"]["hooks"]["timeout"] = 30000.into();
+        doc["hooks"]["BeforeTool"][0]["hooks"][0]["timeout"] = 5000.into();
+        let edited = serde_json::to_string_pretty(&doc).unwrap();
+        std::fs::write(&path, &edited).unwrap();
+        run(&dir, Some(Transport::Stdio), false, 2);
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), edited);
+        // A moved binary is replaced; the user's keys stay.
+        std::fs::write(&path, edited.replace("/opt/bin/", "/old/bin/")).unwrap();
+        run(&dir, Some(Transport::Stdio), false, 3);
+        let now = crate::doc::parse_json(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        assert_eq!(now["mcpServers"]["hooks"]["command"], "/opt/bin/hooks-mcp");
+        assert_eq!(now["mcpServers"]["hooks"]["trust"], true);
+        assert_eq!(now["mcpServers"]["hooks"]["timeout"], 30000);
+        let groups = now["hooks"]["BeforeTool"].as_array().unwrap();
+        assert_eq!(groups.len(), 1, "{now}");
+        assert_eq!(groups[0]["hooks"][0]["timeout"], 5000);
+        assert!(
+            groups[0]["hooks"][0]["command"]
+                .as_str()
+                .unwrap()
+                .starts_with("/opt/bin/")
+        );
+    }
 }

@@ -226,8 +226,87 @@ pub(crate) fn is_ours(hook: &Value) -> bool {
         .any(|c| client::parse_any_hook_command(c).is_some())
 }
 
+/// The keys of a server entry that `init` writes (for one transport or another): any other key
+/// on hooks-mcp's entry is the user's (Gemini CLI's `trust` or `timeout`, say) and stays.
+const SERVER_KEYS: &[&str] = &["type", "command", "args", "url", "httpUrl", "serverUrl"];
+
+/// The keys of a matcher group that `init` writes.
+const GROUP_KEYS: &[&str] = &["matcher", "hooks"];
+
+/// The keys of a hook object that `init` writes (any client's; `timeout` only on an HTTP
+/// hook, where `new` has it): any other key on hooks-mcp's hook is the user's and stays.
+const HOOK_KEYS: &[&str] = &[
+    "type",
+    "command",
+    "bash",
+    "url",
+    "headers",
+    "allowedEnvVars",
+    "name",
+];
+
+/// `new` with the keys of `old` that `init` does not write (not in `owned`) kept, in `old`'s
+/// order: what the user added to hooks-mcp's own entry stays. `new` as it is when either is
+/// not an object.
+pub(crate) fn with_user_keys(old: &Value, new: &Value, owned: &[&str]) -> Value {
+    let (Some(old), Some(new)) = (old.as_object(), new.as_object()) else {
+        return new.clone();
+    };
+    let mut merged = old.clone();
+    for (key, value) in new {
+        merged.insert(key.clone(), value.clone());
+    }
+    for key in owned.iter().filter(|k| !new.contains_key(**k)) {
+        merged.shift_remove(*key);
+    }
+    Value::Object(merged)
+}
+
+/// The hook object `new` with what the user added to `old` (hooks-mcp's hook, of the same
+/// type) kept.
+pub(crate) fn hook_with_user_keys(old: &Value, new: &Value) -> Value {
+    let kind = |hook: &Value| {
+        hook.get("type")
+            .and_then(Value::as_str)
+            .unwrap_or("command")
+            .to_owned()
+    };
+    if kind(old) == kind(new) {
+        with_user_keys(old, new, HOOK_KEYS)
+    } else {
+        new.clone()
+    }
+}
+
+/// The matcher group `want` (one hook) with what the user added to `old`, the group holding
+/// hooks-mcp's hook (`ours`) now, kept: keys on the hook, and on the group when it holds
+/// nothing else.
+pub(crate) fn group_with_user_keys(
+    old: &Value,
+    want: Value,
+    ours: impl Fn(&Value) -> bool,
+) -> Value {
+    let hooks = old.get("hooks").and_then(Value::as_array);
+    let Some(old_hook) = hooks.into_iter().flatten().find(|h| ours(h)) else {
+        return want;
+    };
+    let mut want = want;
+    if let Some(hook) = want
+        .get_mut("hooks")
+        .and_then(Value::as_array_mut)
+        .and_then(|hooks| hooks.first_mut())
+    {
+        *hook = hook_with_user_keys(old_hook, hook);
+    }
+    if hooks.is_some_and(|h| h.len() == 1) {
+        want = with_user_keys(old, &want, GROUP_KEYS);
+    }
+    want
+}
+
 /// Sets or removes the `hooks` server entry of `doc[container]`, keeping what an operator
-/// added to an entry of the same kind (the `keep` keys, e.g. `env` or `headers`).
+/// added to an entry of the same kind: the `keep` keys (e.g. `env` or `headers`) when they
+/// hold something, and every key `init` does not write.
 pub(crate) fn set_server(
     doc: &mut Map<String, Value>,
     container: &str,
@@ -246,13 +325,16 @@ pub(crate) fn set_server(
                 .ok_or_else(|| not_object(file, container))?;
             if let Some(old) = servers.get(SERVER_NAME) {
                 let same_kind = old.get("command").is_some() == entry.get("command").is_some();
-                for k in keep.iter().filter(|_| same_kind) {
-                    if let Some(kept) = old
-                        .get(*k)
-                        .filter(|v| v.as_object().is_some_and(|o| !o.is_empty()))
-                    {
-                        entry[*k] = kept.clone();
+                if same_kind {
+                    for k in keep {
+                        if let Some(kept) = old
+                            .get(*k)
+                            .filter(|v| v.as_object().is_some_and(|o| !o.is_empty()))
+                        {
+                            entry[*k] = kept.clone();
+                        }
                     }
+                    entry = with_user_keys(old, &entry, SERVER_KEYS);
                 }
             }
             match servers.get(SERVER_NAME) {
@@ -340,10 +422,13 @@ pub(crate) fn set_grouped_hooks(
                 .or_insert_with(|| json!([]))
                 .as_array_mut()
                 .ok_or_else(|| not_array(file, &format!("hooks.{event}")))?;
-            let want = desired(event);
             let holding: Vec<usize> = (0..groups.len())
                 .filter(|i| group_hooks(&groups[*i]))
                 .collect();
+            let want = match holding.as_slice() {
+                [one] => group_with_user_keys(&groups[*one], desired(event), is_ours),
+                _ => desired(event),
+            };
             if holding.len() == 1 && groups[holding[0]] == want {
                 continue;
             }
@@ -436,7 +521,10 @@ pub(crate) fn set_flat_hooks(
         let ours: Vec<usize> = (0..entries.len())
             .filter(|i| is_ours(&entries[*i]))
             .collect();
-        let want = desired.map(|d| d(event));
+        let want = desired.map(|d| match ours.as_slice() {
+            [one] => hook_with_user_keys(&entries[*one], &d(event)),
+            _ => d(event),
+        });
         if let Some(want) = &want
             && ours.len() == 1
             && entries[ours[0]] == *want
