@@ -15,6 +15,7 @@
 //! left empty by a removal (`{}`, or a TOML file with nothing in it) is deleted: `init` created
 //! it.
 
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use jsonc_parser::ParseOptions;
@@ -685,11 +686,31 @@ impl Staged {
         let failed =
             |what: &str, p: &Path, e: std::io::Error| format!("cannot {what} {}: {e}", p.display());
         let existed = change.before.is_some();
+        let old = if existed {
+            std::fs::metadata(&path).ok()
+        } else {
+            None
+        };
+        if let Some(old) = &old
+            && old.permissions().readonly()
+        {
+            return Err(format!(
+                "{} is read-only (mode {:o}), so `init` leaves it: make it writable (`chmod u+w \
+                 {}`) to let `init` change it",
+                path.display(),
+                old.permissions().mode() & 0o7777,
+                path.display()
+            ));
+        }
         let backup = if existed {
             let mut name = path.file_name().unwrap_or_default().to_os_string();
             name.push(format!(".hooks-mcp-{now_ms}.bak"));
             let backup = path.with_file_name(name);
             std::fs::copy(&path, &backup).map_err(|e| failed("back up", &path, e))?;
+            if let Some(old) = &old {
+                // Run as root over a user's file: the backup stays the user's.
+                let _ = std::os::unix::fs::chown(&backup, Some(old.uid()), Some(old.gid()));
+            }
             Some(backup)
         } else {
             None
@@ -713,14 +734,12 @@ impl Staged {
         tmp_name.push(staged.path.file_name().unwrap_or_default());
         tmp_name.push(".hooks-mcp-tmp");
         let tmp = staged.path.with_file_name(tmp_name);
-        if let Err(e) = std::fs::write(&tmp, text) {
+        let written = new_file_like(&tmp, old.as_ref())
+            .and_then(|mut file| std::io::Write::write_all(&mut file, text.as_bytes()));
+        if let Err(e) = written {
             let _ = std::fs::remove_file(&tmp);
             staged.abandon();
             return Err(failed("write", &tmp, e));
-        }
-        if let Ok(meta) = std::fs::metadata(&staged.path) {
-            // The client's files may be private (0600): the new one keeps the old permissions.
-            let _ = std::fs::set_permissions(&tmp, meta.permissions());
         }
         staged.tmp = Some(tmp);
         Ok(staged)
@@ -754,6 +773,29 @@ impl Staged {
             let _ = std::fs::remove_file(made);
         }
     }
+}
+
+/// Creates `path` (removing a stale one first) with the owner, group and permissions of the
+/// file it will replace (`like`), before anything is written to it: a private file (0600)
+/// never shows its new text to others, and a user's file rewritten by root stays the user's.
+/// Without `like`, the file is created as any new file (0666 less the umask). An owner this
+/// process may not give (not root) is left as it is.
+fn new_file_like(path: &Path, like: Option<&std::fs::Metadata>) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+
+    let _ = std::fs::remove_file(path);
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    if let Some(like) = like {
+        // The umask may take bits off, never add any; `set_permissions` below restores them.
+        options.mode(like.permissions().mode() & 0o777);
+    }
+    let file = options.open(path)?;
+    if let Some(like) = like {
+        let _ = std::os::unix::fs::fchown(&file, Some(like.uid()), Some(like.gid()));
+        file.set_permissions(like.permissions())?;
+    }
+    Ok(file)
 }
 
 /// Where writing `path` must go so that a symbolic link stays one: the end of its chain of
@@ -967,5 +1009,61 @@ mod tests {
         std::fs::write(&path, "\u{feff}{\"numStartups\": 3}\n").unwrap();
         let why = JsonDoc::load(&path).unwrap_err();
         assert!(why.contains("byte order mark (BOM)"), "{why}");
+    }
+
+    #[test]
+    fn a_replaced_file_keeps_its_owner_and_mode_and_a_read_only_one_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(".claude.json");
+        std::fs::write(&path, "{\"a\": 1}\n").unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+        // As root (provisioning, `sudo -E`), over another user's file.
+        let foreign = std::os::unix::fs::chown(&path, Some(65534), Some(65534)).is_ok();
+        let change = FileChange {
+            path: path.clone(),
+            before: Some("{\"a\": 1}\n".into()),
+            after: Some("{\"a\": 2}\n".into()),
+            changes: vec!["change".into()],
+        };
+        let backups = write_all(&[&change], 5).unwrap();
+        let meta = std::fs::metadata(&path).unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "{\"a\": 2}\n");
+        assert_eq!(meta.permissions().mode() & 0o7777, 0o600);
+        if foreign {
+            assert_eq!((meta.uid(), meta.gid()), (65534, 65534));
+            let backup = std::fs::metadata(&backups[0]).unwrap();
+            assert_eq!((backup.uid(), backup.gid()), (65534, 65534));
+        }
+        // The temporary file is private from its creation, before its text is written.
+        let tmp = dir.path().join("tmp");
+        let file = new_file_like(&tmp, Some(&meta)).unwrap();
+        assert_eq!(
+            file.metadata().unwrap().permissions().mode() & 0o7777,
+            0o600
+        );
+
+        // A read-only file stops `init`: nothing written, no backup or temporary file left.
+        let locked = dir.path().join("settings.json");
+        std::fs::write(&locked, "{}\n").unwrap();
+        std::fs::set_permissions(&locked, std::fs::Permissions::from_mode(0o444)).unwrap();
+        let change = FileChange {
+            path: locked.clone(),
+            before: Some("{}\n".into()),
+            after: Some("{\"a\": 2}\n".into()),
+            changes: vec!["change".into()],
+        };
+        let why = write_all(&[&change], 6).unwrap_err();
+        assert!(
+            why.contains("is read-only (mode 444)") && why.contains("chmod u+w"),
+            "{why}"
+        );
+        assert_eq!(std::fs::read_to_string(&locked).unwrap(), "{}\n");
+        let left: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().into_string().unwrap())
+            .filter(|n| n.starts_with("settings.json.") || n.starts_with(".settings.json"))
+            .collect();
+        assert!(left.is_empty(), "{left:?}");
     }
 }
