@@ -29,12 +29,21 @@ const DEFAULT_TIMEOUT_S: u64 = 600;
 /// `SESSION_END_DEFAULT_TIMEOUT_SEC`, which `codex app-server`'s `hooks/list` reports).
 const SESSION_END_DEFAULT_TIMEOUT_S: u64 = 1;
 
-/// `$CODEX_HOME`, else `~/.codex`.
+/// `$CODEX_HOME` as Codex resolves it (its canonical path), else `~/.codex` (as it is).
 pub(super) fn dir() -> Result<PathBuf, String> {
     match super::var(super::CODEX_HOME_ENV) {
-        Some(dir) => Ok(dir),
+        Some(dir) => Ok(canonical_home(dir)),
         None => Ok(super::home()?.join(".codex")),
     }
+}
+
+/// `CODEX_HOME` as Codex reads it: through its symbolic links, made absolute. Codex keys each
+/// hook's trust by this path (`<canonical>/hooks.json:…`): a trust entry written under the
+/// path as given would not be Codex's, and Codex would not run the hook.
+fn canonical_home(dir: PathBuf) -> PathBuf {
+    std::fs::canonicalize(&dir)
+        .or_else(|_| std::path::absolute(&dir))
+        .unwrap_or(dir)
 }
 
 /// The changes to `config.toml` and `hooks.json`.
@@ -462,6 +471,19 @@ mod tests {
             token: false,
         };
         plan_in(dir, Some(&install)).unwrap()
+    }
+
+    #[test]
+    fn codex_home_is_resolved_as_codex_resolves_it() {
+        let home = tempfile::tempdir().unwrap();
+        let real = home.path().join("real");
+        std::fs::create_dir(&real).unwrap();
+        std::os::unix::fs::symlink("real", home.path().join("cx")).unwrap();
+        let real = std::fs::canonicalize(&real).unwrap();
+        assert_eq!(canonical_home(home.path().join("cx")), real);
+        let relative = canonical_home(PathBuf::from("no-such-codex-home"));
+        assert!(relative.is_absolute(), "{}", relative.display());
+        assert!(relative.ends_with("no-such-codex-home"));
     }
 
     #[test]
