@@ -65,6 +65,20 @@ pub enum StoreError {
         /// Newest version this build knows.
         supported: u32,
     },
+    /// The file is another program's SQLite database: it holds tables (or other schema
+    /// objects) but no hooks-mcp schema version. Nothing was changed.
+    #[error(
+        "{path} is not a hooks-mcp store: it is a SQLite database with {objects} table(s) or \
+         other objects of another program and no hooks-mcp schema version (nothing was \
+         changed); point HOOKS_MCP_HOME at another directory, or move the file (with its -wal \
+         and -shm files) aside"
+    )]
+    NotAStore {
+        /// The database file.
+        path: PathBuf,
+        /// How many tables, indexes, views and triggers it holds.
+        objects: u64,
+    },
     /// Verification found the schema incomplete.
     #[error(
         "the store at {path} lacks table `{table}` although its schema version is {version}; \

@@ -75,9 +75,12 @@ pub const SETTINGS: &[catalogue::Setting] = &[
         env: HOME_ENV,
         flag: "",
         default: "unset",
-        effect: "Directory holding `state.db`. Otherwise `$XDG_STATE_HOME/hooks-mcp/`, else \
-                 `~/.local/state/hooks-mcp/`. The full server creates the store on first use and \
-                 logs it; hooks never create it.",
+        effect: "Directory holding `state.db` and, beside it, `state.db-wal` and \
+                 `state.db-shm`: all three are the store (back it up with `sqlite3 state.db \
+                 .backup`, never by copying `state.db` alone; docs/operations.md). Otherwise \
+                 `$XDG_STATE_HOME/hooks-mcp/`, else `~/.local/state/hooks-mcp/`. The full \
+                 server creates the store on first use and logs it; hooks never create it, and \
+                 treat an empty `state.db` as no store yet.",
     },
     catalogue::Setting {
         env: DATABASE_URL_ENV,

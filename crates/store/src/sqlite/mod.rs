@@ -192,7 +192,7 @@ impl SqliteStore {
         let migrated_from = loop {
             match store
                 .configure(options.create)
-                .and_then(|()| store.migrate())
+                .and_then(|current| store.migrate(current))
             {
                 Err(StoreError::Locked { .. }) if started.elapsed() < options.busy_timeout => {
                     std::thread::sleep(Duration::from_millis(5));
@@ -268,14 +268,54 @@ impl SqliteStore {
         }
     }
 
-    /// Sets up the connection. `create`: the caller may create the store (servers, the
-    /// operator's commands), so the file is switched to WAL when it is not yet; processes that
-    /// never create it (hooks) skip the check, as the journal mode is a property of the file.
-    fn configure(&self, create: bool) -> StoreResult<()> {
+    /// Sets up the connection and returns the file's schema version, refusing (with nothing
+    /// changed) a file this build must not touch: a newer schema, another program's database,
+    /// and, unless `create`, a file without a schema (an empty file is no store yet to a
+    /// process that never creates one: a hook). `create`: the caller may create the store
+    /// (servers, the operator's commands), so the file is switched to WAL when it is not yet;
+    /// processes that never create it (hooks) skip the check, as the journal mode is a
+    /// property of the file.
+    fn configure(&self, create: bool) -> StoreResult<u32> {
         let conn = self.lock();
         conn.busy_timeout(self.busy_timeout)
             .map_err(|e| self.err(e, None))?;
         conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
+        conn.execute_batch("PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;")
+            .map_err(|e| self.err(e, None))?;
+        // Short-lived processes (a hook runs around every tool call) must not checkpoint and
+        // fsync the database each time they close it (even a passive checkpoint at every
+        // close makes a hook a third slower): the WAL stays, and `Drop` truncates it once it
+        // grows past `WAL_TRUNCATE_BYTES`.
+        conn.set_db_config(
+            rusqlite::config::DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE,
+            true,
+        )
+        .map_err(|e| self.err(e, None))?;
+        // Reads only, before anything is written to the file (its journal mode included).
+        let current: u32 = conn
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .map_err(|e| self.err(e, None))?;
+        if current > SCHEMA_VERSION {
+            return Err(StoreError::NewerSchema {
+                path: self.path.clone(),
+                found: current,
+                supported: SCHEMA_VERSION,
+            });
+        }
+        if current == 0 {
+            let objects = foreign_objects(&conn).map_err(|e| self.err(e, None))?;
+            if objects > 0 {
+                return Err(StoreError::NotAStore {
+                    path: self.path.clone(),
+                    objects,
+                });
+            }
+            if !create {
+                return Err(StoreError::Missing {
+                    path: self.path.clone(),
+                });
+            }
+        }
         // WAL lets readers run beside one writer across processes; NORMAL sync is durable
         // against process crashes, which is the failure this store must survive.
         // WAL is a property of the file: switch only when it is not WAL yet (a new store), so
@@ -296,28 +336,14 @@ impl SqliteStore {
                 });
             }
         }
-        conn.execute_batch("PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;")
-            .map_err(|e| self.err(e, None))?;
-        // Short-lived processes (a hook runs around every tool call) must not checkpoint and
-        // fsync the database each time they close it: the WAL stays, and `Drop` truncates it
-        // once it grows past `WAL_TRUNCATE_BYTES`.
-        conn.set_db_config(
-            rusqlite::config::DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE,
-            true,
-        )
-        .map_err(|e| self.err(e, None))?;
-        Ok(())
+        Ok(current)
     }
 
-    /// Applies pending migrations: `Some(version)` found before migrating, `None` when there
-    /// was nothing to do.
-    fn migrate(&self) -> StoreResult<Option<u32>> {
-        // A plain read first: an up-to-date store (the common case, on every hook) must not
-        // queue for the write lock.
-        let current: u32 = self
-            .lock()
-            .query_row("PRAGMA user_version", [], |r| r.get(0))
-            .map_err(|e| self.err(e, None))?;
+    /// Applies pending migrations to a store [`SqliteStore::configure`] found at version
+    /// `current`: `Some(version)` found before migrating, `None` when there was nothing to do.
+    fn migrate(&self, current: u32) -> StoreResult<Option<u32>> {
+        // `current` was a plain read: an up-to-date store (the common case, on every hook)
+        // must not queue for the write lock.
         if current == SCHEMA_VERSION {
             return Ok(None);
         }
@@ -346,6 +372,16 @@ impl SqliteStore {
             if version == SCHEMA_VERSION {
                 // Another process migrated it meanwhile.
                 return Ok(None);
+            }
+            if version == 0 {
+                // Checked again under the write lock: nothing but a schema of ours is added to.
+                let objects = foreign_objects(tx)?;
+                if objects > 0 {
+                    return Err(Fail::Store(StoreError::NotAStore {
+                        path: self.path.clone(),
+                        objects,
+                    }));
+                }
             }
             for (i, sql) in MIGRATIONS.iter().enumerate().skip(version as usize) {
                 tx.execute_batch(sql)?;
@@ -531,6 +567,17 @@ pub(crate) fn open_read_only(path: &Path, busy: Duration) -> rusqlite::Result<Co
         true,
     )?;
     Ok(conn)
+}
+
+/// How many tables, indexes, views and triggers a database holds besides SQLite's own: at
+/// schema version 0, any is another program's.
+fn foreign_objects(conn: &Connection) -> rusqlite::Result<u64> {
+    conn.query_row(
+        "SELECT count(*) FROM sqlite_schema WHERE name NOT LIKE 'sqlite\\_%' ESCAPE '\\'",
+        [],
+        |r| r.get::<_, i64>(0),
+    )
+    .map(|n| n.max(0) as u64)
 }
 
 /// `PRAGMA data_version` of `conn`: it moves when another connection commits.

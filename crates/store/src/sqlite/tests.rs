@@ -257,6 +257,87 @@ fn an_empty_file_given_its_schema_counts_as_created() {
     assert_eq!(opened, Opened::Created);
 }
 
+/// A SQLite file in rollback-journal mode, as another program would leave it.
+fn foreign_file(dir: &Path, sql: &str) -> std::path::PathBuf {
+    let path = dir.join("state.db");
+    let conn = Connection::open(&path).unwrap();
+    conn.execute_batch(&format!("PRAGMA journal_mode = DELETE; {sql}"))
+        .unwrap();
+    drop(conn);
+    path
+}
+
+fn journal_mode(path: &Path) -> String {
+    Connection::open(path)
+        .unwrap()
+        .query_row("PRAGMA journal_mode", [], |r| r.get(0))
+        .unwrap()
+}
+
+#[test]
+fn another_programs_database_is_refused_short_and_unchanged() {
+    for sql in [
+        "CREATE TABLE notes (x); INSERT INTO notes VALUES ('precious')",
+        // One of the store's table names: migrating would fail half-way with its whole SQL.
+        "CREATE TABLE messages (x); INSERT INTO messages VALUES ('precious')",
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let path = foreign_file(dir.path(), sql);
+        let before = std::fs::read(&path).unwrap();
+        for create in [true, false] {
+            let err = open(&path, create).err().unwrap();
+            let text = err.to_string();
+            assert!(matches!(err, StoreError::NotAStore { .. }), "{err:?}");
+            assert!(
+                text.contains("not a hooks-mcp store")
+                    && text.contains(&path.display().to_string())
+                    && text.contains("HOOKS_MCP_HOME")
+                    && !text.contains("CREATE")
+                    && text.len() < 400,
+                "{text}"
+            );
+        }
+        assert_eq!(std::fs::read(&path).unwrap(), before, "nothing was changed");
+        assert_eq!(journal_mode(&path), "delete");
+        assert!(!dir.path().join("state.db-wal").exists());
+    }
+}
+
+#[test]
+fn a_newer_store_is_refused_before_its_journal_mode_is_touched() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = foreign_file(
+        dir.path(),
+        "CREATE TABLE future (x); PRAGMA user_version = 999",
+    );
+    let before = std::fs::read(&path).unwrap();
+    for create in [true, false] {
+        match open(&path, create) {
+            Err(StoreError::NewerSchema { found: 999, .. }) => {}
+            other => panic!("expected NewerSchema, got {:?}", other.map(|(_, o)| o)),
+        }
+    }
+    assert_eq!(std::fs::read(&path).unwrap(), before, "nothing was changed");
+    assert_eq!(journal_mode(&path), "delete");
+}
+
+#[test]
+fn a_process_that_never_creates_leaves_an_empty_file_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("state.db");
+    std::fs::write(&path, b"").unwrap();
+    match open(&path, false) {
+        Err(StoreError::Missing { path: got }) => assert_eq!(got, path),
+        other => panic!("expected Missing, got {:?}", other.map(|(_, o)| o)),
+    }
+    assert_eq!(std::fs::metadata(&path).unwrap().len(), 0, "still empty");
+    // The server (which creates) fills it, in WAL mode.
+    let (store, opened) = open(&path, true).unwrap();
+    assert_eq!(opened, Opened::Created);
+    drop(store);
+    assert_eq!(journal_mode(&path), "wal");
+}
+
 #[test]
 fn closing_keeps_a_short_wal_and_truncates_a_long_one() {
     let (dir, store) = fresh();
