@@ -30,14 +30,17 @@ pub enum StoreError {
         /// What SQLite reported.
         detail: String,
     },
-    /// The database or its directory cannot be written.
+    /// The database, its `-wal` or `-shm` file, or their directory cannot be written.
     #[error(
-        "the store at {path} is read-only ({detail}); give this user write access to the file \
-         and its directory (WAL mode needs both)"
+        "the store at {path} is read-only ({detail}); give this user write access to {file} \
+         and its directory (WAL mode writes state.db, state.db-wal and state.db-shm there)"
     )]
     ReadOnly {
         /// The database file.
         path: PathBuf,
+        /// The file this user cannot write: the database, or its `-wal` or `-shm` file when
+        /// that is the one (another user's, say).
+        file: PathBuf,
         /// What SQLite reported.
         detail: String,
     },

@@ -332,6 +332,7 @@ impl SqliteStore {
             if !mode.eq_ignore_ascii_case("wal") {
                 return Err(StoreError::ReadOnly {
                     path: self.path.clone(),
+                    file: unwritable_file(&self.path),
                     detail: format!("cannot switch to WAL journal mode (got `{mode}`)"),
                 });
             }
@@ -685,12 +686,35 @@ fn map_err(path: &Path, e: rusqlite::Error, started: Option<Instant>) -> StoreEr
         },
         Some(ErrorCode::ReadOnly | ErrorCode::CannotOpen | ErrorCode::PermissionDenied) => {
             StoreError::ReadOnly {
+                file: unwritable_file(&path),
                 path,
                 detail: e.to_string(),
             }
         }
         _ => StoreError::Database(e.to_string()),
     }
+}
+
+/// Which of the database's files this process cannot open for writing: its `-wal` or `-shm`
+/// file when one exists and is the one (another user's, say), else the database itself.
+/// Opening a file for writing changes nothing in it.
+fn unwritable_file(path: &Path) -> PathBuf {
+    ["-wal", "-shm"]
+        .iter()
+        .map(|suffix| {
+            let mut name = path.as_os_str().to_os_string();
+            name.push(suffix);
+            PathBuf::from(name)
+        })
+        .find(|file| {
+            std::fs::symlink_metadata(file).is_ok()
+                && std::fs::OpenOptions::new()
+                    .read(true)
+                    .write(true)
+                    .open(file)
+                    .is_err()
+        })
+        .unwrap_or_else(|| path.to_path_buf())
 }
 
 /// Reads a lower-case enum column.

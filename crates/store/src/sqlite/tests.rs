@@ -191,6 +191,61 @@ fn a_read_only_store_reports_read_only() {
     }
 }
 
+fn a_message() -> NewMessage {
+    NewMessage {
+        channel: "a".into(),
+        body: "b".into(),
+        severity: Severity::Info,
+        created_at: T0,
+        expires_at: T0 + HOUR,
+        target: None,
+    }
+}
+
+/// A `-wal` or `-shm` file this user cannot write is named, not the database (which is
+/// writable). A directory in its place stands for it: no user can open that for writing, root
+/// included; when permissions bind this process, a read-only file is tried too.
+#[test]
+fn an_unwritable_wal_or_shm_file_is_named() {
+    use std::os::unix::fs::PermissionsExt;
+    for suffix in ["-shm", "-wal"] {
+        let (dir, store) = fresh();
+        publish(&store, "a", Severity::Info, T0, HOUR);
+        drop(store);
+        let path = dir.path().join("state.db");
+        let file = dir.path().join(format!("state.db{suffix}"));
+        let mut cases = vec!["directory"];
+        if permissions_bind(dir.path()) {
+            cases.push("read-only file");
+        }
+        for case in cases {
+            let _ = std::fs::remove_file(&file);
+            let _ = std::fs::remove_dir(&file);
+            if case == "directory" {
+                std::fs::create_dir(&file).unwrap();
+            } else {
+                std::fs::write(&file, b"").unwrap();
+                std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o444)).unwrap();
+            }
+            let outcome = open(&path, false)
+                .and_then(|(store, _)| store.publish(&a_message(), &crate::Actor::Daemon));
+            match outcome {
+                Err(e @ StoreError::ReadOnly { .. }) => {
+                    let StoreError::ReadOnly { file: got, .. } = &e else {
+                        unreachable!()
+                    };
+                    assert_eq!(got, &file, "{case}: {e}");
+                    assert!(e.to_string().contains(&file.display().to_string()), "{e}");
+                }
+                other => panic!(
+                    "{suffix} {case}: expected ReadOnly, got {:?}",
+                    other.map(|_| ())
+                ),
+            }
+        }
+    }
+}
+
 #[test]
 fn a_long_foreign_write_lock_reports_locked() {
     let (dir, store) = fresh();
