@@ -149,7 +149,7 @@ impl SqliteStore {
     /// [`StoreError::Missing`] when absent and not creating; [`StoreError::NewerSchema`],
     /// [`StoreError::Corrupt`], [`StoreError::ReadOnly`], [`StoreError::Locked`] as found.
     pub fn open(location: &StoreLocation, options: &OpenOptions) -> StoreResult<(Self, Opened)> {
-        let path = location.path.clone();
+        let path = plain_path(&location.path);
         let exists = path.exists();
         if !exists && !options.create {
             return Err(StoreError::Missing { path });
@@ -168,9 +168,7 @@ impl SqliteStore {
                 source,
             })?;
         }
-        let mut flags = OpenFlags::SQLITE_OPEN_READ_WRITE
-            | OpenFlags::SQLITE_OPEN_NO_MUTEX
-            | OpenFlags::SQLITE_OPEN_URI;
+        let mut flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
         if options.create {
             flags |= OpenFlags::SQLITE_OPEN_CREATE;
         }
@@ -558,10 +556,8 @@ fn run_cached(conn: &Connection, sql: &str) -> rusqlite::Result<()> {
 /// A read-only connection to the database at `path` that waits at most `busy` for a lock
 /// and never checkpoints when it closes.
 pub(crate) fn open_read_only(path: &Path, busy: Duration) -> rusqlite::Result<Connection> {
-    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY
-        | OpenFlags::SQLITE_OPEN_NO_MUTEX
-        | OpenFlags::SQLITE_OPEN_URI;
-    let conn = Connection::open_with_flags(path, flags)?;
+    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let conn = Connection::open_with_flags(plain_path(path), flags)?;
     conn.busy_timeout(busy)?;
     conn.set_db_config(
         rusqlite::config::DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE,
@@ -579,6 +575,16 @@ fn foreign_objects(conn: &Connection) -> rusqlite::Result<u64> {
         |r| r.get::<_, i64>(0),
     )
     .map(|n| n.max(0) as u64)
+}
+
+/// `path` made absolute (against the working directory): SQLite (built to accept URIs)
+/// reads a name starting with `file:` as a URI, so a relative `HOOKS_MCP_HOME` such as
+/// `file:st` would name another file. An absolute path never starts with `file:`.
+fn plain_path(path: &Path) -> PathBuf {
+    if path.is_absolute() {
+        return path.to_path_buf();
+    }
+    std::path::absolute(path).unwrap_or_else(|_| Path::new(".").join(path))
 }
 
 /// `PRAGMA data_version` of `conn`: it moves when another connection commits.

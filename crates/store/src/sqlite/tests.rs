@@ -246,6 +246,39 @@ fn an_unwritable_wal_or_shm_file_is_named() {
     }
 }
 
+/// Set in the child process of [`a_relative_path_starting_with_file_is_a_path_not_a_uri`].
+const RELATIVE_CHILD_ENV: &str = "STORE_TEST_RELATIVE_FILE_PATH_CHILD";
+
+/// A relative store path starting with `file:` (a `HOOKS_MCP_HOME` of `file:st`) is a
+/// directory of that name, not a SQLite URI. Run in a child process in a fresh working
+/// directory, as the path is relative.
+#[test]
+fn a_relative_path_starting_with_file_is_a_path_not_a_uri() {
+    let relative = Path::new("file:st/state.db");
+    if std::env::var_os(RELATIVE_CHILD_ENV).is_some() {
+        let (store, opened) = open(relative, true).unwrap();
+        assert_eq!(opened, Opened::Created);
+        publish(&store, "a", Severity::Info, T0, HOUR);
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let status = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "sqlite::tests::a_relative_path_starting_with_file_is_a_path_not_a_uri",
+            "--exact",
+            "--test-threads=1",
+        ])
+        .env(RELATIVE_CHILD_ENV, "1")
+        .current_dir(dir.path())
+        .stdout(std::process::Stdio::null())
+        .status()
+        .unwrap();
+    assert!(status.success(), "the child failed: {status}");
+    let (store, _) = open(&dir.path().join(relative), false).unwrap();
+    assert_eq!(count(&store, "messages"), 1);
+    assert!(!dir.path().join("st").exists(), "no URI was followed");
+}
+
 #[test]
 fn a_long_foreign_write_lock_reports_locked() {
     let (dir, store) = fresh();
