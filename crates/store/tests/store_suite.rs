@@ -144,6 +144,7 @@ mod postgres_only {
     }
 
     pg_tests!(
+        a_search_path_of_no_existing_schema_names_the_schema_to_create,
         describe_and_errors_never_show_the_password,
         a_refused_client_is_told_to_fix_its_settings,
         an_open_store_describes_itself_without_the_password,

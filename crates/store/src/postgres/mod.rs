@@ -65,6 +65,25 @@ const FAILURE_LOOK: Duration = Duration::from_millis(10);
 /// Longest wait of [`crate::StoreAdmin::ping`] for a connection.
 const PING_WAIT: Duration = Duration::from_secs(1);
 
+/// The error for a connection whose `search_path` names no existing schema: the store has
+/// nowhere to create its tables.
+fn no_schema(search_path: &str, role: &str) -> StoreError {
+    let first = search_path
+        .split(',')
+        .map(|s| s.trim().trim_matches('"'))
+        .find(|s| !s.is_empty())
+        .map_or_else(|| "hooks".to_owned(), |s| s.replace("$user", role));
+    StoreError::InvalidSetting {
+        name: DATABASE_URL_ENV,
+        problem: format!(
+            "no schema of the connection's search_path ({search_path}) exists in the database, \
+             so the store has nowhere to create its tables; create the schema first \
+             (`CREATE SCHEMA \"{first}\" AUTHORIZATION \"{role}\"`), or name an existing one \
+             in the URL's options (`options=-c%20search_path%3D<schema>`)"
+        ),
+    }
+}
+
 /// A store in one PostgreSQL database (in the first schema of its `search_path`).
 pub struct PostgresStore {
     /// The connections; `None` only while the store drops (see its `Drop`).
@@ -260,10 +279,23 @@ impl PostgresStore {
         }
         // Concurrent first starts queue on a lock for this schema; the first one migrates.
         self.transaction(|db| {
-            db.batch(&format!(
-                "SELECT pg_advisory_xact_lock(hashtext('hooks_mcp:' || current_schema())); \
-                 {META_DDL}"
-            ))?;
+            // The tables go into the first schema of `search_path` that exists: none existing
+            // would fail below with a bare "no schema has been selected to create in".
+            let schema: Option<String> =
+                db.query_one("SELECT current_schema()", &[])?.try_get(0)?;
+            let Some(schema) = schema else {
+                let row = db.query_one(
+                    "SELECT current_setting('search_path'), current_user::text",
+                    &[],
+                )?;
+                let (search_path, role): (String, String) = (row.try_get(0)?, row.try_get(1)?);
+                return Err(Fail::Store(no_schema(&search_path, &role)));
+            };
+            db.query_one(
+                "SELECT pg_advisory_xact_lock(hashtext('hooks_mcp:' || $1::text))",
+                &[&schema],
+            )?;
+            db.batch(META_DDL)?;
             let version = db
                 .query_opt("SELECT schema_version FROM hooks_mcp_meta", &[])?
                 .map(|r| r.get::<_, i32>(0))

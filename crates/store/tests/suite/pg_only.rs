@@ -368,3 +368,25 @@ pub(crate) fn running_out_of_server_connections_is_clear_and_recovers(_: &Postgr
         .collect();
     assert_eq!(bodies, [after.body, "before".to_owned()]);
 }
+
+/// A `search_path` that names no existing schema (`options=-c search_path=hooks` before
+/// `CREATE SCHEMA hooks`) is refused with the schema to create, not a bare SQL error.
+pub(crate) fn a_search_path_of_no_existing_schema_names_the_schema_to_create(b: &Postgres) {
+    let schema = format!("absent_{}", std::process::id());
+    let options = PgOptions {
+        create: true,
+        pool_size: 1,
+        ..PgOptions::default()
+    };
+    match PostgresStore::open(&super::url_for(b.url(), &schema), &options) {
+        Err(e @ StoreError::InvalidSetting { .. }) => {
+            let text = e.to_string();
+            assert!(
+                text.contains("HOOKS_MCP_DATABASE_URL")
+                    && text.contains(&format!("CREATE SCHEMA \"{schema}\"")),
+                "{text}"
+            );
+        }
+        other => panic!("expected InvalidSetting, got {:?}", other.map(|(_, o)| o)),
+    }
+}
