@@ -522,6 +522,22 @@ pub fn read_document(path: &Path) -> Result<Option<Map<String, Value>>, String> 
     }
 }
 
+/// The endpoint and binaries the unit tests of every client install: `localhost:8642` and
+/// `/opt/bin/hooks-mcp{,-hook}`.
+#[cfg(test)]
+pub(crate) fn test_install_parts() -> (Endpoint, Binaries) {
+    (
+        Endpoint {
+            host: "localhost".into(),
+            port: 8642,
+        },
+        Binaries {
+            front: "/opt/bin/hooks-mcp".into(),
+            hook: "/opt/bin/hooks-mcp-hook".into(),
+        },
+    )
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]

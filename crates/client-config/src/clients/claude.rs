@@ -236,14 +236,7 @@ mod tests {
         let home = tempfile::tempdir().unwrap();
         let settings = home.path().join("settings.json");
         let servers = home.path().join(".claude.json");
-        let bins = Binaries {
-            front: "/opt/bin/hooks-mcp".into(),
-            hook: "/opt/bin/hooks-mcp-hook".into(),
-        };
-        let endpoint = Endpoint {
-            host: "localhost".into(),
-            port: 8642,
-        };
+        let (endpoint, bins) = crate::client::test_install_parts();
         let install = (Transport::Stdio, endpoint);
         let plan = [
             plan_settings(&settings, Some(&HookKind::Command), &bins).unwrap(),

@@ -453,17 +453,9 @@ mod tests {
     #![allow(clippy::unwrap_used)]
 
     use super::*;
-    use crate::client::{Binaries, Endpoint};
 
     fn plan_here(dir: &Path) -> Vec<FileChange> {
-        let endpoint = Endpoint {
-            host: "localhost".into(),
-            port: 8642,
-        };
-        let bins = Binaries {
-            front: "/opt/bin/hooks-mcp".into(),
-            hook: "/opt/bin/hooks-mcp-hook".into(),
-        };
+        let (endpoint, bins) = crate::client::test_install_parts();
         let install = Install {
             transport: Transport::Stdio,
             endpoint: &endpoint,

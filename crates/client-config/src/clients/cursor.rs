@@ -96,18 +96,11 @@ mod tests {
     use std::path::Path;
 
     use super::*;
-    use crate::client::{Binaries, Endpoint, Transport};
+    use crate::client::Transport;
     use crate::doc::write_all;
 
     fn run(dir: &Path, install: bool, now: i64) {
-        let endpoint = Endpoint {
-            host: "localhost".into(),
-            port: 8642,
-        };
-        let bins = Binaries {
-            front: "/opt/bin/hooks-mcp".into(),
-            hook: "/opt/bin/hooks-mcp-hook".into(),
-        };
+        let (endpoint, bins) = crate::client::test_install_parts();
         let install = install.then_some(Install {
             transport: Transport::Stdio,
             endpoint: &endpoint,

@@ -169,18 +169,10 @@ mod tests {
     use std::path::Path;
 
     use super::*;
-    use crate::client::{Binaries, Endpoint};
     use crate::doc::write_all;
 
     fn run(dir: &Path, transport: Option<Transport>, token: bool, now: i64) {
-        let endpoint = Endpoint {
-            host: "localhost".into(),
-            port: 8642,
-        };
-        let bins = Binaries {
-            front: "/opt/bin/hooks-mcp".into(),
-            hook: "/opt/bin/hooks-mcp-hook".into(),
-        };
+        let (endpoint, bins) = crate::client::test_install_parts();
         let install = transport.map(|transport| Install {
             transport,
             endpoint: &endpoint,
