@@ -68,7 +68,7 @@ impl Pushing {
     /// The descriptor was readable: reads its events, and a write to the store makes a run due.
     pub(crate) fn woken(&mut self) {
         if self.watch.drain() {
-            self.pacer.woken();
+            self.pacer.woken(Instant::now());
         }
     }
 
@@ -119,7 +119,7 @@ impl Pushing {
         self.pacer
             .ran(Instant::now(), follow_up, !lines.is_empty(), written);
         if more {
-            self.pacer.woken();
+            self.pacer.woken(Instant::now());
         }
         debug(|| format!("push run: {} to push, cursor {}", lines.len(), self.cursor));
         lines
@@ -165,13 +165,17 @@ mod tests {
         let t0 = Instant::now();
         let mut p = Pacer::new(MIN_GAP, MAX_GAP);
         assert_eq!(p.wait(t0), None, "nothing written: no run, no timer");
-        p.woken();
-        assert_eq!(p.wait(t0), Some(Duration::ZERO), "the first run is at once");
+        p.woken(t0);
+        assert_eq!(
+            p.wait(t0),
+            Some(crate::watch::SETTLE),
+            "the first run once the write has settled"
+        );
         for _ in 0..4 {
             let follow_up = p.start();
             p.ran(t0, follow_up, false, false);
         }
-        p.woken();
+        p.woken(t0);
         assert_eq!(
             p.wait(t0),
             Some(MAX_GAP),
@@ -179,7 +183,7 @@ mod tests {
         );
         let follow_up = p.start();
         p.ran(t0, follow_up, true, false);
-        p.woken();
+        p.woken(t0);
         assert_eq!(
             p.wait(t0),
             Some(MIN_GAP),
@@ -191,12 +195,12 @@ mod tests {
     fn a_missing_child_pushes_nothing_keeps_the_cursor_and_is_not_retried() {
         let dir = tempfile::tempdir().unwrap();
         let mut pushing = Pushing::start(&dir.path().join("state.db"), 5).unwrap();
-        pushing.pacer.woken();
+        pushing.pacer.woken(Instant::now());
         let lines = pushing.run(Path::new("/nonexistent/hooks-mcp-stdio"));
         assert!(lines.is_empty());
         assert_eq!(pushing.cursor(), Cursor::starting(5));
         // Not retried at every later write.
-        pushing.pacer.woken();
+        pushing.pacer.woken(Instant::now());
         assert_eq!(pushing.wait(Instant::now() + MAX_GAP), None);
         let err = pending(
             Path::new("/nonexistent/hooks-mcp-stdio"),

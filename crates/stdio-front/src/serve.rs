@@ -258,7 +258,7 @@ pub(crate) fn serve(
             && let Some(watching) = &mut front.watching
             && watching.watch.drain()
         {
-            watching.pacer.woken();
+            watching.pacer.woken(Instant::now());
         }
         if pushed && let Some(pushing) = &mut front.pushing {
             pushing.woken();

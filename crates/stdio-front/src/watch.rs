@@ -99,11 +99,19 @@ pub(crate) const MIN_GAP: Duration = Duration::from_millis(250);
 /// written all the time (every hook writes it) costs an idle session one child per few seconds.
 pub(crate) const MAX_GAP: Duration = Duration::from_secs(4);
 
-/// When to run the listing child: after a wake, no sooner than the gap since the last run.
+/// How long a wake waits before its run: a write's first event may come before its commit
+/// (a writer that starts the WAL afresh writes its header and syncs it before the pages), and
+/// a child that reads in between finds nothing.
+pub(crate) const SETTLE: Duration = Duration::from_millis(10);
+
+/// When to run the listing child: after a wake, [`SETTLE`] later and no sooner than the gap
+/// since the last run.
 ///
 /// Events that arrive while the child runs may be its own (a child that folds a long WAL back
 /// into the database writes it): they start one follow-up run, and a follow-up that finds
-/// the list unchanged starts none, so the child can never keep waking itself.
+/// the list unchanged starts none, so the child can never keep waking itself. The gap doubles
+/// only while the store keeps being written: the first run after a quiet spell (no run for
+/// longer than the longest gap) that finds nothing leaves the shortest gap.
 #[derive(Debug, Clone)]
 pub(crate) struct Pacer {
     /// The gap after a run that found something, and the shortest.
@@ -112,6 +120,8 @@ pub(crate) struct Pacer {
     max_gap: Duration,
     gap: Duration,
     last: Option<Instant>,
+    /// The first wake since the last run started.
+    woken_at: Option<Instant>,
     pending: bool,
     follow_up: bool,
 }
@@ -131,15 +141,17 @@ impl Pacer {
             max_gap,
             gap: min_gap,
             last: None,
+            woken_at: None,
             pending: false,
             follow_up: false,
         }
     }
 
-    /// The store was written while no child ran.
-    pub(crate) fn woken(&mut self) {
+    /// The store was written (at `now`) while no child ran.
+    pub(crate) fn woken(&mut self, now: Instant) {
         self.pending = true;
         self.follow_up = false;
+        self.woken_at.get_or_insert(now);
     }
 
     /// How long until the child should run: `None` when nothing is pending.
@@ -147,14 +159,19 @@ impl Pacer {
         if !self.pending {
             return None;
         }
-        Some(self.last.map_or(Duration::ZERO, |last| {
-            (last + self.gap).saturating_duration_since(now)
-        }))
+        let settled = self.woken_at.map(|at| at + SETTLE);
+        let spaced = self.last.map(|last| last + self.gap);
+        Some(
+            settled
+                .max(spaced)
+                .map_or(Duration::ZERO, |due| due.saturating_duration_since(now)),
+        )
     }
 
     /// A run starts now: whether it is a follow-up (see [`Pacer`]).
     pub(crate) fn start(&mut self) -> bool {
         self.pending = false;
+        self.woken_at = None;
         std::mem::take(&mut self.follow_up)
     }
 
@@ -173,8 +190,11 @@ impl Pacer {
     /// `events`: the store was written while it ran. Only a run a wake started backs off: a
     /// follow-up leaves the gap as it was.
     pub(crate) fn ran(&mut self, now: Instant, follow_up: bool, changed: bool, events: bool) {
+        let quiet = self
+            .last
+            .is_none_or(|last| now.saturating_duration_since(last) > self.max_gap);
         self.last = Some(now);
-        if changed {
+        if changed || quiet {
             self.gap = self.min_gap;
         } else if !follow_up {
             self.gap = (self.gap * 2).min(self.max_gap);

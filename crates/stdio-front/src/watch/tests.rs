@@ -125,52 +125,77 @@ fn a_store_reached_through_a_link_wakes_on_the_wal_sqlite_writes() {
 }
 
 #[test]
-fn a_wake_runs_at_once_then_no_sooner_than_the_gap() {
+fn a_wake_runs_once_settled_then_no_sooner_than_the_gap() {
     let start = Instant::now();
     let mut pacer = Pacer::default();
     assert_eq!(pacer.wait(start), None, "nothing pending");
-    pacer.woken();
-    assert_eq!(pacer.wait(start), Some(Duration::ZERO));
+    pacer.woken(start);
+    assert_eq!(
+        pacer.wait(start),
+        Some(SETTLE),
+        "a write's first event may come before its commit"
+    );
+    assert_eq!(pacer.wait(start + SETTLE), Some(Duration::ZERO));
     assert!(!pacer.start());
     pacer.ran(start, false, true, false);
     assert_eq!(pacer.wait(start), None);
     // Wakes soon after a run wait for the gap, and coalesce.
-    pacer.woken();
-    pacer.woken();
     let soon = start + Duration::from_millis(100);
+    pacer.woken(soon);
+    pacer.woken(soon + Duration::from_millis(50));
     assert_eq!(pacer.wait(soon), Some(MIN_GAP - Duration::from_millis(100)));
     assert_eq!(pacer.wait(start + MIN_GAP), Some(Duration::ZERO));
+    // Writes that keep coming do not put the run off: the first wake counts.
+    pacer.start();
+    let late = start + MAX_GAP * 2;
+    pacer.ran(late, false, true, false);
+    let next = late + MIN_GAP;
+    pacer.woken(next);
+    pacer.woken(next + Duration::from_millis(5));
+    assert_eq!(pacer.wait(next + SETTLE), Some(Duration::ZERO));
 }
 
 #[test]
-fn unchanged_runs_back_off_and_a_change_resets_the_gap() {
+fn unchanged_runs_back_off_while_writes_go_on_and_a_change_or_a_quiet_spell_resets_the_gap() {
     let mut now = Instant::now();
     let mut pacer = Pacer::default();
     let mut gaps = Vec::new();
     for _ in 0..6 {
-        pacer.woken();
+        pacer.woken(now);
         pacer.start();
         pacer.ran(now, false, false, false);
-        pacer.woken();
+        pacer.woken(now);
         let gap = pacer.wait(now).unwrap();
         gaps.push(gap.as_millis());
         now += gap;
         pacer.start();
         pacer.ran(now, false, false, false);
     }
-    assert_eq!(gaps, [500, 2000, 4000, 4000, 4000, 4000]);
-    pacer.woken();
+    // The first run came after a quiet spell (none before): it leaves the shortest gap.
+    assert_eq!(gaps, [250, 1000, 4000, 4000, 4000, 4000]);
+    // A run long after the last that finds nothing (a write's first event before its commit,
+    // say) does not wait the longest gap for the next: the store had been quiet.
+    let later = now + MAX_GAP + Duration::from_secs(1);
+    pacer.woken(later);
     pacer.start();
-    pacer.ran(now, false, true, false);
-    pacer.woken();
-    assert_eq!(pacer.wait(now), Some(MIN_GAP));
+    pacer.ran(later, false, false, true);
+    assert_eq!(pacer.wait(later), Some(MIN_GAP));
+    pacer.start();
+    pacer.ran(later + MIN_GAP, true, false, false);
+    // A run that finds a change leaves the shortest gap too.
+    let last = later + MIN_GAP * 2;
+    pacer.woken(last);
+    pacer.start();
+    pacer.ran(last, false, true, false);
+    pacer.woken(last);
+    assert_eq!(pacer.wait(last), Some(MIN_GAP));
 }
 
 #[test]
 fn events_during_a_run_start_one_follow_up_and_an_unchanged_follow_up_none() {
     let now = Instant::now();
     let mut pacer = Pacer::default();
-    pacer.woken();
+    pacer.woken(now);
     let follow_up = pacer.start();
     assert!(!follow_up);
     // The store was written while the child ran: run again (it may have missed that write).
@@ -182,14 +207,14 @@ fn events_during_a_run_start_one_follow_up_and_an_unchanged_follow_up_none() {
     pacer.ran(now, follow_up, false, true);
     assert_eq!(pacer.wait(now), None, "no endless self-waking");
     // A follow-up that found a change runs once more.
-    pacer.woken();
+    pacer.woken(now);
     pacer.start();
     pacer.ran(now, false, true, true);
     let follow_up = pacer.start();
     pacer.ran(now, follow_up, true, true);
     assert!(pacer.wait(now).is_some());
     // A wake from outside while a follow-up is pending makes it an ordinary run.
-    pacer.woken();
+    pacer.woken(now);
     assert!(!pacer.start());
 }
 
@@ -208,7 +233,7 @@ fn follow_ups_and_the_baseline_do_not_back_off() {
     assert!(follow_up);
     pacer.ran(now + MIN_GAP, follow_up, false, false);
     // A publication right after: no longer wait than the shortest gap.
-    pacer.woken();
+    pacer.woken(now);
     assert_eq!(pacer.wait(now + MIN_GAP), Some(MIN_GAP));
     let mut quiet = Pacer::default();
     quiet.baseline(now, false);
