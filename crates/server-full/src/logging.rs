@@ -5,6 +5,10 @@
 //! not send to a peer that left (a listen stream or a request whose HTTP client closed the
 //! connection, a stdio client that closed its end) at `ERROR`; those lines are dropped here
 //! ([`ClientGone`]), and the server says at `debug` when a listen stream ends by its client.
+//! Nor is a client's own mistake: rmcp logs every JSON-RPC error it answers at `WARN`
+//! (`response error`: unknown method, invalid parameters, a resource that does not exist),
+//! which the client already receives; those lines are dropped too, but for an internal error
+//! (-32603), the server's own fault.
 
 use std::fmt;
 
@@ -45,21 +49,38 @@ const UNSENT_REPLY: [&str; 3] = [
 /// stdio client's pipe broken.
 const PEER_LEFT: [&str; 3] = ["channel closed", "Broken pipe", "connection reset"];
 
+/// rmcp's message for a JSON-RPC error it answers (rmcp 3.11's `service.rs`, at `WARN`).
+const ERROR_ANSWERED: &str = "response error";
+
+/// How an internal error's code reads in that line (rmcp's `ErrorCode` debug form).
+const INTERNAL_ERROR: &str = "ErrorCode(-32603)";
+
 /// A layer that drops rmcp's `ERROR` lines for a reply that could not be sent because the
-/// client left (see the module's doc); every other event passes.
+/// client left, and its `WARN` lines for a JSON-RPC error answered to a client but for an
+/// internal one (see the module's doc); every other event passes.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct ClientGone;
 
 impl<S: Subscriber> Layer<S> for ClientGone {
     fn event_enabled(&self, event: &Event<'_>, _: Context<'_, S>) -> bool {
         let meta = event.metadata();
-        if *meta.level() != Level::ERROR || !meta.target().starts_with("rmcp") {
+        let level = *meta.level();
+        if (level != Level::ERROR && level != Level::WARN) || !meta.target().starts_with("rmcp") {
             return true;
         }
         let mut seen = Seen::default();
         event.record(&mut seen);
+        if level == Level::WARN {
+            return !is_clients_mistake(&seen.message, &seen.error);
+        }
         !is_client_gone(&seen.message, &seen.error)
     }
+}
+
+/// Whether an rmcp event with `message` and `error` is a JSON-RPC error answered to the
+/// client for its own request (anything but an internal error).
+fn is_clients_mistake(message: &str, error: &str) -> bool {
+    message == ERROR_ANSWERED && !error.contains(INTERNAL_ERROR)
 }
 
 /// Whether an rmcp event with `message` and `error` says a reply went unsent because the

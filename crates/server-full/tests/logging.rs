@@ -50,3 +50,36 @@ fn only_an_unsent_reply_to_a_client_that_left_is_dropped() {
     assert!(text.contains("fail to close sink"), "{text}");
     assert!(text.contains("fail to response message"), "{text}");
 }
+
+#[test]
+fn a_json_rpc_error_answered_to_a_client_is_logged_only_when_internal() {
+    let lines = Arc::new(Mutex::new(Vec::<u8>::new()));
+    let sink = lines.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_writer(move || Capture(sink.clone()))
+        .with_ansi(false)
+        .finish()
+        .with(ClientGone);
+    let answered = |code: i32, text: &str| {
+        rmcp::ErrorData::new(rmcp::model::ErrorCode(code), text.to_owned(), None)
+    };
+    tracing::subscriber::with_default(subscriber, || {
+        // Dropped: the client's own mistakes, which it receives as its answer.
+        let params = answered(-32602, "missing field `uri`");
+        tracing::warn!(target: "rmcp::service", id = 7, error = ?params, "response error");
+        let method = answered(-32601, "no method resources/nope");
+        tracing::warn!(target: "rmcp::service", id = 8, error = ?method, "response error");
+        // Kept: the server's own fault, another warning, another crate's line.
+        let internal = answered(-32603, "the store failed");
+        tracing::warn!(target: "rmcp::service", id = 9, error = ?internal, "response error");
+        let other = answered(-32602, "kept elsewhere");
+        tracing::warn!(target: "rmcp::service", error = ?other, "something else");
+        tracing::warn!(target: "server_full", error = ?other, "response error");
+    });
+    let text = String::from_utf8(lines.lock().unwrap().clone()).unwrap();
+    assert!(!text.contains("missing field"), "{text}");
+    assert!(!text.contains("no method"), "{text}");
+    assert!(text.contains("the store failed"), "{text}");
+    assert!(text.contains("something else"), "{text}");
+    assert_eq!(text.matches("response error").count(), 2, "{text}");
+}
