@@ -139,15 +139,28 @@ impl Status {
     }
 
     /// The answer while the daemon is not serving, and the readiness probes' answer while it
-    /// is not ready (503 with the phase).
+    /// is not ready (503 with the phase, and an `error` line: the read API's error shape).
     pub(crate) fn unavailable(&self) -> Response {
         let phase = self.phase();
-        let status = if phase >= Phase::Draining {
-            "stopping"
+        let (status, error) = if phase >= Phase::Draining {
+            (
+                "stopping",
+                format!(
+                    "the daemon is stopping (phase {}); send the request to another daemon \
+                     of the fleet or retry once it has restarted",
+                    phase.id()
+                ),
+            )
         } else {
-            "starting"
+            (
+                "starting",
+                format!(
+                    "the daemon is starting (phase {}); retry in a moment",
+                    phase.id()
+                ),
+            )
         };
-        let body = json!({ "status": status, "phase": phase.id() });
+        let body = json!({ "status": status, "phase": phase.id(), "error": error });
         (
             StatusCode::SERVICE_UNAVAILABLE,
             [(axum::http::header::RETRY_AFTER, "1")],

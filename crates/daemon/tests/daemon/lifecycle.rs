@@ -52,6 +52,7 @@ fn gated_start_single_instance_and_sigterm_drain() {
         // MCP first, then health: phases only move forward, so while health still reports a
         // start-up phase, the MCP request before it was answered during start-up too.
         let mcp = http(addr, "POST", "/mcp", &MCP_POST, &initialize(1));
+        let api = http(addr, "GET", "/api/v1/channels", &[], "");
         let db = http(addr, "GET", "/health?level=db", &[], "");
         let health = http(addr, "GET", "/health", &[], "");
         if health.status == 200 {
@@ -60,6 +61,14 @@ fn gated_start_single_instance_and_sigterm_drain() {
         assert_eq!(health.status, 503, "{}", health.body);
         assert_eq!(mcp.status, 503, "MCP before ready: {}", mcp.body);
         assert_eq!(db.status, 503, "db health before ready: {}", db.body);
+        // The read API's error shape: one `error` line saying what to do.
+        assert_eq!(api.status, 503, "read API before ready: {}", api.body);
+        let refused = api.json();
+        let error = refused["error"].as_str().unwrap_or_default();
+        assert!(
+            error.starts_with("the daemon is starting (phase ") && error.contains("retry"),
+            "{refused}"
+        );
         let body = health.json();
         assert_eq!(body["status"], "starting", "{body}");
         let phase = body["phase"].as_str().unwrap();
