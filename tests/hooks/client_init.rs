@@ -527,6 +527,42 @@ fn a_registration_from_before_the_turn_and_session_end_events_is_named_and_compl
             assert_eq!(c["divergences"], json!([]), "{c}");
         }
     }
+    // Claude Code is not on this machine and was never registered: not checked, so nothing
+    // of it diverges; VS Code, on this machine but not registered, is the one divergence left.
+    assert_eq!(status["client"]["checked"], json!(false), "{status}");
+    let divergences: Vec<&str> = status["divergences"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d.as_str().unwrap())
+        .collect();
+    assert!(
+        divergences.len() == 1 && divergences[0].starts_with("VS Code:"),
+        "{status}"
+    );
+    // Without VS Code, the clients registered match, and the exit status says so.
+    std::fs::remove_dir_all(home.join("vscode-user")).unwrap();
+    let out = env.run(&["status", "--json"], "", &[]);
+    let status: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(status["divergences"], json!([]), "{status}");
+    assert_eq!(out.status.code(), Some(0), "{status}");
+    let text = String::from_utf8(env.run(&["status"], "", &[]).stdout).unwrap();
+    assert!(
+        text.contains("Claude Code is not on this machine"),
+        "{text}"
+    );
+    // Once Claude Code is on the machine (its `.claude.json`), its missing registration counts.
+    std::fs::write(home.join(".claude.json"), "{}\n").unwrap();
+    let out = env.run(&["status", "--json"], "", &[]);
+    let status: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(out.status.code(), Some(2), "{status}");
+    assert!(
+        status["divergences"]
+            .to_string()
+            .contains("declares no `mcpServers.hooks`"),
+        "{status}"
+    );
+    std::fs::remove_file(home.join(".claude.json")).unwrap();
     // And --remove takes every one of them out again.
     env.cli(&[
         "init",

@@ -3,6 +3,9 @@
 //!
 //! Exit status: 0 when everything matches (and, for a network transport, the daemon answers),
 //! 1 when the configuration matches but the daemon is stopped, 2 when anything diverges.
+//! Claude Code is checked as `init` registers it: when it is on this machine, holds a
+//! registration, or no other client is on this machine or registered (its hooks also when VS
+//! Code, whose agent runs them, is registered).
 
 use std::path::Path;
 
@@ -64,12 +67,14 @@ pub fn run(json: bool, probe: impl FnOnce() -> Daemon) -> StatusReport {
         None => format!("{transport} (the client starts {})", bins.front.display()),
     };
 
-    // What the client declares.
-    let servers = read(&files.servers, &mut divergences);
+    // What Claude Code declares; its divergences count below only where it is checked.
+    let mut claude_server = Vec::new();
+    let mut claude_hooks = Vec::new();
+    let servers = read(&files.servers, &mut claude_server);
     let declared = servers.as_ref().and_then(|doc| client::our_server(doc));
     let declared_text = match declared {
         None => {
-            divergences.push(format!(
+            claude_server.push(format!(
                 "{} declares no `mcpServers.{SERVER_NAME}` server; run `hooks-mcp init`",
                 files.servers.display()
             ));
@@ -81,26 +86,43 @@ pub fn run(json: bool, probe: impl FnOnce() -> Daemon) -> StatusReport {
                 transport,
                 expected_url.as_deref(),
                 &bins,
-                &mut divergences,
+                &mut claude_server,
             );
             entry.to_string()
         }
     };
-    let settings = read(&files.settings, &mut divergences);
+    let settings = read(&files.settings, &mut claude_hooks);
     let mut hooks_text = Vec::new();
     let mut http_hooks = false;
+    let mut any_hook = false;
     for event in Event::ALL {
         let found = settings
             .as_ref()
             .map(|doc| client::our_hooks(doc, event))
             .unwrap_or_default();
-        check_hooks(event, &found, &files.settings, &endpoint, &mut divergences);
+        check_hooks(event, &found, &files.settings, &endpoint, &mut claude_hooks);
         http_hooks |= found.iter().any(|h| matches!(h, OurHook::Http { .. }));
+        any_hook |= !found.is_empty();
         hooks_text.push(format!("{event}: {}", describe(found.first())));
     }
 
     // The other clients: those on this machine, or registered.
     let others = other_clients(transport, &endpoint, &bins);
+    // Claude Code is checked as `init` registers it: when it is on this machine, holds a
+    // registration, or no other client is on this machine or registered. Its hooks are also
+    // checked when VS Code is registered, whose agent runs them.
+    let claude_checked =
+        clients::found(Client::Claude) || declared.is_some() || any_hook || others.is_empty();
+    let hooks_checked = claude_checked
+        || others
+            .iter()
+            .any(|r| r.client == Client::VsCode && r.registered);
+    if claude_checked {
+        divergences.append(&mut claude_server);
+    }
+    if hooks_checked {
+        divergences.append(&mut claude_hooks);
+    }
     for report in &others {
         divergences.extend(report.divergences.iter().cloned());
     }
@@ -147,6 +169,8 @@ pub fn run(json: bool, probe: impl FnOnce() -> Daemon) -> StatusReport {
             "transport": transport.as_str(),
             "endpoint": expected_url,
             "client": {
+                "checked": claude_checked,
+                "hooks_checked": hooks_checked,
                 "servers_file": files.servers.to_string_lossy(),
                 "settings_file": files.settings.to_string_lossy(),
                 "server": declared,
@@ -174,19 +198,27 @@ pub fn run(json: bool, probe: impl FnOnce() -> Daemon) -> StatusReport {
         });
         serde_json::to_string_pretty(&report).unwrap_or_else(|_| report.to_string())
     } else {
-        let mut lines = vec![
-            format!("configured:  {configured}"),
-            format!(
+        let mut lines = vec![format!("configured:  {configured}")];
+        if claude_checked {
+            lines.push(format!(
                 "client:      {} declares `{SERVER_NAME}`: {declared_text}",
                 files.servers.display()
-            ),
-            format!(
+            ));
+        } else {
+            lines.push(format!(
+                "client:      Claude Code is not on this machine ({} absent, `claude` not on \
+                 PATH) and holds no registration: not checked",
+                files.servers.display()
+            ));
+        }
+        if hooks_checked {
+            lines.push(format!(
                 "hooks:       {}: {}",
                 files.settings.display(),
                 hooks_text.join(", ")
-            ),
-            format!("daemon:      {daemon_text}"),
-        ];
+            ));
+        }
+        lines.push(format!("daemon:      {daemon_text}"));
         if let Some(url) = &console {
             lines.push(format!("console:     {url}"));
         }
