@@ -22,8 +22,8 @@ impl Write for Capture {
     }
 }
 
-#[test]
-fn only_an_unsent_reply_to_a_client_that_left_is_dropped() {
+/// What `emit` logs through a subscriber with the `ClientGone` layer, as text.
+fn captured(emit: impl FnOnce()) -> String {
     let lines = Arc::new(Mutex::new(Vec::<u8>::new()));
     let sink = lines.clone();
     let subscriber = tracing_subscriber::fmt()
@@ -31,7 +31,16 @@ fn only_an_unsent_reply_to_a_client_that_left_is_dropped() {
         .with_ansi(false)
         .finish()
         .with(ClientGone);
-    tracing::subscriber::with_default(subscriber, || {
+    tracing::subscriber::with_default(subscriber, emit);
+    lines
+        .lock()
+        .map(|l| String::from_utf8_lossy(&l).into_owned())
+        .unwrap_or_default()
+}
+
+#[test]
+fn only_an_unsent_reply_to_a_client_that_left_is_dropped() {
+    let text = captured(|| {
         let closed = "channel closed";
         let pipe = "Broken pipe (os error 32)";
         let other = "serialization failed";
@@ -43,7 +52,6 @@ fn only_an_unsent_reply_to_a_client_that_left_is_dropped() {
         tracing::error!(target: "rmcp::service", error = %closed, "fail to close sink");
         tracing::error!(target: "server_full", error = %closed, "fail to response message");
     });
-    let text = String::from_utf8(lines.lock().unwrap().clone()).unwrap();
     assert!(!text.contains("during drain"), "{text}");
     assert!(!text.contains("Broken pipe"), "{text}");
     assert!(text.contains("serialization failed"), "{text}");
@@ -53,17 +61,10 @@ fn only_an_unsent_reply_to_a_client_that_left_is_dropped() {
 
 #[test]
 fn a_json_rpc_error_answered_to_a_client_is_logged_only_when_internal() {
-    let lines = Arc::new(Mutex::new(Vec::<u8>::new()));
-    let sink = lines.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_writer(move || Capture(sink.clone()))
-        .with_ansi(false)
-        .finish()
-        .with(ClientGone);
     let answered = |code: i32, text: &str| {
         rmcp::ErrorData::new(rmcp::model::ErrorCode(code), text.to_owned(), None)
     };
-    tracing::subscriber::with_default(subscriber, || {
+    let text = captured(|| {
         // Dropped: the client's own mistakes, which it receives as its answer.
         let params = answered(-32602, "missing field `uri`");
         tracing::warn!(target: "rmcp::service", id = 7, error = ?params, "response error");
@@ -76,7 +77,6 @@ fn a_json_rpc_error_answered_to_a_client_is_logged_only_when_internal() {
         tracing::warn!(target: "rmcp::service", error = ?other, "something else");
         tracing::warn!(target: "server_full", error = ?other, "response error");
     });
-    let text = String::from_utf8(lines.lock().unwrap().clone()).unwrap();
     assert!(!text.contains("missing field"), "{text}");
     assert!(!text.contains("no method"), "{text}");
     assert!(text.contains("the store failed"), "{text}");
