@@ -4,7 +4,7 @@
 //! `HOOKS_MCP_CHANNELS`), as a message text, and as an RFC 3339 time. Invariants: a channel
 //! name is accepted exactly when it matches `^[A-Za-z0-9._-]{1,64}$` (checked against a
 //! regular expression, not the code's own loop); a message is accepted exactly when it is not
-//! blank and at most the byte limit; a time that parses formats back to text that parses to the
+//! blank, at most the byte limit and free of NUL characters (which cannot be stored); a time that parses formats back to text that parses to the
 //! same instant; no rule panics or gives an empty complaint.
 
 use std::sync::OnceLock;
@@ -36,7 +36,7 @@ pub fn check(data: &[u8]) {
     let message = check_message(&text);
     assert_eq!(
         message.is_ok(),
-        !text.trim().is_empty() && text.len() <= MESSAGE_MAX_BYTES,
+        !text.trim().is_empty() && text.len() <= MESSAGE_MAX_BYTES && !text.contains('\0'),
         "message of {} bytes: {message:?}",
         text.len()
     );
