@@ -395,25 +395,31 @@ fn network_registrations_reference_the_token_and_never_hold_it() {
         );
     }
 
-    // Codex has no SSE: refused when asked for, skipped when only found.
-    let refused = env.run(
-        &["init", "--client", "codex", "--transport", "sse"],
-        "",
-        &vars,
-    );
-    assert_eq!(refused.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&refused.stderr).contains("Codex has no SSE transport"));
+    // Codex has no SSE: under `sse` it gets the same daemon's streamable-HTTP URL, which
+    // every daemon serves beside /sse, and status finds it matching.
     let out = env.run(&["init", "--transport", "sse"], "", &vars);
     let report = String::from_utf8(out.stdout).unwrap();
     assert!(out.status.success(), "{report}");
+    let codex = std::fs::read_to_string(home.join(".codex/config.toml")).unwrap();
     assert!(
-        report.contains("Codex: skipped: Codex has no SSE transport"),
-        "{report}"
+        codex.contains("url = \"http://localhost:9444/mcp\""),
+        "{codex}"
     );
     assert_eq!(
         json_of(&home.join(".gemini/settings.json"))["mcpServers"]["hooks"]["url"],
         "http://localhost:9444/sse"
     );
+    let mut sse = vars.to_vec();
+    sse.push(("MCP_TRANSPORT", "sse"));
+    let out = env.run(&["status", "--json"], "", &sse);
+    let status: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let codex = status["clients"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "codex")
+        .unwrap();
+    assert_eq!(codex["divergences"], json!([]), "{status}");
 
     // Back to stdio: the token is no longer allowed through Gemini CLI's redaction.
     env.cli(&["init", "--client", "gemini"]);

@@ -85,7 +85,6 @@ fn plan_and_apply(args: &InitOptions) -> Result<String, String> {
             },
         }),
     };
-    let explicit = !args.clients.is_empty();
     let chosen = chosen(&args.clients);
     let mut report = Vec::new();
     let mut plans: Vec<(Client, Vec<FileChange>)> = Vec::new();
@@ -104,15 +103,8 @@ fn plan_and_apply(args: &InitOptions) -> Result<String, String> {
                 clients::plan(*other, spec.as_ref(), with_claude_hooks)
             }
         };
-        let unsupported = install
-            .as_ref()
-            .is_some_and(|(transport, _)| !clients::supports(*client, *transport));
         match plan {
             Ok(plan) => plans.push((*client, plan)),
-            // A client found (not asked for) without this transport is skipped.
-            Err(why) if unsupported && !explicit => {
-                report.push(format!("{}: skipped: {why}", client.title()))
-            }
             Err(why) => return Err(format!("{}: {why}", client.title())),
         }
     }

@@ -47,14 +47,21 @@ fn canonical_home(dir: PathBuf) -> PathBuf {
 }
 
 /// The changes to `config.toml` and `hooks.json`.
+///
+/// Codex has no SSE transport: under `sse` it is registered with the same daemon's
+/// streamable-HTTP URL (`/mcp`), which every daemon serves beside `/sse`.
 pub(super) fn plan(install: Option<&Install<'_>>) -> Result<Vec<FileChange>, String> {
-    if install.is_some_and(|i| i.transport == Transport::Sse) {
-        return Err(
-            "Codex has no SSE transport: register it with --transport streamable-http (or \
-             stdio)"
-                .into(),
-        );
-    }
+    let streamable;
+    let install = match install {
+        Some(sse) if sse.transport == Transport::Sse => {
+            streamable = Install {
+                transport: Transport::StreamableHttp,
+                ..sse.clone()
+            };
+            Some(&streamable)
+        }
+        other => other,
+    };
     plan_in(&dir()?, install)
 }
 

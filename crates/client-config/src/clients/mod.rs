@@ -191,11 +191,6 @@ fn holds_files(dir: &std::path::Path, depth: usize) -> bool {
     })
 }
 
-/// Whether `client` can reach the server over `transport` (Codex has no SSE).
-pub fn supports(client: Client, transport: Transport) -> bool {
-    !(client == Client::Codex && transport == Transport::Sse)
-}
-
 /// The changes that register hooks-mcp with `client` (`install`), or take it out (`None`).
 /// Claude Code's are [`crate::init`]'s; VS Code's hooks are Claude Code's
 /// (`with_claude_hooks`: plan them here too, when Claude Code is not planned beside it).
