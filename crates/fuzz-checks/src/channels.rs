@@ -4,8 +4,9 @@
 //! `HOOKS_MCP_CHANNELS`), as a message text, and as an RFC 3339 time. Invariants: a channel
 //! name is accepted exactly when it matches `^[A-Za-z0-9._-]{1,64}$` (checked against a
 //! regular expression, not the code's own loop); a message is accepted exactly when it is not
-//! blank, at most the byte limit and free of NUL characters (which cannot be stored); a time that parses formats back to text that parses to the
-//! same instant; no rule panics or gives an empty complaint.
+//! blank, at most the byte limit and free of NUL characters (which cannot be stored); a time
+//! that parses formats back to text that parses to the same instant; no rule panics or gives
+//! an empty complaint.
 
 use std::sync::OnceLock;
 
