@@ -937,6 +937,12 @@ async fn run(config: DaemonConfig, started: Instant) -> Result<(), DaemonError> 
         servers,
     )
     .await;
+    // A hook abandoned at the drain deadline (or by its client) may still wait for its
+    // condition script, on a thread of its own: the script would outlive the daemon.
+    let killed = hook_dispatch::conditions::kill_waited_scripts();
+    if killed > 0 {
+        tracing::warn!("ended {killed} condition script(s) that a hook was still waiting for");
+    }
     Ok(())
 }
 

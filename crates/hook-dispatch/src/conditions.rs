@@ -9,13 +9,14 @@
 //! else, a timeout or a script that cannot start is reported as context and blocks nothing.
 //! Conditions run one after the other, by name; a denial stops the rest; a rewritten input is
 //! what the next condition sees. Each script runs in its own process group, which is killed on
-//! timeout.
+//! timeout, or by [`kill_waited_scripts`] when a long-lived process (the daemon) exits while it
+//! still waits for one.
 
 use std::io::{self, Read};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::Path;
 use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::mpsc;
+use std::sync::{Mutex, PoisonError, mpsc};
 use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value};
@@ -33,6 +34,50 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
 const OUTPUT_CAP: usize = 1024 * 1024;
 /// The longest reason or context line taken from one script's stderr.
 const STDERR_SHOWN: usize = 2000;
+
+/// The process groups of the scripts being waited for now (each script leads its own group).
+static WAITED: Mutex<Vec<i32>> = Mutex::new(Vec::new());
+
+/// A script's process group listed in [`WAITED`] until this is dropped, after the script was
+/// reaped.
+struct Waited(i32);
+
+impl Waited {
+    /// Lists `child`'s process group.
+    fn list(child: &Child) -> Waited {
+        let group = rustix::process::Pid::from_child(child)
+            .as_raw_nonzero()
+            .get();
+        WAITED
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(group);
+        Waited(group)
+    }
+}
+
+impl Drop for Waited {
+    fn drop(&mut self) {
+        let mut waited = WAITED.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(at) = waited.iter().position(|g| *g == self.0) {
+            waited.swap_remove(at);
+        }
+    }
+}
+
+/// Kills the process group of every condition script a hook is still waiting for, and
+/// returns how many there were. A process that answers hooks for others (the daemon) calls
+/// this as it exits, so that no script outlives the hook that waited for it; `async` scripts,
+/// which nobody waits for, are left running, as a hook process leaves them.
+pub fn kill_waited_scripts() -> usize {
+    let waited = WAITED.lock().unwrap_or_else(PoisonError::into_inner);
+    for group in waited.iter() {
+        if let Some(pid) = rustix::process::Pid::from_raw(*group) {
+            let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
+        }
+    }
+    waited.len()
+}
 
 /// The time limit from [`TIMEOUT_ENV`], with a line for the operator when its value is not a
 /// positive number of milliseconds (the default applies then).
@@ -387,6 +432,8 @@ fn run(
         Ok(child) => child,
         Err(e) => return Ended::NotStarted(e),
     };
+    // Listed until the script is reaped (this is dropped after every wait below).
+    let _waited = Waited::list(&child);
     // Both pipes are drained on their own threads, so a chatty script never stalls on a full
     // pipe while this thread waits for it.
     let (sender, receiver) = mpsc::channel::<(bool, String)>();

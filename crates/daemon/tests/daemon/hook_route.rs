@@ -201,3 +201,92 @@ fn a_long_condition_script_holds_only_its_own_hook() {
     let status = hook.recv_timeout(crate::support::PATIENCE).unwrap();
     assert!(status == 200 || status == 204, "{status}");
 }
+
+/// Whether process `pid` still runs (it is neither gone nor a zombie).
+fn running(pid: &str) -> bool {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return false;
+    };
+    let state = stat
+        .rsplit_once(") ")
+        .and_then(|(_, rest)| rest.chars().next());
+    !matches!(state, None | Some('Z' | 'X'))
+}
+
+#[test]
+fn a_script_waited_for_at_the_drain_deadline_ends_with_the_daemon() {
+    let test = "hook_route::a_script_waited_for_at_the_drain_deadline_ends_with_the_daemon";
+    let home = tempfile::tempdir().unwrap();
+    let daemon = Daemon::start(
+        test,
+        home.path(),
+        &[
+            ("HOOKS_MCP_CONDITIONS_GATE", "off"),
+            ("HOOKS_MCP_CONDITION_TIMEOUT_MS", "120000"),
+            ("HOOKS_MCP_DRAIN_SECS", "1"),
+        ],
+    );
+    daemon.wait_ready();
+    let addr = daemon.addr;
+    let (script_pid, child_pid) = (home.path().join("pid"), home.path().join("child"));
+    // The script and a child of its own, both far longer than the drain.
+    let script = format!(
+        "sleep 60 & echo $! > '{}.tmp'; mv '{0}.tmp' '{0}'; echo $$ > '{}.tmp'; mv '{1}.tmp' '{1}'; wait",
+        child_pid.display(),
+        script_pid.display()
+    );
+    let session = crate::support::mcp_session(addr, &[]);
+    let set = crate::support::mcp_request(
+        addr,
+        &session,
+        &[],
+        &crate::support::call(
+            2,
+            "condition_set",
+            serde_json::json!({"name": "long", "step": "pre", "matcher": "bash",
+                               "script": script, "session_id": "operator"}),
+        ),
+    );
+    assert_eq!(set["result"]["isError"], false, "{set}");
+    let payload = r#"{"session_id":"h-1","transcript_path":"/t","cwd":"/tmp","hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"ls"},"tool_use_id":"toolu_long"}"#;
+    std::thread::spawn(move || {
+        let _ = crate::support::try_http(addr, "POST", "/hooks/PreToolUse", &[], payload);
+    });
+    let deadline = std::time::Instant::now() + crate::support::PATIENCE;
+    while !script_pid.exists() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the script never started"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let pids = [
+        std::fs::read_to_string(&script_pid)
+            .unwrap()
+            .trim()
+            .to_owned(),
+        std::fs::read_to_string(&child_pid)
+            .unwrap()
+            .trim()
+            .to_owned(),
+    ];
+    assert!(pids.iter().all(|p| running(p)), "{pids:?}");
+
+    daemon.signal("TERM");
+    let status = daemon.wait_exit();
+    assert!(status.success(), "{status:?}\n{}", daemon.log.text());
+    let deadline = std::time::Instant::now() + crate::support::PATIENCE;
+    while pids.iter().any(|p| running(p)) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the script's processes outlived the daemon: {pids:?}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let log = daemon.log.text();
+    assert!(log.contains("the drain deadline (1 s"), "{log}");
+    assert!(
+        log.contains("ended 1 condition script(s) that a hook was still waiting for"),
+        "{log}"
+    );
+}
