@@ -35,6 +35,15 @@ use crate::util::daemon::{Daemon, pinned_command};
 use crate::util::http::{Conn, tool_call};
 use crate::util::procfs::{self, TICKS_PER_SECOND, cpu_ticks, private_dirty_kib};
 
+/// Why processes run unpinned: asked for, or `taskset` or a second CPU missing.
+fn unpinned_why(args: &Args) -> &'static str {
+    if args.unpinned {
+        "unpinned (`--unpinned`: where the kernel puts them)"
+    } else {
+        "unpinned (taskset or a second CPU missing)"
+    }
+}
+
 /// Options of `cargo xtask bench http`.
 #[derive(Debug, Clone, clap::Args)]
 pub(crate) struct Args {
@@ -65,6 +74,12 @@ pub(crate) struct Args {
     /// the floor and the two partial requests, in rotating rounds.
     #[arg(long)]
     only_stateless: bool,
+    /// Leave every process where the kernel puts it, as deployed, instead of the daemon on
+    /// CPU 0 and the load generator on the others: with one client, whether a round trip
+    /// crosses CPUs (two wake-ups of an idle CPU) then depends on the scheduler, not on the
+    /// benchmark.
+    #[arg(long)]
+    unpinned: bool,
     /// Use the binaries as built (`target/release/hooks-mcp-full`, and `floor-http` for the
     /// stateless section; the debug ones with `--debug` or `--smoke`) instead of building them.
     #[arg(long)]
@@ -109,7 +124,8 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
         cargo::build_daemon(profile)?
     };
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let pinned = cpus >= 2 && Command::new("taskset").arg("-V").output().is_ok();
+    let pinned =
+        !args.unpinned && cpus >= 2 && Command::new("taskset").arg("-V").output().is_ok();
     if args.only_stateless {
         return stateless(args, profile, &bin, cpus, pinned);
     }
@@ -153,7 +169,7 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
         if pinned {
             format!("on CPU 0, load generator on CPU(s) 1-{}", cpus - 1)
         } else {
-            "unpinned (taskset or a second CPU missing)".into()
+            unpinned_why(args).into()
         },
         args.calls
     );
@@ -341,7 +357,7 @@ fn compare_metrics(args: &Args, bin: &Path, cpus: usize, pinned: bool) -> anyhow
                 cpus - 1
             )
         } else {
-            "unpinned (taskset or a second CPU missing)".into()
+            unpinned_why(args).into()
         },
         args.calls,
         args.rounds
@@ -593,7 +609,7 @@ fn stateless(
                 cpus - 1
             )
         } else {
-            "unpinned (taskset or a second CPU missing)".into()
+            unpinned_why(args).into()
         },
         args.calls,
         args.rounds
