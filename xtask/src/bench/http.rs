@@ -599,9 +599,9 @@ fn stateless(
         "{} build; two daemons {}, one with `HOOKS_MCP_FAST_CALLS=off` (rmcp serves its \
          stateless requests); {} calls per round, {} rounds per level and path, each round \
          starting with the next path; medians, range in brackets. Legacy sessions run on the \
-         fast path's daemon. The floor is `floor-http`, a std-only server on the daemons' CPU \
-         that answers every request with the fast path's reply, canned: the round trip any \
-         server pays here.\n",
+         fast path's daemon. The floor is `floor-http`, a std-only server {} that answers \
+         every request with the fast path's reply, canned: the round trip any server pays \
+         here.\n",
         if args.debug { "debug" } else { "release" },
         if pinned {
             format!(
@@ -612,7 +612,12 @@ fn stateless(
             unpinned_why(args).into()
         },
         args.calls,
-        args.rounds
+        args.rounds,
+        if pinned {
+            "on the daemons' CPU"
+        } else {
+            "placed as they are"
+        },
     );
     println!("| clients | path | calls/s | p50 (ms) | p99 (ms) | daemon CPU per call (µs) |");
     println!("|---:|---|---:|---:|---:|---:|");
