@@ -438,3 +438,59 @@ fn the_full_binary_answers_hooks_exactly_like_the_lean_one() {
     assert!(lean_out.contains("freeze at five"), "{lean_out}");
     assert_eq!(lean_out, String::from_utf8(full.stdout).unwrap());
 }
+
+#[test]
+fn a_store_write_past_the_file_size_limit_is_an_error_not_a_killed_process() {
+    use std::os::unix::process::ExitStatusExt;
+    let env = Env::new();
+    env.cli(&["channel", "publish", "ops", "before the limit"]);
+    // `ulimit -f` of 4 KiB: SQLite's shared-memory file alone is 32 KiB, so the store cannot
+    // be written (nor opened) past it. The kernel's default answer is SIGXFSZ, which kills.
+    let limited = |bin: &str, args: &[&str], stdin: &str| {
+        let mut c = env.command_of("prlimit");
+        c.args(["--fsize=4096", "--", bin])
+            .args(args)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        let mut child = c.spawn().expect("prlimit (util-linux) runs");
+        let _ = child.stdin.take().unwrap().write_all(stdin.as_bytes());
+        let out = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert_eq!(
+            out.status.signal(),
+            None,
+            "{bin} {args:?} was killed: {stderr}"
+        );
+        (out.status.code(), stderr)
+    };
+    let limit_named = "this process may write files of at most 4096 bytes (`ulimit -f`";
+
+    let payload = bash_call(SESSION, "ls").to_string();
+    let (code, stderr) = limited(
+        crate::support::hook_bin(),
+        &["hook", "PreToolUse"],
+        &payload,
+    );
+    assert_eq!(code, Some(0), "a hook never fails the agent: {stderr}");
+    assert!(stderr.contains(limit_named), "{stderr}");
+
+    let (code, stderr) = limited(
+        full_bin(),
+        &["channel", "publish", "ops", "past the limit"],
+        "",
+    );
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(stderr.contains(limit_named), "{stderr}");
+    assert!(stderr.contains("wrote nothing"), "{stderr}");
+
+    // Without the limit the store is whole: the first message, and not the second.
+    let read = env.cli_json(&["channel", "read", "--channel", "ops"]);
+    let texts: Vec<&str> = read["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|m| m["message"].as_str())
+        .collect();
+    assert_eq!(texts, ["before the limit"], "{read}");
+}

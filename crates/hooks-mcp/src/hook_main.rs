@@ -16,6 +16,9 @@
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
+    // A store write past `ulimit -f` fails as an error instead of killing the hook (its
+    // refusal, which cannot happen in practice, would only leave the default).
+    let _ = protocol_lite::diag::survive_file_size_limit();
     match hook_dispatch::run_from_args_with(hook_dispatch::open::sqlite_or_hand_over) {
         Some(code) => code,
         None => {

@@ -16,5 +16,7 @@
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
+    // A diagnostic to a redirected stderr past `ulimit -f` is dropped, not a killed session.
+    let _ = protocol_lite::diag::survive_file_size_limit();
     stdio_front::run()
 }

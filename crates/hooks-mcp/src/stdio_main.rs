@@ -13,6 +13,9 @@
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
+    // A store or log write past `ulimit -f` fails as an error instead of killing the session
+    // (the handler the front end installed did not survive its `exec`).
+    let _ = protocol_lite::diag::survive_file_size_limit();
     // A stdio server stays quiet: warnings only, unless HOOKS_MCP_LOG says otherwise.
     server_full::logging::init("warn,rmcp=error");
     let mut args = std::env::args_os()

@@ -112,6 +112,46 @@ fn write_now(fd: impl AsFd, bytes: &[u8]) -> usize {
     written
 }
 
+/// Makes a write past this process's file-size limit fail with `EFBIG`, which SQLite reports
+/// and the store returns as an error (the transaction rolled back, nothing half-written), or
+/// which [`diag!`](crate::diag!) drops like any write stderr cannot take, instead of the kernel
+/// killing the process with `SIGXFSZ`, its default action, mid-write.
+/// Each binary calls it first thing in `main`: a diagnostic written to a file (stderr
+/// redirected) is a write like any other.
+///
+/// A handler that does nothing is installed rather than the signal being ignored: an ignored
+/// signal stays ignored in the programs a process starts (condition scripts), while a handler
+/// is reset to the default at `exec`, so those programs keep the behaviour they expect.
+///
+/// # Errors
+/// The system's refusal to install the handler (a process can still run without it).
+#[cfg(unix)]
+#[allow(unsafe_code)]
+pub fn survive_file_size_limit() -> std::io::Result<()> {
+    extern "C" fn nothing(_: libc::c_int) {}
+    // SAFETY: `action` is zeroed (a valid `sigaction`: empty mask, no flags) and then given a
+    // handler that touches nothing, which is async-signal-safe; `sigaction` reads `action`
+    // and writes nothing back (a null old action).
+    let installed = unsafe {
+        let mut action: libc::sigaction = std::mem::zeroed();
+        action.sa_sigaction = nothing as extern "C" fn(libc::c_int) as libc::sighandler_t;
+        action.sa_flags = libc::SA_RESTART;
+        libc::sigemptyset(&mut action.sa_mask);
+        libc::sigaction(libc::SIGXFSZ, &action, std::ptr::null_mut())
+    };
+    if installed == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
+
+/// Elsewhere there is no such signal: nothing to do.
+#[cfg(not(unix))]
+pub fn survive_file_size_limit() -> std::io::Result<()> {
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

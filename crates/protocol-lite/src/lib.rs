@@ -11,7 +11,8 @@
 //!   use it, so both answer bad input identically.
 //! - [`diag`]: diagnostics on stderr that ignore write errors and never block (`diag!`): a
 //!   closed or full stderr never takes a process down or stalls it; what it cannot take at
-//!   once is dropped.
+//!   once is dropped. `survive_file_size_limit` answers `SIGXFSZ`, so that a write past
+//!   `ulimit -f` fails instead of killing the process.
 //! - [`fdio`]: a pipe handed over with `O_NONBLOCK`, read and written as if it blocked
 //!   (waiting in `poll`), and whether the reader of stdout is gone: both halves of a stdio
 //!   session use it.
@@ -39,7 +40,8 @@
 //!
 //! No tokio, no rmcp, no store, no tool implementations: this crate is the whole protocol
 //! surface of a process that most agent sessions never take past `tools/list`, and it must stay
-//! small. Only `serde`/`serde_json`, `thiserror` and `rustix` (`poll`, for [`diag`] and [`fdio`]).
+//! small. Only `serde`/`serde_json`, `thiserror`, `rustix` (`poll`, for [`diag`] and [`fdio`])
+//! and `libc` (`sigaction`, for `survive_file_size_limit`).
 //!
 //! # Example
 //!

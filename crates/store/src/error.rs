@@ -165,18 +165,19 @@ pub enum StoreError {
         hint: &'static str,
     },
     /// The disk under the database failed a write: it is full (`SQLITE_FULL`), or an I/O error
-    /// (`SQLITE_IOERR`, which a full disk also causes while a file grows). The failed call
-    /// wrote nothing.
+    /// (`SQLITE_IOERR`, which a full disk also causes while a file grows, and so does a write
+    /// past the process's file-size limit). The failed call wrote nothing.
     #[error(
-        "cannot write the store at {path} ({detail}); the disk holding it may be full or \
-         failing: free space there (or set HOOKS_MCP_HOME to a directory on another disk), then \
-         retry; the failed call wrote nothing"
+        "cannot write the store at {path} ({detail}); {advice}, then retry; the failed call wrote nothing"
     )]
     Disk {
         /// The database file.
         path: PathBuf,
         /// What SQLite reported.
         detail: String,
+        /// The likely cause and its remedy: the process's file-size limit when one is set, else
+        /// a full or failing disk.
+        advice: String,
     },
     /// A file-system failure around the database (creating its directory...).
     #[error("{action} {path}: {source}")]

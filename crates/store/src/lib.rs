@@ -37,6 +37,7 @@ pub mod api;
 mod audit;
 mod delivery;
 mod error;
+mod file_size;
 mod fleet;
 pub mod no_wait;
 #[cfg(feature = "postgres")]

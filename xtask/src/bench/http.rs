@@ -124,8 +124,7 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
         cargo::build_daemon(profile)?
     };
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let pinned =
-        !args.unpinned && cpus >= 2 && Command::new("taskset").arg("-V").output().is_ok();
+    let pinned = !args.unpinned && cpus >= 2 && Command::new("taskset").arg("-V").output().is_ok();
     if args.only_stateless {
         return stateless(args, profile, &bin, cpus, pinned);
     }

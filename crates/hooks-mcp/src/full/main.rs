@@ -114,6 +114,9 @@ fn parse_transport(text: &str) -> Result<client_config::client::Transport, Strin
 }
 
 fn main() -> ExitCode {
+    // A store or log write past `ulimit -f` fails as an error instead of killing the process
+    // (its refusal, which cannot happen in practice, would only leave the default).
+    let _ = protocol_lite::diag::survive_file_size_limit();
     // The hook runs around every tool call: it skips the logger and the argument parser.
     if let Some(code) = hook_dispatch::run_from_args() {
         return code;

@@ -689,6 +689,7 @@ fn map_err(path: &Path, e: rusqlite::Error, started: Option<Instant>) -> StoreEr
         Some(ErrorCode::DiskFull | ErrorCode::SystemIoFailure) => StoreError::Disk {
             path,
             detail: e.to_string(),
+            advice: crate::file_size::disk_advice(),
         },
         Some(ErrorCode::ReadOnly | ErrorCode::CannotOpen | ErrorCode::PermissionDenied) => {
             StoreError::ReadOnly {
