@@ -3,7 +3,7 @@
 //! `/mcp`; answered by the hook dispatcher over the daemon's store; counted in
 //! `/health?level=full`.
 
-use crate::support::{Daemon, TOKEN, http, wait_health};
+use crate::support::{Daemon, TOKEN, call, http, mcp_request, mcp_session, wait_health};
 
 const BEARER: &str = "Bearer test-token-0123456789abcdef";
 
@@ -130,18 +130,9 @@ fn hook_routes_are_gated_like_mcp_and_answered_by_the_dispatcher() {
 /// for a file this test writes only once they were).
 #[test]
 fn a_long_condition_script_holds_only_its_own_hook() {
-    use crate::support::{call, mcp_request, mcp_session};
     let test = "hook_route::a_long_condition_script_holds_only_its_own_hook";
     let home = tempfile::tempdir().unwrap();
-    let daemon = Daemon::start(
-        test,
-        home.path(),
-        &[
-            ("HOOKS_MCP_CONDITIONS_GATE", "off"),
-            ("HOOKS_MCP_CONDITION_TIMEOUT_MS", "120000"),
-        ],
-    );
-    daemon.wait_ready();
+    let daemon = slow_condition_daemon(test, home.path(), &[]);
     let addr = daemon.addr;
     let started = home.path().join("script-started");
     let go = home.path().join("go");
@@ -151,32 +142,14 @@ fn a_long_condition_script_holds_only_its_own_hook() {
         go.display()
     );
     let session = mcp_session(addr, &[]);
-    let set = mcp_request(
-        addr,
-        &session,
-        &[],
-        &call(
-            2,
-            "condition_set",
-            serde_json::json!({"name": "slow", "step": "pre", "matcher": "bash",
-                               "script": script, "session_id": "operator"}),
-        ),
-    );
-    assert_eq!(set["result"]["isError"], false, "{set}");
+    set_bash_condition(addr, &session, "slow", &script);
 
-    let payload = r#"{"session_id":"h-1","transcript_path":"/t","cwd":"/tmp","hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"ls"},"tool_use_id":"toolu_slow"}"#;
+    let payload = bash_pre_tool_use("toolu_slow");
     let (done, hook) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
-        let _ = done.send(http(addr, "POST", "/hooks/PreToolUse", &[], payload).status);
+        let _ = done.send(http(addr, "POST", "/hooks/PreToolUse", &[], &payload).status);
     });
-    let deadline = std::time::Instant::now() + crate::support::PATIENCE;
-    while !started.exists() {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the script never started"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+    wait_until("the script never started", || started.exists());
     // While the script runs: a store probe, a read of the API and a tool that writes.
     let probe = http(addr, "GET", "/health?level=db", &[], "");
     assert_eq!(probe.status, 200, "{}", probe.body);
@@ -202,6 +175,51 @@ fn a_long_condition_script_holds_only_its_own_hook() {
     assert!(status == 200 || status == 204, "{status}");
 }
 
+/// A ready daemon whose condition scripts may run for two minutes, with `extra` variables.
+fn slow_condition_daemon(test: &str, home: &std::path::Path, extra: &[(&str, &str)]) -> Daemon {
+    let mut vars = vec![
+        ("HOOKS_MCP_CONDITIONS_GATE", "off"),
+        ("HOOKS_MCP_CONDITION_TIMEOUT_MS", "120000"),
+    ];
+    vars.extend_from_slice(extra);
+    let daemon = Daemon::start(test, home, &vars);
+    daemon.wait_ready();
+    daemon
+}
+
+/// Sets condition `name`: `script` before every `Bash` call.
+fn set_bash_condition(addr: std::net::SocketAddr, session: &str, name: &str, script: &str) {
+    let set = mcp_request(
+        addr,
+        session,
+        &[],
+        &call(
+            2,
+            "condition_set",
+            serde_json::json!({"name": name, "step": "pre", "matcher": "bash",
+                               "script": script, "session_id": "operator"}),
+        ),
+    );
+    assert_eq!(set["result"]["isError"], false, "{set}");
+}
+
+/// A `PreToolUse` payload of a `Bash` call with id `tool_use_id`.
+fn bash_pre_tool_use(tool_use_id: &str) -> String {
+    serde_json::json!({"session_id": "h-1", "transcript_path": "/t", "cwd": "/tmp",
+                       "hook_event_name": "PreToolUse", "tool_name": "Bash",
+                       "tool_input": {"command": "ls"}, "tool_use_id": tool_use_id})
+    .to_string()
+}
+
+/// Waits (at most [`crate::support::PATIENCE`]) until `done`; panics with `failure` after that.
+fn wait_until(failure: &str, done: impl Fn() -> bool) {
+    let deadline = std::time::Instant::now() + crate::support::PATIENCE;
+    while !done() {
+        assert!(std::time::Instant::now() < deadline, "{failure}");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
 /// Whether process `pid` still runs (it is neither gone nor a zombie).
 fn running(pid: &str) -> bool {
     let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
@@ -217,16 +235,7 @@ fn running(pid: &str) -> bool {
 fn a_script_waited_for_at_the_drain_deadline_ends_with_the_daemon() {
     let test = "hook_route::a_script_waited_for_at_the_drain_deadline_ends_with_the_daemon";
     let home = tempfile::tempdir().unwrap();
-    let daemon = Daemon::start(
-        test,
-        home.path(),
-        &[
-            ("HOOKS_MCP_CONDITIONS_GATE", "off"),
-            ("HOOKS_MCP_CONDITION_TIMEOUT_MS", "120000"),
-            ("HOOKS_MCP_DRAIN_SECS", "1"),
-        ],
-    );
-    daemon.wait_ready();
+    let daemon = slow_condition_daemon(test, home.path(), &[("HOOKS_MCP_DRAIN_SECS", "1")]);
     let addr = daemon.addr;
     let (script_pid, child_pid) = (home.path().join("pid"), home.path().join("child"));
     // The script and a child of its own, both far longer than the drain.
@@ -235,31 +244,12 @@ fn a_script_waited_for_at_the_drain_deadline_ends_with_the_daemon() {
         child_pid.display(),
         script_pid.display()
     );
-    let session = crate::support::mcp_session(addr, &[]);
-    let set = crate::support::mcp_request(
-        addr,
-        &session,
-        &[],
-        &crate::support::call(
-            2,
-            "condition_set",
-            serde_json::json!({"name": "long", "step": "pre", "matcher": "bash",
-                               "script": script, "session_id": "operator"}),
-        ),
-    );
-    assert_eq!(set["result"]["isError"], false, "{set}");
-    let payload = r#"{"session_id":"h-1","transcript_path":"/t","cwd":"/tmp","hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"ls"},"tool_use_id":"toolu_long"}"#;
+    set_bash_condition(addr, &mcp_session(addr, &[]), "long", &script);
+    let payload = bash_pre_tool_use("toolu_long");
     std::thread::spawn(move || {
-        let _ = crate::support::try_http(addr, "POST", "/hooks/PreToolUse", &[], payload);
+        let _ = crate::support::try_http(addr, "POST", "/hooks/PreToolUse", &[], &payload);
     });
-    let deadline = std::time::Instant::now() + crate::support::PATIENCE;
-    while !script_pid.exists() {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the script never started"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+    wait_until("the script never started", || script_pid.exists());
     let pids = [
         std::fs::read_to_string(&script_pid)
             .unwrap()
@@ -275,14 +265,9 @@ fn a_script_waited_for_at_the_drain_deadline_ends_with_the_daemon() {
     daemon.signal("TERM");
     let status = daemon.wait_exit();
     assert!(status.success(), "{status:?}\n{}", daemon.log.text());
-    let deadline = std::time::Instant::now() + crate::support::PATIENCE;
-    while pids.iter().any(|p| running(p)) {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the script's processes outlived the daemon: {pids:?}"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+    wait_until("the script's processes outlived the daemon", || {
+        !pids.iter().any(|p| running(p))
+    });
     let log = daemon.log.text();
     assert!(log.contains("the drain deadline (1 s"), "{log}");
     assert!(
