@@ -16,6 +16,8 @@ use std::io::Write;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
+    // A diagnostic to a redirected stderr past `ulimit -f` is dropped, not a killed child.
+    let _ = protocol_lite::diag::survive_file_size_limit();
     if std::env::args_os().len() > 1 {
         protocol_lite::diag!(
             "hooks-mcp-catalogue: takes no arguments; it prints the tool listing the stdio \
