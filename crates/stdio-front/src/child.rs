@@ -12,10 +12,35 @@ use rustix::event::{PollFd, PollFlags, Timespec, poll};
 use crate::error::FrontError;
 
 /// Room reserved for a child's output (the catalogue's is about 9 KiB today): more than
-/// glibc's threshold for mapping an allocation on its own, so the buffer is unmapped when
-/// dropped and a child's output leaves nothing behind in an idle session's heap. Only the
-/// pages the output fills are ever touched.
+/// glibc's threshold for mapping an allocation on its own ([`MMAP_THRESHOLD`]), so the buffer
+/// is unmapped when dropped and a child's output leaves nothing behind in an idle session's
+/// heap. Only the pages the output fills are ever touched.
 const OUTPUT_ROOM: usize = 256 * 1024;
+
+/// glibc's default threshold for mapping an allocation on its own, kept fixed by
+/// [`map_outputs_apart`].
+const MMAP_THRESHOLD: usize = 128 * 1024;
+
+const _: () = assert!(OUTPUT_ROOM > MMAP_THRESHOLD);
+
+/// Keeps glibc's threshold for mapping an allocation on its own at its default, so that every
+/// child's output buffer ([`OUTPUT_ROOM`]) is mapped apart from the heap. Left dynamic, glibc
+/// raises the threshold to the size of the first such buffer when it is freed, and the next
+/// child's buffer (the 2026-07-28 opening's listing child) then comes from the heap, whose
+/// touched pages stay with the idle session. Called once at start, before any allocation that
+/// large.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+#[allow(unsafe_code)]
+pub(crate) fn map_outputs_apart() {
+    #[allow(clippy::cast_possible_wrap, clippy::cast_possible_truncation)]
+    let threshold = MMAP_THRESHOLD as libc::c_int;
+    // SAFETY: `mallopt` takes no pointers; the front end runs on one thread.
+    let _ = unsafe { libc::mallopt(libc::M_MMAP_THRESHOLD, threshold) };
+}
+
+/// Other allocators: nothing to set.
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+pub(crate) fn map_outputs_apart() {}
 
 /// How a child is named in messages, and how to fix not finding it.
 #[derive(Debug, Clone, Copy)]
@@ -107,7 +132,8 @@ pub(crate) fn output_of(
 /// bytes: whether the pipe reached its end.
 fn read_available(pipe: &mut ChildStderr, kept: &mut Vec<u8>) -> io::Result<bool> {
     rustix::io::ioctl_fionbio(&*pipe, true)?;
-    let mut chunk = [0u8; 4096];
+    // Small: an idle session keeps every stack page it ever touched, and a child rarely says much.
+    let mut chunk = [0u8; 1024];
     loop {
         match pipe.read(&mut chunk) {
             Ok(0) => return Ok(true),

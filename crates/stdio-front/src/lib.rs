@@ -27,8 +27,8 @@
 //!
 //! # What it must not depend on
 //!
-//! std, rustix, protocol-lite, store-files (where the store lives and the watch on its
-//! files, which the store uses too), the catalogue and serde_json only: no tokio, rmcp, store,
+//! std, rustix, libc (one `mallopt`), protocol-lite, store-files (where the store lives and
+//! the watch on its files, which the store uses too), the catalogue and serde_json only: no tokio, rmcp, store,
 //! SQLite or tools crate, nor the full server. The front end's dependency tree is checked in
 //! CI (`cargo tree -p hooks-mcp --no-default-features -e normal`); what needs the store runs in
 //! a child or after the handoff.
@@ -63,6 +63,7 @@ use crate::error::{FrontError, debug};
 /// transports `exec` the full binary at once; otherwise the light session serves stdin until it
 /// ends (exit 0) or hands off.
 pub fn run() -> ExitCode {
+    child::map_outputs_apart();
     let args: Vec<String> = match std::env::args_os()
         .skip(1)
         .map(OsString::into_string)

@@ -144,7 +144,10 @@ impl DirWatch {
         use std::os::unix::ffi::OsStrExt;
 
         use rustix::fs::inotify::{ReadFlags, Reader};
-        let mut buf = [MaybeUninit::<u8>::uninit(); 4096];
+        // Room for several events (one takes at most 16 bytes and a name of NAME_MAX + 1); the
+        // reader reads again until none is left. Small, as the front end's idle stack keeps
+        // every page it ever touched.
+        let mut buf = [MaybeUninit::<u8>::uninit(); 1024];
         let mut reader = Reader::new(&self.fd, &mut buf);
         let mut drained = Drained::default();
         loop {
