@@ -23,6 +23,8 @@ pub fn query_words(query: &str) -> Result<Vec<String>, ToolError> {
 
 /// How well `spec` matches `words` (from [`query_words`]): 0 for not at all. A word (or its
 /// singular) in the name counts most, then the category and the title, then the description.
+/// A query word matches the start of a word of those texts: `sched` finds `scheduler`, `all`
+/// does not find `call`.
 pub fn score(spec: &ToolSpec, words: &[String]) -> usize {
     let name = spec.name.to_lowercase();
     let title = spec.title.to_lowercase();
@@ -39,9 +41,13 @@ pub fn score(spec: &ToolSpec, words: &[String]) -> usize {
         .sum()
 }
 
-/// Whether `text` (lowercase) mentions `word` (lowercase) or its singular.
+/// Whether a word of `text` (lowercase; its words split as [`query_words`] splits a query)
+/// starts with `word` (lowercase) or its singular.
 fn mentions(text: &str, word: &str) -> bool {
-    text.contains(word) || text.contains(singular(word))
+    // The singular is a prefix of the word: a text word starting with the word starts with it.
+    let stem = singular(word);
+    text.split(|c: char| !c.is_alphanumeric())
+        .any(|token| token.starts_with(stem))
 }
 
 /// `word` without a plural ending (`schedules` → `schedule`, `searches` → `search`), or
@@ -78,6 +84,27 @@ mod tests {
         ] {
             assert_eq!(singular(plural), one, "{plural}");
         }
+    }
+
+    #[test]
+    fn a_word_matches_the_start_of_a_word_not_its_middle() {
+        let text = "re-inject a reminder every n tool calls (channel_list, scheduler's jobs)";
+        for (word, found) in [
+            ("all", false),
+            ("call", true),
+            ("calls", true),
+            ("remind", true),
+            ("reminders", true),
+            ("inject", true),
+            ("list", true),
+            ("sched", true),
+            ("jobs", true),
+            ("minder", false),
+            ("hedule", false),
+        ] {
+            assert_eq!(mentions(text, word), found, "{word}");
+        }
+        assert!(mentions("list all channels", "all"));
     }
 
     #[test]
