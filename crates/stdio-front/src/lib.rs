@@ -28,10 +28,10 @@
 //! # What it must not depend on
 //!
 //! std, rustix, libc (one `mallopt`), protocol-lite, store-files (where the store lives and
-//! the watch on its files, which the store uses too), the catalogue and serde_json only: no tokio, rmcp, store,
-//! SQLite or tools crate, nor the full server. The front end's dependency tree is checked in
-//! CI (`cargo tree -p hooks-mcp --no-default-features -e normal`); what needs the store runs in
-//! a child or after the handoff.
+//! the watch on its files, which the store uses too), the catalogue and serde_json only: no
+//! tokio, rmcp, store, SQLite or tools crate, nor the full server. The front end's dependency
+//! tree is checked in CI (`cargo tree -p hooks-mcp --no-default-features -e normal`); what
+//! needs the store runs in a child or after the handoff.
 
 mod child;
 mod error;
