@@ -732,3 +732,74 @@ fn a_list_cursor_is_refused_alike_on_both_sides_of_the_handoff() {
     let (status, rest) = s.finish();
     assert!(status.success(), "{rest:?}");
 }
+
+/// A legacy `initialize` (2025-11-25) with `id`.
+fn legacy_initialize(id: i64) -> String {
+    request(
+        id,
+        "initialize",
+        json!({"protocolVersion": "2025-11-25", "capabilities": {},
+               "clientInfo": {"name": "c", "version": "1"}}),
+    )
+}
+
+/// Checks that `r` refuses an `initialize` after the stateless era was chosen, saying so.
+fn assert_initialize_refused(r: &Value) {
+    assert_eq!(r["error"]["code"], -32600, "{r}");
+    let message = r["error"]["message"].as_str().unwrap();
+    assert!(
+        message.starts_with("`initialize` after a 2026-07-28 request")
+            && message.contains("start a new server process"),
+        "{r}"
+    );
+}
+
+#[test]
+fn an_initialize_after_the_2026_opening_is_refused_alike_on_both_sides_of_the_handoff() {
+    // Claude Code's opening chose the stateless era for this stdio process. An `initialize`
+    // answered now would promise a legacy session that the requests after it, without
+    // `_meta`, would not get (rmcp keeps refusing them): it is refused instead, saying why.
+    let mut s = Server::start();
+    claude_code_opening(&mut s);
+    let light = s.ask(&legacy_initialize(7));
+    assert_initialize_refused(&light);
+    assert_light(&s);
+    let bare = s.ask(&request(8, "tools/list", json!({})));
+    assert_eq!(bare["error"]["code"], -32602, "{bare}");
+    let list = s.ask(&modern(9, "tools/list", json!({})));
+    assert_eq!(list["result"]["resultType"], "complete", "{list}");
+    hand_off_with_a_call(&mut s);
+    assert_eq!(s.ask(&legacy_initialize(7)), light);
+    let r = s.ask(&modern(10, "tools/list", json!({})));
+    assert_eq!(r["result"]["resultType"], "complete", "{r}");
+    let (status, rest) = s.finish();
+    assert!(status.success(), "{rest:?}");
+
+    // The full server on its own decides by the same rule: a 2026-07-28 call chooses the era,
+    // a probe does not.
+    let mut s = Server::with(Options {
+        bin: full_bin(),
+        ..Options::default()
+    });
+    let discover = s.ask(&modern(1, "server/discover", json!({})));
+    assert_eq!(discover["result"]["resultType"], "complete", "{discover}");
+    let r = s.ask(&modern(
+        2,
+        "tools/call",
+        json!({"name": "channel_list", "arguments": {}}),
+    ));
+    assert_eq!(r["result"]["isError"], false, "{r}");
+    assert_eq!(s.ask(&legacy_initialize(7)), light);
+    let (status, rest) = s.finish();
+    assert!(status.success(), "{rest:?}");
+
+    let mut s = Server::with(Options {
+        bin: full_bin(),
+        ..Options::default()
+    });
+    s.ask(&modern(1, "server/discover", json!({})));
+    let init = s.ask(&legacy_initialize(7));
+    assert_eq!(init["result"]["protocolVersion"], "2025-11-25", "{init}");
+    let (status, rest) = s.finish();
+    assert!(status.success(), "{rest:?}");
+}

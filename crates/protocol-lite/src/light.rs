@@ -161,6 +161,9 @@ pub struct LightSession {
     watches_resources: bool,
     replay: Vec<u8>,
     initialize_id: Option<Value>,
+    /// An earlier request chose the stateless era for the process
+    /// ([`modern::chooses_stateless`]): an `initialize` is refused.
+    stateless: bool,
     held: Vec<Held>,
 }
 
@@ -181,6 +184,7 @@ impl LightSession {
             watches_resources: false,
             replay: Vec::new(),
             initialize_id: None,
+            stateless: false,
             held: Vec::new(),
         }
     }
@@ -367,8 +371,8 @@ impl LightSession {
             "initialize" if initialized => {
                 return Step::Handoff("a second `initialize` request".into());
             }
-            "initialize" if !self.held.is_empty() => {
-                return Step::Handoff("`initialize` after `subscriptions/listen`".into());
+            "initialize" if self.stateless => {
+                return Step::Reply(modern::initialize_after_stateless(&id).to_line());
             }
             "initialize" => match requested_version(params.as_ref()) {
                 Some(version) => {
@@ -411,6 +415,11 @@ impl LightSession {
         let version = modern::requested_version(params).unwrap_or_default();
         if !SUPPORTED_VERSIONS.contains(&version) {
             return Step::Reply(modern::unsupported_version_line(&id, version));
+        }
+        // The full server answers the removed methods before rmcp sees them: they choose
+        // nothing there, so not here either.
+        if modern::removed_method(&id, method).is_none() {
+            self.stateless |= modern::chooses_stateless(method, params);
         }
         if LISTS.contains(&method)
             && let Some(refused) = modern::cursor_refusal(&id, params)

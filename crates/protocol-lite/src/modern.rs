@@ -84,6 +84,35 @@ pub fn unsupported_version_line(id: &Value, requested: &str) -> Vec<u8> {
     }))
 }
 
+/// Whether a request with `method` and `params`, read before any `initialize`, chooses the
+/// stateless era for the whole stdio process: it carries complete `_meta` naming a supported
+/// version and is not `initialize`, `server/discover` (a probe that leaves both eras open) or
+/// `ping`. This is rmcp's rule; the light path follows it too, so both sides of the handoff
+/// agree on the era. Callers answer the removed methods ([`removed_method`]) before asking.
+pub fn chooses_stateless(method: &str, params: Option<&Map<String, Value>>) -> bool {
+    !matches!(method, "initialize" | "server/discover" | "ping")
+        && missing_meta(params).is_empty()
+        && requested_version(params).is_some_and(|v| SUPPORTED_VERSIONS.contains(&v))
+}
+
+/// The `-32600` reply to an `initialize` on a stdio process whose earlier request chose the
+/// stateless era ([`chooses_stateless`]): one process serves the era it was opened with, and
+/// an answered `initialize` would promise a legacy session that the requests after it (without
+/// `_meta`) would not get.
+pub fn initialize_after_stateless(id: &Value) -> ErrorReply {
+    ErrorReply {
+        id: id.clone(),
+        code: jsonrpc::INVALID_REQUEST,
+        message: format!(
+            "`initialize` after a 2026-07-28 request: this server process already serves the \
+             stateless revision that an earlier request chose with its `_meta`, and one stdio \
+             process serves one era; go on sending `{PROTOCOL_VERSION_KEY}` and \
+             `{CLIENT_CAPABILITIES_KEY}` in every request's `_meta`, or start a new server \
+             process and open it with `initialize`"
+        ),
+    }
+}
+
 /// The methods the 2026-07-28 revision removed, each with what replaces it (empty when
 /// nothing does: `ping` went with the lifecycle).
 pub const REMOVED_METHODS: [(&str, &str); 4] = [

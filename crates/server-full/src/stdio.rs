@@ -384,6 +384,7 @@ where
         listening: listening.clone(),
         seen_request: false,
         lifecycle: false,
+        stateless: false,
         server: server.clone(),
     };
     let reader = tokio::spawn(reader.run());
@@ -445,6 +446,9 @@ struct LineReader<R, W> {
     seen_request: bool,
     /// An `initialize` request was read: the legacy lifecycle, whose `ping` rmcp answers.
     lifecycle: bool,
+    /// A request before any `initialize` chose the stateless era for the process
+    /// (`modern::chooses_stateless`, rmcp's rule): a later `initialize` is refused.
+    stateless: bool,
     /// The server, whose open subscriptions end when the input does.
     server: HooksServer,
 }
@@ -532,6 +536,8 @@ where
                 return None;
             }
         };
+        // Whether the request, once rmcp has it, chooses the stateless era.
+        let mut chooses = false;
         let (id, method) = match incoming {
             jsonrpc::Incoming::Notification { .. } if !self.seen_request => return None,
             jsonrpc::Incoming::Request { id, method, params } => {
@@ -549,11 +555,18 @@ where
                     }
                     None => None,
                 };
+                // rmcp would answer it and keep refusing requests without `_meta`: refused,
+                // in the light path's words.
+                let reply = reply.or_else(|| {
+                    (method == "initialize" && self.stateless)
+                        .then(|| modern::initialize_after_stateless(&id).to_line())
+                });
                 if let Some(reply) = reply {
                     self.seen_request = true;
                     self.write_line(&reply).await;
                     return None;
                 }
+                chooses = !self.lifecycle && modern::chooses_stateless(&method, params.as_ref());
                 self.lifecycle |= method == "initialize";
                 (Some(id), method)
             }
@@ -570,6 +583,7 @@ where
                 if id.is_some() {
                     self.seen_request = true;
                 }
+                self.stateless |= chooses;
                 Some((message, settle))
             }
             Err(e) => {

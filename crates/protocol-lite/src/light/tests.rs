@@ -404,20 +404,57 @@ fn a_cancelled_listen_is_forgotten_and_not_replayed() {
     assert!(s.handoff(b"x\n", b"").env.is_empty());
 }
 
+/// Checks that `s` refuses an `initialize` as one after the stateless era was chosen, and
+/// then still serves 2026-07-28 requests.
+fn refuses_initialize(s: &mut LightSession) {
+    let r = reply(s.handle(INIT.as_bytes()));
+    assert_eq!(r["id"], "i-1", "{r}");
+    assert_eq!(r["error"]["code"], -32600, "{r}");
+    let message = r["error"]["message"].as_str().unwrap();
+    assert!(
+        message.starts_with("`initialize` after a 2026-07-28 request")
+            && message.contains("start a new server process"),
+        "{r}"
+    );
+    assert!(matches!(
+        s.handle(modern(json!(9), "tools/list", json!({})).as_bytes()),
+        Step::ListModernTools(_)
+    ));
+}
+
 #[test]
-fn initialize_after_a_held_listen_hands_off_and_a_legacy_handoff_is_unchanged() {
+fn initialize_after_a_2026_request_is_refused_and_a_legacy_handoff_is_unchanged() {
+    // A held listen chose the stateless era: the process serves it, as rmcp would after the
+    // handoff, rather than answer an `initialize` whose session it could not keep.
     let mut s = watching();
     let line = listen(json!(1));
     let Step::Listen(l) = s.handle(line.as_bytes()) else {
         panic!("held");
     };
     s.hold(line.as_bytes(), l);
-    assert!(matches!(s.handle(INIT.as_bytes()), Step::Handoff(_)));
+    refuses_initialize(&mut s);
+    // So does a list answered here.
+    let mut s = watching();
+    let step = s.handle(modern(json!(1), "tools/list", json!({})).as_bytes());
+    assert!(matches!(step, Step::ListModernTools(_)), "{step:?}");
+    refuses_initialize(&mut s);
 
     let mut s = watching();
-    // A probe first leaves the session free to initialize.
+    // A probe, a refused request (no `_meta`, a version not served) and a removed method
+    // choose nothing: the session is still free to initialize.
     reply(s.handle(modern(json!(0), "server/discover", json!({})).as_bytes()));
-    reply(s.handle(INIT.as_bytes()));
+    reply(s.handle(br#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}"#));
+    let unsupported = modern(json!(2), "tools/list", json!({})).replace("2026-07-28", "1999-01-01");
+    assert_eq!(
+        reply(s.handle(unsupported.as_bytes()))["error"]["code"],
+        -32022
+    );
+    let removed = reply(s.handle(modern(json!(3), "logging/setLevel", json!({})).as_bytes()));
+    assert_eq!(removed["error"]["code"], -32601);
+    assert_eq!(
+        reply(s.handle(INIT.as_bytes()))["result"]["protocolVersion"],
+        "2025-06-18"
+    );
     let initialized = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
     s.handle(initialized.as_bytes());
     let handoff = s.handoff(b"trigger\n", b"");
