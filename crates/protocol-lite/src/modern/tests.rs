@@ -263,3 +263,44 @@ fn the_errors_say_what_failed() {
     assert_eq!(failed.code, -32603);
     assert_eq!(failed.message, "cannot list the resources: boom");
 }
+
+#[test]
+fn only_a_complete_2026_request_but_a_probe_chooses_the_stateless_era() {
+    let params = |meta: Value| json!({"_meta": meta}).as_object().cloned();
+    let complete = params(json!({PROTOCOL_VERSION_KEY: "2026-07-28", CLIENT_CAPABILITIES_KEY: {}}));
+    for method in [
+        "tools/list",
+        "tools/call",
+        "subscriptions/listen",
+        "resources/read",
+    ] {
+        assert!(chooses_stateless(method, complete.as_ref()), "{method}");
+    }
+    for method in ["server/discover", "ping", "initialize"] {
+        assert!(!chooses_stateless(method, complete.as_ref()), "{method}");
+    }
+    // An inline legacy revision chooses the inline lifecycle too, as rmcp has it.
+    let inline_legacy =
+        params(json!({PROTOCOL_VERSION_KEY: "2025-06-18", CLIENT_CAPABILITIES_KEY: {}}));
+    assert!(chooses_stateless("tools/list", inline_legacy.as_ref()));
+    for refused in [
+        None,
+        params(json!({PROTOCOL_VERSION_KEY: "2026-07-28"})),
+        params(json!({PROTOCOL_VERSION_KEY: "1999-01-01", CLIENT_CAPABILITIES_KEY: {}})),
+    ] {
+        assert!(
+            !chooses_stateless("tools/list", refused.as_ref()),
+            "{refused:?}"
+        );
+    }
+    let refusal = initialize_after_stateless(&json!(7));
+    assert_eq!((refusal.id, refusal.code), (json!(7), -32600));
+    assert!(
+        refusal
+            .message
+            .starts_with("`initialize` after a 2026-07-28 request")
+            && refusal.message.contains("start a new server process"),
+        "{}",
+        refusal.message
+    );
+}
