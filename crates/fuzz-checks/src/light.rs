@@ -17,7 +17,9 @@
 //! and only 2026-07-28 requests are answered or held here (a method that revision removed
 //! gets `-32601`); their results are complete
 //! (`resultType`) and carry caching hints. A list request with a cursor gets `-32602` in
-//! either era (every list is one page).
+//! either era (every list is one page). A request before `initialize` with complete `_meta`
+//! naming a served version, other than `server/discover`, `ping` and the removed methods,
+//! chooses the stateless era: an `initialize` after it gets `-32600`.
 //!
 //! The replay holds exactly the answered `initialize` line and the notifications after it, or
 //! the held (and not cancelled) `subscriptions/listen` lines; a handoff replays it, then the
@@ -62,6 +64,8 @@ fn complete_initialize(params: Option<&Map<String, Value>>) -> bool {
 #[derive(Default)]
 struct Model {
     initialized: bool,
+    /// A request chose the stateless era: `initialize` is refused.
+    stateless: bool,
     /// The replay of a session that opened with `initialize`.
     replay: Vec<u8>,
     /// The held subscriptions: id and line.
@@ -169,6 +173,10 @@ pub fn check(data: &[u8]) {
         let params = params.as_ref();
         let rule = (!model.initialized && method != "initialize" && method != "ping")
             .then(|| stateless(params));
+        // Whether this request chooses the stateless era (once answered here).
+        let chooses = matches!(rule, Some(Stateless::Modern | Stateless::Legacy))
+            && method != "server/discover"
+            && !removed(&method);
         // A list's cursor is refused in either era, once the 2026 rules let the request by.
         let rule = match rule {
             Some(Stateless::Modern | Stateless::Legacy) | None if with_cursor(&method, params) => {
@@ -239,6 +247,7 @@ pub fn check(data: &[u8]) {
             }
             Step::Nothing => panic!("the request `{method}` (id {id}) got no reply"),
         }
+        model.stateless |= chooses;
         assert_eq!(session.replay(), model.replay(), "replay after a request");
         let held: Vec<&Value> = model.held.iter().map(|(id, _)| id).collect();
         assert_eq!(session.held().collect::<Vec<_>>(), held);
@@ -296,6 +305,11 @@ fn check_reply(
         }
         return;
     }
+    if method == "initialize" && model.stateless {
+        assert!(!model.initialized);
+        assert_eq!(value["error"]["code"], jsonrpc::INVALID_REQUEST, "{value}");
+        return;
+    }
     assert!(
         value.get("result").is_some(),
         "an initialized session is answered with results"
@@ -305,7 +319,7 @@ fn check_reply(
             assert!(!model.initialized, "a second initialize is handed off");
             assert!(
                 model.held.is_empty(),
-                "initialize after a listen is handed off"
+                "a held listen chose the stateless era"
             );
             assert!(complete_initialize(params));
             assert!(value["result"]["protocolVersion"].is_string());
@@ -346,7 +360,7 @@ fn check_handoff(
                 )
         }
         None if method == "initialize" => {
-            !model.initialized && model.held.is_empty() && complete_initialize(params)
+            !model.initialized && (model.stateless || complete_initialize(params))
         }
         // A request whose `_meta` names 2026-07-28 or an unserved version, in an initialized
         // session, is the full server's.
