@@ -418,7 +418,8 @@ impl LightSession {
         }
         // The full server answers the removed methods before rmcp sees them: they choose
         // nothing there, so not here either.
-        if modern::removed_method(&id, method).is_none() {
+        let removed = modern::removed_method(&id, method);
+        if removed.is_none() {
             self.stateless |= modern::chooses_stateless(method, params);
         }
         if LISTS.contains(&method)
@@ -429,7 +430,7 @@ impl LightSession {
         if version != STATELESS_VERSION {
             return Step::Handoff(format!("`{method}` for protocol version {version}"));
         }
-        if let Some(removed) = modern::removed_method(&id, method) {
+        if let Some(removed) = removed {
             return Step::Reply(removed.to_line());
         }
         let result = match method {

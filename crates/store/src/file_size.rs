@@ -1,6 +1,6 @@
 //! The process's file-size limit (`ulimit -f`, `RLIMIT_FSIZE`) named when a write fails: a
 //! write past it fails as a full disk's does (each binary answers `SIGXFSZ` with
-//! `protocol_lite::survive_file_size_limit`, so it is an error, not a killed process).
+//! `protocol_lite::diag::survive_file_size_limit`, so it is an error, not a killed process).
 
 /// What to do about a failed write: raise the process's file-size limit when one is set (a
 /// write past it fails as a full disk's does), else free space on a full or failing disk.
