@@ -38,6 +38,7 @@ pub fn mcp_router(
     let mut config = StreamableHttpServerConfig::default()
         .with_max_request_body_bytes(options.max_body_bytes)
         .with_sse_keep_alive(None)
+        .with_sse_retry(None)
         .with_cancellation_token(cancel.child_token());
     config = if options.allowed_hosts.is_empty() {
         config.disable_allowed_hosts()

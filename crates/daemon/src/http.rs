@@ -330,6 +330,10 @@ pub(crate) fn mcp_router(
     let mut config = StreamableHttpServerConfig::default()
         .with_max_request_body_bytes(options.max_body_bytes)
         .with_sse_keep_alive(Some(options.keep_alive))
+        // No priming event: rmcp's carries the id `0` on every stream of a session, where the
+        // transport asks for ids unique across the session's streams, and sends a client that
+        // loses a reply stream to resume it, which these streams cannot (they keep no events).
+        .with_sse_retry(None)
         .with_cancellation_token(cancel.child_token());
     config.session_store = kept.map(|k| k as Arc<dyn SessionStore>);
     config = if options.allowed_hosts.iter().any(|h| h == "*") {
@@ -356,26 +360,40 @@ pub(crate) fn mcp_router(
         options.keep_alive,
         cancel.child_token(),
     ));
-    let end = {
+    // One handler for every method, so that no `Allow` header is added to rmcp's answers
+    // (axum's method router adds its own routed methods to every response it passes on).
+    let endpoint = {
         let manager = manager.clone();
-        let streamable = streamable.clone();
-        move |request: Request| end_session(manager, streamable, request)
+        move |request: Request| {
+            let (manager, streamable) = (manager.clone(), streamable.clone());
+            async move {
+                if request.method() == Method::DELETE {
+                    return end_session(manager, streamable, request).await;
+                }
+                match tower::ServiceExt::oneshot(streamable, request).await {
+                    Ok(response) => response.into_response(),
+                    Err(never) => match never {},
+                }
+            }
+        }
     };
     Router::new()
-        .route(
-            "/mcp",
-            axum::routing::delete(end).fallback_service(streamable),
-        )
+        .route("/mcp", axum::routing::any(endpoint))
         .route_layer(axum::middleware::from_fn_with_state(
             options.max_body_bytes,
             crate::mcp_headers::fill_notification_method,
         ))
-        .route_layer(axum::middleware::from_fn(
+        .route_layer(axum::middleware::from_fn_with_state(
+            options.max_body_bytes,
             crate::mcp_headers::malformed_as_json_rpc,
         ))
         .route_layer(axum::middleware::from_fn_with_state(
             options.max_body_bytes,
             crate::mcp_headers::removed_methods,
+        ))
+        .route_layer(axum::middleware::from_fn_with_state(
+            options.max_body_bytes,
+            crate::mcp_headers::protocol_version_header,
         ))
         .route_layer(axum::middleware::from_fn_with_state(
             (manager.clone(), shared.sessions.clone()),

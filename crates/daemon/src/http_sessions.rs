@@ -13,9 +13,9 @@
 //! - everything else (`tools/list_changed`, log messages) goes to the session's standalone
 //!   GET stream, waiting there (a bounded few) until the client opens one.
 //!
-//! Reply streams carry no event ids, so a client that loses one does not resume it (a
-//! `Last-Event-ID` gets an empty stream): it retries the call. State that matters lives in the
-//! store, never in a stream.
+//! Reply streams carry no event ids (the daemon turns rmcp's priming event off), so a client
+//! that loses one does not resume it (a `Last-Event-ID` gets an empty stream): it retries the
+//! call. State that matters lives in the store, never in a stream.
 //!
 //! What a session needs to go on elsewhere lives in the store too ([`StoredSessions`], rmcp's
 //! session store over [`store::DaemonStateStore`]): the client's `initialize` parameters, kept

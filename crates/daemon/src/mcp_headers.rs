@@ -1,5 +1,7 @@
-//! The standard request headers of the 2026-07-28 revision (`Mcp-Method`, `Mcp-Name`) on a
-//! Streamable HTTP POST, as the daemon adjusts them before rmcp validates them.
+//! The standard request headers of the 2026-07-28 revision (`Mcp-Method`, `Mcp-Name`,
+//! `MCP-Protocol-Version`) on a Streamable HTTP POST, as the daemon adjusts or checks them
+//! before rmcp validates them, and the JSON-RPC errors it gives where rmcp answers plain text
+//! (a body that is not one message, a repeated or unserved `MCP-Protocol-Version`).
 //!
 //! The specification requires `Mcp-Method` on every request ("Required For: All requests")
 //! and leaves notifications open: "header requirements for notification POSTs are not defined
@@ -17,6 +19,7 @@ use axum::http::{HeaderValue, Method, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use futures_util::StreamExt;
+use protocol_lite::handshake::SUPPORTED_VERSIONS;
 use serde_json::Value;
 
 /// The header a 2026-07-28 request names its method in.
@@ -25,6 +28,8 @@ const MCP_METHOD: &str = "mcp-method";
 const MCP_PROTOCOL_VERSION: &str = "mcp-protocol-version";
 /// The first revision with standard request headers (rmcp checks them from this one on).
 const STANDARD_HEADERS_FROM: &str = "2026-07-28";
+/// The JSON-RPC code of a standard header that disagrees with the request (HeaderMismatch).
+const HEADER_MISMATCH: i64 = -32020;
 
 /// Middleware on `/mcp`: fills `Mcp-Method` of a 2026-07-28 notification POST that lacks it
 /// (see the module docs). `max_body` is the transport's body limit, enforced here as rmcp
@@ -55,29 +60,141 @@ pub(crate) async fn fill_notification_method(
 /// Middleware on `/mcp`: a POST whose JSON body rmcp cannot take as one JSON-RPC message
 /// (not JSON, a batch, an id that is neither a string nor an integer, another `jsonrpc`) gets
 /// a JSON-RPC error as 400, as the transport page asks ("the HTTP status code SHOULD be 400
-/// ... with a JSON-RPC error response that has no id"), instead of rmcp's plain-text 415, which
-/// a client cannot read as an answer. Looks at no body: only the request's content type and
-/// the response's status, so a well-formed request costs nothing here.
-pub(crate) async fn malformed_as_json_rpc(request: Request, next: Next) -> Response {
+/// ... with a JSON-RPC error response"), instead of rmcp's plain-text 415, which a client cannot
+/// read as an answer: `-32700` for a body that is not JSON, `-32600` for JSON that is not one
+/// message, with the request's `id` whenever it can be read. The body is kept (shared, not
+/// copied) while rmcp answers, and looked at only when rmcp refused it.
+pub(crate) async fn malformed_as_json_rpc(
+    State(max_body): State<usize>,
+    request: Request,
+    next: Next,
+) -> Response {
     let json = request.method() == Method::POST
         && request
             .headers()
             .get(axum::http::header::CONTENT_TYPE)
             .and_then(|v| v.to_str().ok())
             .is_some_and(|v| v.trim_start().starts_with("application/json"));
-    let response = next.run(request).await;
-    if !json || response.status() != StatusCode::UNSUPPORTED_MEDIA_TYPE {
+    if !json {
+        return next.run(request).await;
+    }
+    let (parts, body) = request.into_parts();
+    let bytes = match collect(body, max_body).await {
+        Ok(bytes) => bytes,
+        Err(refusal) => return refusal,
+    };
+    let response = next
+        .run(Request::from_parts(parts, Body::from(bytes.clone())))
+        .await;
+    if response.status() != StatusCode::UNSUPPORTED_MEDIA_TYPE {
         return response;
     }
-    let reply = protocol_lite::jsonrpc::ErrorReply {
-        id: Value::Null,
-        code: protocol_lite::jsonrpc::INVALID_REQUEST,
-        message: "Invalid request: the body is not one JSON-RPC 2.0 message (JSON text, an \
-                  object with `jsonrpc` \"2.0\", a string or integer `id`, no batch); send \
-                  one message per POST"
-            .into(),
+    json_rpc_error(StatusCode::BAD_REQUEST, &malformed(&bytes))
+}
+
+/// The JSON-RPC error for a POST body rmcp refused as no JSON-RPC message: the front end's own
+/// reading of it (the same codes, ids and reasons as on stdio), in the words of HTTP.
+fn malformed(body: &[u8]) -> protocol_lite::jsonrpc::ErrorReply {
+    match protocol_lite::jsonrpc::parse_line(body) {
+        Err(mut reply) => {
+            reply.message = reply
+                .message
+                .replace(
+                    "one JSON-RPC 2.0 object per line",
+                    "one JSON-RPC 2.0 message per POST",
+                )
+                .replace("on its own line", "in its own POST");
+            reply
+        }
+        // Read as a message here but not by rmcp: say what a message must be.
+        Ok((_, incoming)) => protocol_lite::jsonrpc::ErrorReply {
+            id: match incoming {
+                protocol_lite::jsonrpc::Incoming::Request { id, .. } => id,
+                _ => Value::Null,
+            },
+            code: protocol_lite::jsonrpc::INVALID_REQUEST,
+            message: "Invalid request: the body is not one JSON-RPC 2.0 message (JSON text, an \
+                      object with `jsonrpc` \"2.0\", a string or integer `id`, no batch); send \
+                      one message per POST"
+                .into(),
+        },
+    }
+}
+
+/// Middleware on `/mcp`: a POST's `MCP-Protocol-Version` must be one header naming a revision
+/// this server serves. Twice is refused with `-32020` (HeaderMismatch), as rmcp refuses a
+/// repeated `Mcp-Method` or `Mcp-Name`: rmcp would read the first value, and an intermediary
+/// that reads the last would route the request by another revision than the one it is served
+/// by. A revision not served is refused with `-32022` and the served ones in `data`, as the
+/// transport page asks ("an UnsupportedProtocolVersionError listing its supported versions"),
+/// whether or not the body names one in `_meta` (rmcp answers plain text when it does not).
+/// The body is read only to give a refusal the request's `id`.
+pub(crate) async fn protocol_version_header(
+    State(max_body): State<usize>,
+    request: Request,
+    next: Next,
+) -> Response {
+    if request.method() != Method::POST {
+        return next.run(request).await;
+    }
+    let refusal = {
+        let mut values = request.headers().get_all(MCP_PROTOCOL_VERSION).iter();
+        match (values.next(), values.next()) {
+            (None, _) => None,
+            (Some(_), Some(_)) => Some(VersionRefusal::Repeated),
+            (Some(value), None) => {
+                let value = String::from_utf8_lossy(value.as_bytes());
+                (!SUPPORTED_VERSIONS.contains(&value.as_ref()))
+                    .then(|| VersionRefusal::Unsupported(value.into_owned()))
+            }
+        }
     };
-    json_rpc_error(StatusCode::BAD_REQUEST, &reply)
+    let Some(refusal) = refusal else {
+        return next.run(request).await;
+    };
+    let id = match collect(request.into_body(), max_body).await {
+        Ok(bytes) => request_id(&bytes),
+        Err(too_large) => return too_large,
+    };
+    match refusal {
+        VersionRefusal::Repeated => {
+            let reply = protocol_lite::jsonrpc::ErrorReply {
+                id,
+                code: HEADER_MISMATCH,
+                message: "Header mismatch: MCP-Protocol-Version is sent more than once; send it \
+                          once, naming the revision in the request's \
+                          `_meta.io.modelcontextprotocol/protocolVersion` (or the session's)"
+                    .into(),
+            };
+            json_rpc_error(StatusCode::BAD_REQUEST, &reply)
+        }
+        VersionRefusal::Unsupported(requested) => (
+            StatusCode::BAD_REQUEST,
+            [(axum::http::header::CONTENT_TYPE, "application/json")],
+            protocol_lite::modern::unsupported_version_line(&id, &requested),
+        )
+            .into_response(),
+    }
+}
+
+/// What is wrong with a POST's `MCP-Protocol-Version`.
+enum VersionRefusal {
+    /// The header is there more than once.
+    Repeated,
+    /// It names this revision, which this server does not serve.
+    Unsupported(String),
+}
+
+/// The id of the JSON-RPC request in `body`, or `null` when there is none to read.
+fn request_id(body: &[u8]) -> Value {
+    match serde_json::from_slice::<Value>(body) {
+        Ok(Value::Object(mut message)) => match message.remove("id") {
+            Some(id @ Value::String(_)) => id,
+            Some(Value::Number(n)) if n.is_i64() => Value::Number(n),
+            _ => Value::Null,
+        },
+        _ => Value::Null,
+    }
 }
 
 /// A JSON-RPC error answer with `status`.
@@ -156,10 +273,11 @@ fn needs_a_look(request: &Request) -> bool {
     request.method() == Method::POST && !headers.contains_key(MCP_METHOD) && is_standard(request)
 }
 
-/// The whole body, at most `max` bytes.
+/// The whole body, at most `max` bytes (a body sent in one piece, as most are, is not copied).
 async fn collect(body: Body, max: usize) -> Result<Bytes, Response> {
     let mut stream = body.into_data_stream();
-    let mut collected = Vec::new();
+    let mut chunks: Vec<Bytes> = Vec::new();
+    let mut len = 0usize;
     while let Some(chunk) = stream.next().await {
         let chunk = chunk.map_err(|e| {
             (
@@ -168,16 +286,21 @@ async fn collect(body: Body, max: usize) -> Result<Bytes, Response> {
             )
                 .into_response()
         })?;
-        if chunk.len() > max.saturating_sub(collected.len()) {
+        if chunk.len() > max.saturating_sub(len) {
             return Err((
                 StatusCode::PAYLOAD_TOO_LARGE,
                 format!("Payload Too Large: request body exceeds {max} bytes\n"),
             )
                 .into_response());
         }
-        collected.extend_from_slice(&chunk);
+        len += chunk.len();
+        chunks.push(chunk);
     }
-    Ok(Bytes::from(collected))
+    Ok(match chunks.len() {
+        0 => Bytes::new(),
+        1 => chunks.swap_remove(0),
+        _ => Bytes::from(chunks.concat()),
+    })
 }
 
 /// The method of a JSON-RPC notification (an object with a string `method` and no `id`

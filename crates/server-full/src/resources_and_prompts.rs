@@ -23,7 +23,8 @@ pub(crate) fn protocol_error(error: ToolError) -> ErrorData {
 /// The registration serving `uri`, with its variables.
 ///
 /// # Errors
-/// -32602 naming the URIs this server serves when none matches.
+/// Resource not found (`-32002`, `-32602` for 2026-07-28 peers) naming the URIs this server
+/// serves, when none matches.
 pub(crate) fn resource_for(
     uri: &str,
 ) -> Result<(&'static ResourceRegistration, UriVariables), ErrorData> {
@@ -34,7 +35,8 @@ pub(crate) fn resource_for(
         }
     }
     let valid: Vec<&str> = all.iter().map(|r| r.uri).collect();
-    Err(ErrorData::invalid_params(
+    // Resource not found: -32002 for the 2025 revisions; rmcp gives 2026-07-28 peers -32602.
+    Err(ErrorData::resource_not_found(
         format!(
             "no resource has the URI `{uri}`; valid URIs look like: {}",
             valid.join(", ")
@@ -72,7 +74,7 @@ mod tests {
     fn unknown_uris_say_what_a_valid_one_looks_like() {
         crate::link_tools();
         let error = resource_for("hooks://channels/").unwrap_err();
-        assert_eq!(error.code, rmcp::model::ErrorCode::INVALID_PARAMS);
+        assert_eq!(error.code, rmcp::model::ErrorCode::RESOURCE_NOT_FOUND);
         assert!(
             error.message.contains("hooks://channels/{channel}"),
             "{}",

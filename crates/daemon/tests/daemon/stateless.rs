@@ -322,6 +322,88 @@ fn standard_headers_are_checked_and_a_notification_needs_no_mcp_method() {
     assert_eq!(http(addr, "POST", "/mcp", &right, &cancelled).status, 202);
 }
 
+/// `MCP-Protocol-Version` sent twice, or naming a revision the server does not serve, is refused
+/// with a JSON-RPC error a client can read (rmcp reads the first of two, and answers an unserved
+/// one in plain text when `_meta` does not name it too), with the request's id.
+#[test]
+fn a_repeated_or_unserved_version_header_gets_a_json_rpc_error() {
+    let (daemon, _) = shared(
+        "stateless::a_repeated_or_unserved_version_header_gets_a_json_rpc_error",
+        false,
+    );
+    let addr = daemon.addr;
+    let json_error = |reply: &Response| -> (u16, Value) {
+        assert_eq!(
+            reply.header("content-type"),
+            Some("application/json"),
+            "{}",
+            reply.body
+        );
+        (reply.status, reply.json())
+    };
+    // MCP-Protocol-Version twice, in either order: a header mismatch, whatever the first says.
+    let body = request(10, "tools/list", json!({}));
+    for versions in [[VERSION, "2025-11-25"], ["2025-11-25", VERSION]] {
+        let mut twice = headers("tools/list", None);
+        twice[1] = ("MCP-Protocol-Version", versions[0]);
+        twice.push(("MCP-Protocol-Version", versions[1]));
+        let (status, error) = json_error(&http(addr, "POST", "/mcp", &twice, &body));
+        assert_eq!(
+            (status, &error["error"]["code"]),
+            (400, &json!(-32020)),
+            "{error}"
+        );
+        assert_eq!(error["id"], 10, "{error}");
+        assert!(
+            error["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("more than once"),
+            "{error}"
+        );
+    }
+    // A revision the server does not serve, named by the header alone: -32022 with the served
+    // ones, as when `_meta` names it too.
+    let mut future = headers("tools/list", None);
+    future[1] = ("MCP-Protocol-Version", "2099-01-01");
+    let plain = json!({"jsonrpc": "2.0", "id": 11, "method": "tools/list"}).to_string();
+    let (status, error) = json_error(&http(addr, "POST", "/mcp", &future, &plain));
+    assert_eq!(
+        (status, &error["error"]["code"]),
+        (400, &json!(-32022)),
+        "{error}"
+    );
+    assert_eq!(error["id"], 11, "{error}");
+    assert_eq!(error["error"]["data"]["requested"], "2099-01-01", "{error}");
+    let supported = error["error"]["data"]["supported"].as_array().unwrap();
+    assert!(supported.contains(&json!(VERSION)), "{error}");
+    // A well-formed request's answer names no methods in `Allow` (that header belongs to 405s).
+    let reply = http(addr, "POST", "/mcp", &headers("tools/list", None), &body);
+    assert_eq!(reply.status, 200, "{}", reply.body);
+    assert_eq!(reply.header("allow"), None, "{}", reply.head);
+}
+
+/// An unknown resource URI is "not found" in each era's words: `-32002` in a 2025 session,
+/// `-32602` for a 2026-07-28 request (the code that revision gives it).
+#[test]
+fn an_unknown_resource_is_not_found_in_each_eras_code() {
+    let (daemon, _) = shared(
+        "stateless::an_unknown_resource_is_not_found_in_each_eras_code",
+        false,
+    );
+    let uri = json!({"uri": "file:///nowhere"});
+    let session = mcp_session(daemon.addr, &[]);
+    let body = json!({"jsonrpc": "2.0", "id": 2, "method": "resources/read", "params": uri});
+    let legacy = mcp_request(daemon.addr, &session, &[], &body.to_string());
+    assert_eq!(legacy["error"]["code"], -32002, "{legacy}");
+    let (_, modern) = ask(daemon, "resources/read", Some("file:///nowhere"), uri);
+    assert_eq!(modern["error"]["code"], -32602, "{modern}");
+    for answer in [&legacy, &modern] {
+        let text = answer["error"]["message"].as_str().unwrap();
+        assert!(text.contains("hooks://channels/{channel}"), "{answer}");
+    }
+}
+
 #[test]
 fn a_base64_mcp_name_is_compared_decoded() {
     let (daemon, home) = shared("stateless::a_base64_mcp_name_is_compared_decoded", false);
@@ -471,13 +553,35 @@ fn missing_meta_fields_and_an_unknown_revision_are_refused() {
         assert_eq!(code, -32601, "{text}");
         assert!(text.contains(instead), "{text}");
     }
-    // A body that is not one JSON-RPC message: 400 with a JSON-RPC error without an id (the
-    // transport page), not a plain-text 415.
-    for body in [
-        "{not json",
-        r#"[{"jsonrpc":"2.0","id":1,"method":"tools/list"}]"#,
-        r#"{"jsonrpc":"2.0","id":true,"method":"tools/list"}"#,
-        r#"{"jsonrpc":"1.0","id":1,"method":"tools/list"}"#,
+    // A body that is not one JSON-RPC message: 400 with a JSON-RPC error (the transport page),
+    // not a plain-text 415: -32700 for what is not JSON, -32600 for JSON that is no message,
+    // with the id it names when that can be read, and what to send instead.
+    for (body, code, id, says) in [
+        ("{not json", -32700, Value::Null, "per POST"),
+        (
+            r#"[{"jsonrpc":"2.0","id":1,"method":"tools/list"}]"#,
+            -32600,
+            Value::Null,
+            "batch",
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":true,"method":"tools/list"}"#,
+            -32600,
+            Value::Null,
+            "`id`",
+        ),
+        (
+            r#"{"jsonrpc":"1.0","id":7,"method":"tools/list"}"#,
+            -32600,
+            json!(7),
+            "`jsonrpc`",
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":"eight","method":"tools/list","params":[1]}"#,
+            -32600,
+            json!("eight"),
+            "`params`",
+        ),
     ] {
         let reply = http(addr, "POST", "/mcp", &headers("tools/list", None), body);
         assert_eq!(reply.status, 400, "{body}: {}", reply.body);
@@ -487,8 +591,10 @@ fn missing_meta_fields_and_an_unknown_revision_are_refused() {
             "{body}"
         );
         let error = message(&reply);
-        assert_eq!(error["id"], Value::Null, "{body}: {error}");
-        assert_eq!(error["error"]["code"], -32600, "{body}: {error}");
+        assert_eq!(error["id"], id, "{body}: {error}");
+        assert_eq!(error["error"]["code"], code, "{body}: {error}");
+        let text = error["error"]["message"].as_str().unwrap_or_default();
+        assert!(text.contains(says), "{body}: {text}");
     }
     // A list's cursor: every list is one page, so none is valid (the spec's -32602).
     for method in [
@@ -922,8 +1028,40 @@ fn a_legacy_session_on_the_same_endpoint_is_unchanged() {
         "stateless::a_legacy_session_on_the_same_endpoint_is_unchanged",
         false,
     );
-    let session = mcp_session(daemon.addr, &[]);
+    // A 2025-11-25 session's streams carry no event ids: rmcp's priming event gave every
+    // stream of a session the same one, where ids must be unique across them, and sent a client
+    // that lost a stream to resume one that keeps no events.
+    let opening = json!({
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "clientInfo": {"name": "daemon-tests", "version": "1"},
+        },
+    });
+    let opened = http(daemon.addr, "POST", "/mcp", &MCP_POST, &opening.to_string());
+    assert_eq!(opened.status, 200, "{}", opened.body);
+    assert!(
+        !opened.body.lines().any(|l| l.starts_with("id:")),
+        "{}",
+        opened.body
+    );
+    let session = opened.header("mcp-session-id").unwrap().to_owned();
     let body = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}).to_string();
+    let mut in_session = MCP_POST.to_vec();
+    in_session.push(("Mcp-Session-Id", &session));
+    in_session.push(("MCP-Protocol-Version", "2025-11-25"));
+    let initialized = crate::support::initialized();
+    let acknowledged = http(daemon.addr, "POST", "/mcp", &in_session, &initialized);
+    assert_eq!(acknowledged.status, 202, "{}", acknowledged.body);
+    let reply = http(daemon.addr, "POST", "/mcp", &in_session, &body);
+    assert!(
+        !reply.body.lines().any(|l| l.starts_with("id:")),
+        "{}",
+        reply.body
+    );
     let listed = mcp_request(daemon.addr, &session, &[], &body);
     let result = &listed["result"];
     assert!(result["tools"].as_array().unwrap().len() > 2, "{listed}");

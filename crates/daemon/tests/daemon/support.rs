@@ -7,7 +7,8 @@ pub(crate) use test_support::PATIENCE;
 pub(crate) use test_support::daemon::{Daemon, child_entry, run_to_exit};
 pub(crate) use test_support::http::{Open, Response, http, open, try_http};
 pub(crate) use test_support::mcp::{
-    MCP_POST, SseSession, call, initialize, mcp_request, mcp_session, sse_messages, wait_health,
+    MCP_POST, SseSession, call, initialize, initialized, mcp_request, mcp_session, sse_messages,
+    wait_health,
 };
 
 /// The token the security tests use.
