@@ -63,7 +63,8 @@ pub(crate) async fn fill_notification_method(
 /// ... with a JSON-RPC error response"), instead of rmcp's plain-text 415, which a client cannot
 /// read as an answer: `-32700` for a body that is not JSON, `-32600` for JSON that is not one
 /// message, with the request's `id` whenever it can be read. The body is kept (shared, not
-/// copied) while rmcp answers, and looked at only when rmcp refused it.
+/// copied) while rmcp answers, and looked at only when rmcp refused it, or, before that, when
+/// it names a log level (one not recognized is refused, see [`log_level_refusal`]).
 pub(crate) async fn malformed_as_json_rpc(
     State(max_body): State<usize>,
     request: Request,
@@ -83,6 +84,9 @@ pub(crate) async fn malformed_as_json_rpc(
         Ok(bytes) => bytes,
         Err(refusal) => return refusal,
     };
+    if let Some(refused) = log_level_refusal(&bytes) {
+        return json_rpc_error(StatusCode::BAD_REQUEST, &refused);
+    }
     let response = next
         .run(Request::from_parts(parts, Body::from(bytes.clone())))
         .await;
@@ -90,6 +94,19 @@ pub(crate) async fn malformed_as_json_rpc(
         return response;
     }
     json_rpc_error(StatusCode::BAD_REQUEST, &malformed(&bytes))
+}
+
+/// The `-32602` refusal of a request whose `_meta` names a log level that is not one of the
+/// eight (the logging page: the server SHOULD reject it; rmcp serves it), as stdio refuses it
+/// ([`protocol_lite::modern::log_level_refusal`]). Only a body that holds the key is parsed.
+fn log_level_refusal(body: &[u8]) -> Option<protocol_lite::jsonrpc::ErrorReply> {
+    memchr::memmem::find(body, protocol_lite::modern::LOG_LEVEL_KEY.as_bytes())?;
+    match protocol_lite::jsonrpc::parse_line(body) {
+        Ok((_, protocol_lite::jsonrpc::Incoming::Request { id, params, .. })) => {
+            protocol_lite::modern::log_level_refusal(&id, params.as_ref())
+        }
+        _ => None,
+    }
 }
 
 /// The JSON-RPC error for a POST body rmcp refused as no JSON-RPC message: the front end's own

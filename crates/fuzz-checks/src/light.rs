@@ -10,12 +10,12 @@
 //!
 //! A session that opened with `initialize` is served as before the 2026-07-28 revision:
 //! `initialize`, `tools/list` and the other discovery lists answered with results; a request
-//! there whose `_meta` names 2026-07-28 or a version not served is handed off (the full
-//! server serves it by that version's rules). Before any
-//! `initialize`, a request other than `ping` whose `_meta` lacks a string protocol version or
-//! an object of client capabilities gets `-32602`, one naming an unsupported version `-32022`,
-//! and only 2026-07-28 requests are answered or held here (a method that revision removed
-//! gets `-32601`); their results are complete
+//! there whose `_meta` names 2026-07-28 is handed off (the full server serves it by that
+//! version's rules) unless its `_meta` is refused, and one naming a version not served gets
+//! `-32022`. Before any `initialize`, a request other than `ping` is refused for its `_meta` in
+//! one order: a method 2026-07-28 removed `-32601`, an unsupported version `-32022`, a missing
+//! or malformed protocol version or client capabilities, or a log level not recognized,
+//! `-32602`; and only 2026-07-28 requests are answered or held here; their results are complete
 //! (`resultType`) and carry caching hints. A list request with a cursor gets `-32602` in
 //! either era (every list is one page). A request before `initialize` with complete `_meta`
 //! naming a served version, other than `server/discover`, `ping` and the removed methods,
@@ -112,15 +112,48 @@ fn with_cursor(method: &str, params: Option<&Map<String, Value>>) -> bool {
         .is_some_and(|c| !c.is_null())
 }
 
-fn stateless(params: Option<&Map<String, Value>>) -> Stateless {
-    if !modern::missing_meta(params).is_empty() {
-        return Stateless::Refused(jsonrpc::INVALID_PARAMS);
+/// Whether a request's `_meta` names a log level that is not one of the eight.
+fn bad_log_level(params: Option<&Map<String, Value>>) -> bool {
+    params
+        .and_then(|p| p.get("_meta"))
+        .and_then(|m| m.get(modern::LOG_LEVEL_KEY))
+        .is_some_and(|l| !l.as_str().is_some_and(|l| modern::LOG_LEVELS.contains(&l)))
+}
+
+/// The refusal of a request for its `_meta`, in the one order both sides of the hand-off keep:
+/// a removed method (2026-07-28), a version not served, missing or malformed fields, a log
+/// level not recognized.
+fn meta_refusal(method: &str, params: Option<&Map<String, Value>>) -> Option<Stateless> {
+    let version = modern::requested_version(params);
+    if version == Some(STATELESS_VERSION) && removed(method) {
+        return Some(Stateless::Refused(jsonrpc::METHOD_NOT_FOUND));
+    }
+    if version.is_some_and(|v| !SUPPORTED_VERSIONS.contains(&v)) {
+        return Some(Stateless::Refused(modern::UNSUPPORTED_PROTOCOL_VERSION));
+    }
+    if !modern::missing_meta(params).is_empty() || bad_log_level(params) {
+        return Some(Stateless::Refused(jsonrpc::INVALID_PARAMS));
+    }
+    None
+}
+
+/// The rule for a request before any `initialize`.
+fn stateless(method: &str, params: Option<&Map<String, Value>>) -> Stateless {
+    if let Some(refused) = meta_refusal(method, params) {
+        return refused;
     }
     match modern::requested_version(params) {
         Some(STATELESS_VERSION) => Stateless::Modern,
-        Some(v) if SUPPORTED_VERSIONS.contains(&v) => Stateless::Legacy,
-        _ => Stateless::Refused(modern::UNSUPPORTED_PROTOCOL_VERSION),
+        _ => Stateless::Legacy,
     }
+}
+
+/// The refusal of a request in a session `initialize` opened: only one whose `_meta` names
+/// 2026-07-28 or a version not served is checked.
+fn initialized_refusal(method: &str, params: Option<&Map<String, Value>>) -> Option<Stateless> {
+    let checked = modern::requested_version(params)
+        .is_some_and(|v| v == STATELESS_VERSION || !SUPPORTED_VERSIONS.contains(&v));
+    checked.then(|| meta_refusal(method, params)).flatten()
 }
 
 /// Feeds the lines of `data` to a new session (which can watch the store's resources when the
@@ -171,8 +204,12 @@ pub fn check(data: &[u8]) {
             Incoming::Request { id, method, params } => (id, method, params),
         };
         let params = params.as_ref();
-        let rule = (!model.initialized && method != "initialize" && method != "ping")
-            .then(|| stateless(params));
+        let rule = if model.initialized && method != "ping" {
+            initialized_refusal(&method, params)
+        } else {
+            (!model.initialized && method != "initialize" && method != "ping")
+                .then(|| stateless(&method, params))
+        };
         // Whether this request chooses the stateless era (once answered here).
         let chooses = matches!(rule, Some(Stateless::Modern | Stateless::Legacy))
             && method != "server/discover"
@@ -362,11 +399,10 @@ fn check_handoff(
         None if method == "initialize" => {
             !model.initialized && (model.stateless || complete_initialize(params))
         }
-        // A request whose `_meta` names 2026-07-28 or an unserved version, in an initialized
-        // session, is the full server's.
+        // A request whose `_meta` names 2026-07-28, in an initialized session, is the full
+        // server's (one naming an unserved version is refused here).
         None => {
-            !modern::requested_version(params)
-                .is_some_and(|v| v == STATELESS_VERSION || !SUPPORTED_VERSIONS.contains(&v))
+            modern::requested_version(params) != Some(STATELESS_VERSION)
                 && matches!(
                     method,
                     "tools/list" | "resources/templates/list" | "prompts/list"

@@ -4,19 +4,10 @@ use std::io::{self, Write};
 
 use serde_json::{Map, Value, json};
 
-use crate::handshake::{STATELESS_VERSION, SUPPORTED_VERSIONS, ServerIdentity};
+use crate::handshake::{STATELESS_VERSION, ServerIdentity};
 use crate::jsonrpc::{self, Incoming};
-use crate::modern::{self, CacheHints, Listen};
+use crate::modern::{self, CacheHints, LISTS, Listen};
 use crate::setting::{SUPPRESS_ACKS_ENV, SUPPRESS_ID_ENV};
-
-/// The list requests, each answered on one page: a cursor is refused
-/// ([`modern::cursor_refusal`]).
-const LISTS: [&str; 4] = [
-    "tools/list",
-    "resources/list",
-    "resources/templates/list",
-    "prompts/list",
-];
 
 /// What to do with one line of input.
 #[derive(Debug, Clone, PartialEq)]
@@ -354,6 +345,11 @@ impl LightSession {
         if method == "ping" {
             return Step::Reply(modern::ping_reply_line(&id, params.as_ref()));
         }
+        if initialized
+            && let Some(refused) = modern::meta_refusal(&id, method, params.as_ref(), true)
+        {
+            return Step::Reply(refused);
+        }
         if LISTS.contains(&method)
             && let Some(refused) = modern::cursor_refusal(&id, params.as_ref())
         {
@@ -361,10 +357,10 @@ impl LightSession {
         }
         if initialized
             && let Some(version) = modern::requested_version(params.as_ref())
-            && (version == STATELESS_VERSION || !SUPPORTED_VERSIONS.contains(&version))
+            && version == STATELESS_VERSION
         {
-            // Its `_meta` asks for the stateless rules (or a version not served), whatever
-            // came before on the connection: the full server answers it by them.
+            // Its `_meta` asks for the stateless rules, whatever came before on the
+            // connection: the full server answers it by them.
             return Step::Handoff(format!("`{method}` for protocol version {version}"));
         }
         let result = match method {
@@ -408,20 +404,13 @@ impl LightSession {
             // Answered in every era but the stateless one, which removed it.
             return Step::Reply(modern::ping_reply_line(&id, params));
         }
-        let missing = modern::missing_meta(params);
-        if !missing.is_empty() {
-            return Step::Reply(modern::missing_meta_reply(&id, &missing).to_line());
+        // Removed methods, versions not served and malformed `_meta`, refused as the full
+        // server's reader refuses them; none of them chooses an era.
+        if let Some(refused) = modern::meta_refusal(&id, method, params, false) {
+            return Step::Reply(refused);
         }
         let version = modern::requested_version(params).unwrap_or_default();
-        if !SUPPORTED_VERSIONS.contains(&version) {
-            return Step::Reply(modern::unsupported_version_line(&id, version));
-        }
-        // The full server answers the removed methods before rmcp sees them: they choose
-        // nothing there, so not here either.
-        let removed = modern::removed_method(&id, method);
-        if removed.is_none() {
-            self.stateless |= modern::chooses_stateless(method, params);
-        }
+        self.stateless |= modern::chooses_stateless(method, params);
         if LISTS.contains(&method)
             && let Some(refused) = modern::cursor_refusal(&id, params)
         {
@@ -429,9 +418,6 @@ impl LightSession {
         }
         if version != STATELESS_VERSION {
             return Step::Handoff(format!("`{method}` for protocol version {version}"));
-        }
-        if let Some(removed) = removed {
-            return Step::Reply(removed.to_line());
         }
         let result = match method {
             "server/discover" => {

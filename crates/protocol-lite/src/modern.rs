@@ -42,18 +42,133 @@ pub fn requested_version(params: Option<&Map<String, Value>>) -> Option<&str> {
 }
 
 /// The required `_meta` keys a request lacks or has malformed (a string protocol version, an
-/// object of client capabilities), in that order; empty when it has both.
+/// object of client capabilities whose known members have their schema's shapes, see
+/// [`capabilities_are_well_formed`]), in that order; empty when it has both.
 pub fn missing_meta(params: Option<&Map<String, Value>>) -> Vec<&'static str> {
     let meta = meta(params);
     let mut missing = Vec::new();
     if !meta.is_some_and(|m| m.get(PROTOCOL_VERSION_KEY).is_some_and(Value::is_string)) {
         missing.push(PROTOCOL_VERSION_KEY);
     }
-    if !meta.is_some_and(|m| m.get(CLIENT_CAPABILITIES_KEY).is_some_and(Value::is_object)) {
+    if !meta.is_some_and(|m| {
+        m.get(CLIENT_CAPABILITIES_KEY)
+            .is_some_and(capabilities_are_well_formed)
+    }) {
         missing.push(CLIENT_CAPABILITIES_KEY);
     }
     missing
 }
+
+/// Whether `capabilities` has the shape of the schema's `ClientCapabilities`, as the full
+/// server (rmcp) reads it: an object whose known members, when present and not `null`, are
+/// objects (`experimental` and `extensions` of objects; `roots.listChanged` and
+/// `elicitation.form.schemaValidation` booleans; `sampling.tools`, `sampling.context` and
+/// `elicitation.url` objects). Unknown members are left alone, as rmcp leaves them. The light
+/// path refuses what the full server would, so that a request it answered (a held
+/// subscription) is not refused after the hand-off.
+pub fn capabilities_are_well_formed(capabilities: &Value) -> bool {
+    /// `value` is absent, `null`, or an object that passes `check`.
+    fn object(value: Option<&Value>, check: impl Fn(&Map<String, Value>) -> bool) -> bool {
+        match value {
+            None | Some(Value::Null) => true,
+            Some(Value::Object(members)) => check(members),
+            Some(_) => false,
+        }
+    }
+    fn boolean(value: Option<&Value>) -> bool {
+        matches!(value, None | Some(Value::Null | Value::Bool(_)))
+    }
+    fn plain(value: Option<&Value>) -> bool {
+        object(value, |_| true)
+    }
+    fn of_objects(members: &Map<String, Value>) -> bool {
+        members.values().all(Value::is_object)
+    }
+    let Value::Object(caps) = capabilities else {
+        return false;
+    };
+    object(caps.get("experimental"), of_objects)
+        && object(caps.get("extensions"), of_objects)
+        && object(caps.get("roots"), |r| boolean(r.get("listChanged")))
+        && object(caps.get("sampling"), |s| {
+            plain(s.get("tools")) && plain(s.get("context"))
+        })
+        && object(caps.get("elicitation"), |e| {
+            object(e.get("form"), |f| boolean(f.get("schemaValidation"))) && plain(e.get("url"))
+        })
+}
+
+/// The `_meta` key a request may name its log level in (2026-07-28).
+pub const LOG_LEVEL_KEY: &str = "io.modelcontextprotocol/logLevel";
+/// The log levels a request may name (RFC 5424's, as the logging page lists them).
+pub const LOG_LEVELS: [&str; 8] = [
+    "debug",
+    "info",
+    "notice",
+    "warning",
+    "error",
+    "critical",
+    "alert",
+    "emergency",
+];
+
+/// The `-32602` reply to a request whose `_meta` names a log level that is not one of
+/// [`LOG_LEVELS`] (the logging page: the server SHOULD reject it); `None` otherwise.
+pub fn log_level_refusal(id: &Value, params: Option<&Map<String, Value>>) -> Option<ErrorReply> {
+    let level = meta(params)?.get(LOG_LEVEL_KEY)?;
+    if level.as_str().is_some_and(|l| LOG_LEVELS.contains(&l)) {
+        return None;
+    }
+    Some(ErrorReply {
+        id: id.clone(),
+        code: jsonrpc::INVALID_PARAMS,
+        message: format!(
+            "invalid `{LOG_LEVEL_KEY}` {level} in `_meta`: name one of {}",
+            LOG_LEVELS.join(", ")
+        ),
+    })
+}
+
+/// The refusal of a request for what its `_meta` says, in one order on both sides of the
+/// stdio hand-off (the light path and the full server's reader call this alone, so a client
+/// cannot tell them apart): a method 2026-07-28 removed, when `_meta` names that revision
+/// (`-32601`); a revision not served (`-32022`); missing or malformed required fields
+/// (`-32602`); a log level not recognized (`-32602`). `initialized` says an `initialize` opened
+/// the session: then only a request whose `_meta` names 2026-07-28 or a revision not served is
+/// checked, and one without `_meta` is the legacy session's own. A `ping` is the caller's
+/// ([`ping_reply_line`]). `None` when nothing is refused.
+pub fn meta_refusal(
+    id: &Value,
+    method: &str,
+    params: Option<&Map<String, Value>>,
+    initialized: bool,
+) -> Option<Vec<u8>> {
+    let version = requested_version(params);
+    let stateless = version == Some(crate::handshake::STATELESS_VERSION);
+    let served = version.is_none_or(|v| SUPPORTED_VERSIONS.contains(&v));
+    if initialized && !stateless && served {
+        return None;
+    }
+    if stateless && let Some(removed) = removed_method(id, method) {
+        return Some(removed.to_line());
+    }
+    if let Some(version) = version.filter(|_| !served) {
+        return Some(unsupported_version_line(id, version));
+    }
+    let missing = missing_meta(params);
+    if !missing.is_empty() {
+        return Some(missing_meta_reply(id, &missing).to_line());
+    }
+    log_level_refusal(id, params).map(|refused| refused.to_line())
+}
+
+/// The list requests, each answered on one page: a cursor is refused ([`cursor_refusal`]).
+pub const LISTS: [&str; 4] = [
+    "tools/list",
+    "resources/list",
+    "resources/templates/list",
+    "prompts/list",
+];
 
 /// The `-32602` reply to a request (before any `initialize`) whose `_meta` lacks `missing`.
 pub fn missing_meta_reply(id: &Value, missing: &[&str]) -> ErrorReply {

@@ -8,7 +8,6 @@
 use std::future::Future;
 use std::sync::Arc;
 
-use protocol_lite::handshake::STATELESS_VERSION;
 use protocol_lite::light::{Taken, Unserved};
 use protocol_lite::{jsonrpc, modern};
 use rmcp::model::{
@@ -541,19 +540,26 @@ where
         let (id, method) = match incoming {
             jsonrpc::Incoming::Notification { .. } if !self.seen_request => return None,
             jsonrpc::Incoming::Request { id, method, params } => {
-                // The light path's rules, so both sides of the hand-off answer alike: a method
-                // 2026-07-28 removed (rmcp's message is the bare name), and a ping without a
-                // lifecycle (rmcp refuses a bare one once the stateless era was chosen).
-                let modern = modern::requested_version(params.as_ref()) == Some(STATELESS_VERSION);
-                let reply = match modern
-                    .then(|| modern::removed_method(&id, &method))
-                    .flatten()
-                {
-                    Some(removed) => Some(removed.to_line()),
-                    None if method == "ping" && !self.lifecycle => {
-                        Some(modern::ping_reply_line(&id, params.as_ref()))
-                    }
-                    None => None,
+                // The light path's rules, so both sides of the hand-off answer alike: what
+                // `_meta` says (a method 2026-07-28 removed, whose rmcp message is the bare
+                // name; a version not served; missing or malformed fields; a log level not
+                // recognized), a cursor on a list, and a ping without a lifecycle (rmcp refuses
+                // a bare one once the stateless era was chosen).
+                let reply = if method == "ping" && !self.lifecycle {
+                    Some(modern::ping_reply_line(&id, params.as_ref()))
+                } else if method == "initialize" && !self.lifecycle {
+                    // The legacy opening: its params are the handshake's, not `_meta`.
+                    None
+                } else {
+                    modern::meta_refusal(&id, &method, params.as_ref(), self.lifecycle).or_else(
+                        || {
+                            modern::LISTS
+                                .contains(&method.as_str())
+                                .then(|| modern::cursor_refusal(&id, params.as_ref()))
+                                .flatten()
+                                .map(|refused| refused.to_line())
+                        },
+                    )
                 };
                 // rmcp would answer it and keep refusing requests without `_meta`: refused,
                 // in the light path's words.

@@ -596,6 +596,30 @@ fn missing_meta_fields_and_an_unknown_revision_are_refused() {
         let text = error["error"]["message"].as_str().unwrap_or_default();
         assert!(text.contains(says), "{body}: {text}");
     }
+    // A log level that is not one of the eight (the logging page: SHOULD be rejected), on a
+    // list and on a call; a known one is served.
+    for (method, name, params) in [
+        ("tools/list", None, json!({})),
+        (
+            "tools/call",
+            Some("channel_list"),
+            json!({"name": "channel_list", "arguments": {}}),
+        ),
+    ] {
+        let mut loud = self::meta();
+        loud["io.modelcontextprotocol/logLevel"] = json!("loud");
+        let body = request_with(12, method, params.clone(), loud);
+        let (status, code, text) =
+            refusal(&http(addr, "POST", "/mcp", &headers(method, name), &body));
+        assert_eq!((status, code), (400, -32602), "{method}: {text}");
+        assert!(text.contains("\"loud\""), "{text}");
+        let mut known = self::meta();
+        known["io.modelcontextprotocol/logLevel"] = json!("warning");
+        let body = request_with(13, method, params, known);
+        let reply = http(addr, "POST", "/mcp", &headers(method, name), &body);
+        assert_eq!(reply.status, 200, "{method}: {}", reply.body);
+        assert!(message(&reply).get("result").is_some(), "{}", reply.body);
+    }
     // A list's cursor: every list is one page, so none is valid (the spec's -32602).
     for method in [
         "tools/list",

@@ -304,3 +304,75 @@ fn only_a_complete_2026_request_but_a_probe_chooses_the_stateless_era() {
         refusal.message
     );
 }
+
+#[test]
+fn capabilities_have_the_schemas_shapes() {
+    for good in [
+        json!({}),
+        json!({"roots": {"listChanged": true}, "sampling": {"tools": {}, "context": null}}),
+        json!({"elicitation": {"form": {"schemaValidation": false}, "url": {}}}),
+        json!({"experimental": {"x": {}}, "extensions": {"io.example/y": {"a": 1}}}),
+        json!({"roots": null, "somethingNew": [1, 2]}),
+    ] {
+        assert!(capabilities_are_well_formed(&good), "{good}");
+    }
+    for bad in [
+        json!([]),
+        json!({"roots": 5}),
+        json!({"roots": {"listChanged": "yes"}}),
+        json!({"sampling": {"tools": true}}),
+        json!({"elicitation": []}),
+        json!({"elicitation": {"form": {"schemaValidation": 1}}}),
+        json!({"elicitation": {"url": "x"}}),
+        json!({"experimental": {"x": 1}}),
+        json!({"extensions": 5}),
+    ] {
+        assert!(!capabilities_are_well_formed(&bad), "{bad}");
+    }
+}
+
+#[test]
+fn meta_refusals_come_in_one_order() {
+    let code = |method: &str, meta: Value, initialized: bool| -> Option<i64> {
+        let params = json!({"_meta": meta});
+        let line = meta_refusal(&json!(1), method, params.as_object(), initialized)?;
+        let reply: Value = serde_json::from_slice(&line).unwrap();
+        assert_eq!(reply["id"], 1, "{reply}");
+        reply["error"]["code"].as_i64()
+    };
+    let version = |v: &str| json!({ PROTOCOL_VERSION_KEY: v });
+    // A removed method before the missing capabilities; an unserved version before them too.
+    assert_eq!(
+        code("logging/setLevel", version("2026-07-28"), false),
+        Some(-32601)
+    );
+    assert_eq!(
+        code("tools/list", version("1900-01-01"), false),
+        Some(-32022)
+    );
+    assert_eq!(
+        code("tools/list", version("2026-07-28"), false),
+        Some(-32602)
+    );
+    assert_eq!(code("tools/list", json!({}), false), Some(-32602));
+    let complete = json!({ PROTOCOL_VERSION_KEY: "2026-07-28", CLIENT_CAPABILITIES_KEY: {} });
+    assert_eq!(code("tools/list", complete.clone(), false), None);
+    let mut loud = complete.clone();
+    loud[LOG_LEVEL_KEY] = json!("loud");
+    assert_eq!(code("tools/list", loud, false), Some(-32602));
+    let mut quiet = complete;
+    quiet[LOG_LEVEL_KEY] = json!("emergency");
+    assert_eq!(code("tools/list", quiet, false), None);
+    // In a session `initialize` opened, a request without `_meta` or naming a legacy
+    // revision is the session's own; 2026-07-28 and unserved ones are checked.
+    assert_eq!(code("tools/list", json!({}), true), None);
+    assert_eq!(code("tools/list", version("2025-06-18"), true), None);
+    assert_eq!(
+        code("tools/list", version("2026-07-28"), true),
+        Some(-32602)
+    );
+    assert_eq!(
+        code("tools/list", version("1900-01-01"), true),
+        Some(-32022)
+    );
+}
