@@ -552,6 +552,128 @@ fn pings_and_removed_methods_get_the_same_answer_on_both_sides_of_the_handoff() 
     assert!(status.success(), "{rest:?}");
 }
 
+/// A request with `meta` as its `_meta`, whatever it holds.
+fn with_meta(id: &str, method: &str, mut params: Value, meta: Value) -> String {
+    params["_meta"] = meta;
+    request(id, method, params)
+}
+
+/// Requests whose `_meta` (or cursor) one side of the hand-off could refuse and the other not,
+/// each with the answer both must give (an error code, or `result` for a result).
+fn meta_edges() -> Vec<(String, Value)> {
+    let meta = |caps: Value| {
+        json!({
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": caps,
+        })
+    };
+    let mut with_level = meta(json!({}));
+    with_level["io.modelcontextprotocol/logLevel"] = json!("verbose");
+    let mut known_level = meta(json!({}));
+    known_level["io.modelcontextprotocol/logLevel"] = json!("debug");
+    let list = |id: &str, meta: Value| with_meta(id, "tools/list", json!({}), meta);
+    vec![
+        // A known capability of the wrong shape, at the top and deeper down.
+        (list("c1", meta(json!({"roots": 5}))), json!(-32602)),
+        (
+            list("c2", meta(json!({"extensions": {"x": 1}}))),
+            json!(-32602),
+        ),
+        (
+            list(
+                "c3",
+                meta(json!({"elicitation": {"form": {"schemaValidation": "yes"}}})),
+            ),
+            json!(-32602),
+        ),
+        // Well-formed ones, unknown members and nulls included.
+        (
+            list(
+                "c4",
+                meta(json!({
+                    "roots": {"listChanged": true},
+                    "extensions": {"io.example/x": {}},
+                    "sampling": null,
+                    "somethingNew": 5,
+                })),
+            ),
+            json!("result"),
+        ),
+        // A version not served outranks the missing capabilities.
+        (
+            list(
+                "v1",
+                json!({"io.modelcontextprotocol/protocolVersion": "1900-01-01"}),
+            ),
+            json!(-32022),
+        ),
+        // A removed method outranks them too.
+        (
+            with_meta(
+                "v2",
+                "logging/setLevel",
+                json!({"level": "info"}),
+                json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28"}),
+            ),
+            json!(-32601),
+        ),
+        (list("l1", with_level), json!(-32602)),
+        (list("l2", known_level), json!("result")),
+        (list("m1", json!({})), json!(-32602)),
+        (
+            with_meta("k1", "tools/list", json!({"cursor": 5}), meta(json!({}))),
+            json!(-32602),
+        ),
+        (
+            with_meta(
+                "k2",
+                "prompts/list",
+                json!({"cursor": {"a": 1}}),
+                meta(json!({})),
+            ),
+            json!(-32602),
+        ),
+    ]
+}
+
+#[test]
+fn bad_meta_and_cursors_get_the_same_answer_on_both_sides_of_the_handoff() {
+    let mut s = Server::start();
+    claude_code_opening(&mut s);
+    // A subscription whose capabilities the full server would refuse is refused here too,
+    // rather than acknowledged and then failed by the replay at the hand-off.
+    let bad_listen = with_meta(
+        "bad-listen",
+        "subscriptions/listen",
+        json!({"notifications": {"toolsListChanged": true}}),
+        json!({
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {"roots": 5},
+        }),
+    );
+    let r = s.ask(&bad_listen);
+    assert_eq!(r["id"], "bad-listen", "{r}");
+    assert_eq!(r["error"]["code"], -32602, "{r}");
+    let mut before = Vec::new();
+    for (line, expected) in meta_edges() {
+        let r = s.ask(&line);
+        let got = match r.get("result") {
+            Some(_) => json!("result"),
+            None => r["error"]["code"].clone(),
+        };
+        assert_eq!(got, expected, "{line}: {r}");
+        before.push(r);
+    }
+    assert_light(&s);
+    hand_off_with_a_call(&mut s);
+    for ((line, _), earlier) in meta_edges().into_iter().zip(before) {
+        assert_eq!(s.ask(&line), earlier, "{line}");
+    }
+    assert_eq!(s.ask(&bad_listen), r, "the listen, after the hand-off");
+    let (status, rest) = s.finish();
+    assert!(status.success(), "{rest:?}");
+}
+
 #[test]
 fn a_subscription_cancelled_after_the_handoff_leaves_the_server_idle() {
     let mut s = Server::start();
