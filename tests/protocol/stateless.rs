@@ -345,6 +345,47 @@ fn a_held_subscription_hears_of_a_new_channel_and_of_nothing_else() {
 }
 
 #[test]
+fn a_held_subscription_hears_of_a_channel_that_expires_with_nothing_written() {
+    let mut s = Server::start();
+    claude_code_opening(&mut s);
+    let out = Command::new(full_bin())
+        .args([
+            "channel",
+            "publish",
+            "brief",
+            "gone soon",
+            "--ttl-seconds",
+            "2",
+        ])
+        .env("HOOKS_MCP_HOME", s.home.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let published = Instant::now();
+    let appeared = s.recv();
+    assert_eq!(
+        appeared["method"], "notifications/resources/list_changed",
+        "{appeared}"
+    );
+    // Nothing is written when the message expires: the front end wakes at its expiry, which
+    // the listing said, and tells the subscription that the channel left the list.
+    let gone = s.recv();
+    let waited = published.elapsed();
+    assert_eq!(
+        gone,
+        json!({"jsonrpc": "2.0", "method": "notifications/resources/list_changed",
+            "params": {"_meta": {SUBSCRIPTION_ID: 1}}})
+    );
+    assert!(
+        waited >= Duration::from_secs(2),
+        "before the expiry: {waited:?}"
+    );
+    assert_light(&s);
+    let listed = s.ask(&modern(5, "resources/list", json!({})));
+    assert_eq!(listed["result"]["resources"], json!([]), "{listed}");
+}
+
+#[test]
 fn a_cancelled_subscription_is_told_nothing_and_the_watch_closes() {
     let mut s = Server::start();
     claude_code_opening(&mut s);

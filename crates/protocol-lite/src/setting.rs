@@ -53,8 +53,10 @@ pub const SUPPRESS_ID_ENV: &str = "HOOKS_MCP_SUPPRESS_ID";
 /// they are in place, so what that line changes reaches them.
 pub const SUPPRESS_ACKS_ENV: &str = "HOOKS_MCP_SUPPRESS_ACKS";
 /// The argument that makes `hooks-mcp-stdio` print the store's `resources/list` result
-/// (2026-07-28 form, one JSON object) and exit (internal): how the front end answers
-/// `resources/list` and watches the list for a held subscription without linking the store.
+/// (2026-07-28 form, one JSON object on one line), then when its next message expires
+/// (`{"nextExpiry": MILLIS}` or `null`, on a second line), and exit (internal): how the front
+/// end answers `resources/list` and watches the list for a held subscription without linking
+/// the store.
 pub const LIST_RESOURCES_ARG: &str = "--list-resources";
 /// The argument that makes `hooks-mcp-stdio` print the urgent messages waiting to be pushed
 /// into its session after a cursor (the next argument, [`crate::push::Cursor`]'s text) as one

@@ -276,7 +276,9 @@ pub struct Suppress {
 
 /// Prints the `resources/list` result (2026-07-28 form) of the store the environment names,
 /// for the light front end, which holds a `resourcesListChanged` subscription by comparing
-/// these listings. No runtime starts.
+/// these listings; then, on a second line, when the store's next message expires
+/// (`{"nextExpiry": MILLIS}`, `null` when none will), the one change no write announces. No
+/// runtime starts.
 ///
 /// # Errors
 /// [`StdioError::Store`] when the store cannot be opened, [`StdioError::Session`] when the
@@ -292,9 +294,15 @@ pub fn print_resources_from_env() -> Result<(), StdioError> {
     let listed: rmcp::model::ListResourcesResult = serde_json::from_value(listed)
         .map_err(|e| StdioError::Session(format!("listing the resources: {e}")))?;
     let listed = crate::modern::Cacheable::cached(listed, true, crate::modern::Cache::Private);
+    let expiry = crate::watch::next_expiry(&settings.extensions, ctx.now_ms());
     let mut out = std::io::stdout().lock();
     serde_json::to_writer(&mut out, &listed)
         .map_err(std::io::Error::other)
+        .and_then(|()| out.write_all(b"\n"))
+        .and_then(|()| {
+            serde_json::to_writer(&mut out, &serde_json::json!({ "nextExpiry": expiry }))
+                .map_err(std::io::Error::other)
+        })
         .and_then(|()| out.write_all(b"\n"))
         .and_then(|()| out.flush())
         .map_err(|e| StdioError::Session(format!("writing the listing: {e}")))

@@ -333,7 +333,7 @@ fn next_read(now: Instant, connected: bool, expiry: Option<i64>, read_at: i64) -
 
 /// When the next message of the store in `extensions` expires after `now` (`None` when none
 /// does, or the store cannot say: the quiet re-read covers that).
-fn next_expiry(extensions: &Extensions, now: i64) -> Option<i64> {
+pub(crate) fn next_expiry(extensions: &Extensions, now: i64) -> Option<i64> {
     let store = extensions.get::<store::StoreHandle>()?;
     store.next_expiry(now).ok().flatten()
 }

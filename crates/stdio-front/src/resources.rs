@@ -26,11 +26,15 @@ pub(crate) struct Listing {
     pub(crate) result: Vec<u8>,
     /// The listed resources' URIs, sorted: what a change of the list is judged by.
     pub(crate) uris: Vec<String>,
+    /// When the store's next message expires (milliseconds since the epoch), if one will: the
+    /// list may change then with nothing written.
+    pub(crate) next_expiry: Option<i64>,
 }
 
 impl Listing {
     /// Checks what the child printed: one JSON object with a `resources` array of objects
-    /// that each have a string `uri`.
+    /// that each have a string `uri`, on its first line; on a second, optional line,
+    /// `{"nextExpiry": MILLIS or null}`.
     ///
     /// # Errors
     /// [`FrontError::Unusable`] saying what is wrong.
@@ -39,6 +43,24 @@ impl Listing {
             what: "resource listing child",
             problem,
         };
+        let (output, expiry) = match output.iter().position(|&b| b == b'\n') {
+            Some(at) => (&output[..at], &output[at + 1..]),
+            None => (output, &b""[..]),
+        };
+        let next_expiry =
+            if expiry.trim_ascii().is_empty() {
+                None
+            } else {
+                let expiry: Value = serde_json::from_slice(expiry)
+                    .map_err(|e| unusable(format!("its expiry line is not JSON: {e}")))?;
+                match expiry.get("nextExpiry") {
+                    Some(Value::Null) => None,
+                    Some(at) => Some(at.as_i64().ok_or_else(|| {
+                        unusable(format!("`nextExpiry` {at} is not milliseconds"))
+                    })?),
+                    None => return Err(unusable("its second line has no `nextExpiry`".into())),
+                }
+            };
         let value: Value =
             serde_json::from_slice(output).map_err(|e| unusable(format!("not JSON: {e}")))?;
         let Value::Object(mut members) = value else {
@@ -63,7 +85,11 @@ impl Listing {
         ordered.append(&mut members);
         let result = serde_json::to_vec(&ordered)
             .map_err(|e| unusable(format!("cannot be written again: {e}")))?;
-        Ok(Listing { result, uris })
+        Ok(Listing {
+            result,
+            uris,
+            next_expiry,
+        })
     }
 }
 
@@ -111,12 +137,21 @@ mod tests {
                 .uris
                 .is_empty()
         );
+        assert_eq!(listing.next_expiry, None);
+        // The second line: when the next message expires.
+        let with_expiry = Listing::parse(b"{\"resources\":[]}\n{\"nextExpiry\":1765000000000}\n");
+        assert_eq!(with_expiry.unwrap().next_expiry, Some(1_765_000_000_000));
+        let none = Listing::parse(b"{\"resources\":[]}\n{\"nextExpiry\":null}\n");
+        assert_eq!(none.unwrap().next_expiry, None);
         for bad in [
             &b""[..],
             b"not json",
             b"[]",
             b"{\"resources\":{}}",
             b"{\"resources\":[{\"name\":\"x\"}]}",
+            b"{\"resources\":[]}\n{\"nextExpiry\":\"soon\"}",
+            b"{\"resources\":[]}\n{}",
+            b"{\"resources\":[]}\nnot json",
         ] {
             let err = Listing::parse(bad).unwrap_err();
             assert!(

@@ -105,6 +105,22 @@ struct Watching {
     watch: StoreWatch,
     pacer: Pacer,
     uris: Vec<String>,
+    /// When the store's next message expires, as the last listing said: the list may change
+    /// then with nothing written, so the loop wakes the pacer at that time.
+    expiry: Option<Instant>,
+}
+
+/// How long after a message's expiry the listing runs, so that the child's clock has passed it.
+const EXPIRY_MARGIN: Duration = Duration::from_millis(20);
+
+/// The instant `at` (milliseconds since the epoch, as the store keeps times) falls on, seen
+/// from `now`, with [`EXPIRY_MARGIN`] after it.
+fn instant_of(at: Option<i64>, now: Instant) -> Option<Instant> {
+    let epoch_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
+    let after = u64::try_from(at?.saturating_sub(epoch_ms)).unwrap_or(0);
+    Some(now + Duration::from_millis(after) + EXPIRY_MARGIN)
 }
 
 impl Watching {
@@ -117,12 +133,28 @@ impl Watching {
         })?;
         let baseline = resources::list(stdio)?;
         let mut pacer = Pacer::default();
-        pacer.baseline(Instant::now(), watch.drain());
+        let now = Instant::now();
+        pacer.baseline(now, watch.drain());
         Ok(Watching {
             watch,
             pacer,
             uris: baseline.uris,
+            expiry: instant_of(baseline.next_expiry, now),
         })
+    }
+
+    /// How long until the listing should run (`Some(ZERO)`: now): when the store was written,
+    /// as the pacer says, or once the next message has expired.
+    fn wait(&mut self, now: Instant) -> Option<Duration> {
+        if self.expiry.is_some_and(|at| at <= now) {
+            self.expiry = None;
+            self.pacer.woken(now);
+        }
+        let expiry = self.expiry.map(|at| at.saturating_duration_since(now));
+        match (self.pacer.wait(now), expiry) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
 
     /// Lists the store's resources again: whether the URIs changed since the last listing.
@@ -133,8 +165,10 @@ impl Watching {
         let listed = resources::list(stdio);
         let events = self.watch.drain();
         let changed = listed.as_ref().is_ok_and(|l| l.uris != self.uris);
-        self.pacer.ran(Instant::now(), follow_up, changed, events);
+        let now = Instant::now();
+        self.pacer.ran(now, follow_up, changed, events);
         let listing = listed?;
+        self.expiry = instant_of(listing.next_expiry, now);
         if changed {
             self.uris = listing.uris;
         }
@@ -197,7 +231,7 @@ pub(crate) fn serve(
             return ExitCode::SUCCESS;
         }
         let now = Instant::now();
-        let wait = front.watching.as_ref().and_then(|w| w.pacer.wait(now));
+        let wait = front.watching.as_mut().and_then(|w| w.wait(now));
         if wait == Some(Duration::ZERO) {
             if let Flow::Exit(code) = front.check_resources() {
                 return code;
