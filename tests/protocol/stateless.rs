@@ -817,7 +817,26 @@ fn the_2026_answers_are_byte_identical_on_both_paths() {
             .map(|a| serde_json::from_str(&a[4]).unwrap())
             .collect();
         assert_eq!(listed[0], listed[1], "{mode}: resources/list differs");
+        // Every result names the server in its `_meta` (basic/index: SHOULD), on both paths.
+        for answer in answers.iter().flatten() {
+            let answer: Value = serde_json::from_str(answer).unwrap();
+            let info = &answer["result"]["_meta"]["io.modelcontextprotocol/serverInfo"];
+            assert_eq!(info["name"], "hooks-mcp", "{mode}: {answer}");
+        }
     }
+    // And so does the full server's answer to a call.
+    let mut s = Server::with(Options {
+        bin: full_bin(),
+        env: vec![("HOOKS_MCP_HOME", home_path.clone())],
+        ..Options::default()
+    });
+    let called = s.ask(&modern(
+        5,
+        "tools/call",
+        json!({"name": "channel_list", "arguments": {}}),
+    ));
+    let info = &called["result"]["_meta"]["io.modelcontextprotocol/serverInfo"];
+    assert_eq!(info["name"], "hooks-mcp", "{called}");
 }
 
 #[test]

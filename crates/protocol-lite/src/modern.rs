@@ -360,9 +360,13 @@ impl CacheHints {
     }
 }
 
+/// The `_meta` key a server names itself under in a result.
+pub const SERVER_INFO_KEY: &str = "io.modelcontextprotocol/serverInfo";
+
 /// Writes `object` (a JSON object's text) as a complete 2026-07-28 result: `resultType`,
-/// `ttlMs` and `cacheScope` first (rmcp's field order), then the object's own members, copied
-/// without parsing them.
+/// `_meta` naming the server (basic/index: servers SHOULD include
+/// `io.modelcontextprotocol/serverInfo` in every result's `_meta`), `ttlMs` and `cacheScope`
+/// first (rmcp's field order), then the object's own members, copied without parsing them.
 ///
 /// # Errors
 /// What writing fails with; [`io::ErrorKind::InvalidData`] when `object` does not start with
@@ -376,7 +380,10 @@ pub fn write_complete(out: &mut impl Write, hints: CacheHints, object: &[u8]) ->
     };
     write!(
         out,
-        "{{\"resultType\":\"complete\",\"ttlMs\":{},\"cacheScope\":\"{}\"",
+        "{{\"resultType\":\"complete\",\"_meta\":{{\"{SERVER_INFO_KEY}\":{{\"name\":\"{}\",\
+         \"version\":\"{}\"}}}},\"ttlMs\":{},\"cacheScope\":\"{}\"",
+        crate::handshake::SERVER_NAME,
+        crate::handshake::SERVER_VERSION,
         hints.ttl_ms,
         hints.scope.as_str()
     )?;

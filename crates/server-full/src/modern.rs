@@ -13,9 +13,9 @@
 use catalogue::LogLevel;
 use rmcp::RoleServer;
 use rmcp::model::{
-    CacheScope, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
-    ListToolsResult, LoggingLevel, ProtocolVersion, ReadResourceResult, RequestMetaObject,
-    ResultType, SubscriptionFilter,
+    CacheScope, CallToolResult, CompleteResult, GetPromptResult, ListPromptsResult,
+    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, LoggingLevel, MetaObject,
+    ProtocolVersion, ReadResourceResult, RequestMetaObject, ResultType, SubscriptionFilter,
 };
 use rmcp::service::RequestContext;
 use serde_json::Value;
@@ -55,10 +55,46 @@ impl Cache {
     }
 }
 
-/// A cacheable result: marked complete, with caching hints for a modern request (a legacy
-/// request keeps the historical shape; rmcp strips the `resultType` there).
+/// `meta` with the server named in it (`io.modelcontextprotocol/serverInfo`, the light path's
+/// words): basic/index asks servers to include it in every 2026-07-28 result's `_meta`, to
+/// identify themselves without relying on any earlier request.
+fn name_the_server(meta: &mut Option<MetaObject>) {
+    let meta = meta.get_or_insert_with(MetaObject::default);
+    meta.0.insert(
+        protocol_lite::modern::SERVER_INFO_KEY.to_owned(),
+        serde_json::json!({
+            "name": protocol_lite::handshake::SERVER_NAME,
+            "version": protocol_lite::handshake::SERVER_VERSION,
+        }),
+    );
+}
+
+/// A 2026-07-28 result that names the server in its `_meta` ([`name_the_server`]).
+pub(crate) trait Identified: Sized {
+    /// The result marked complete, naming the server when `modern`.
+    fn identified(self, modern: bool) -> Self;
+}
+
+macro_rules! identified {
+    ($($result:ty),* $(,)?) => {$(
+        impl Identified for $result {
+            fn identified(mut self, modern: bool) -> Self {
+                self.result_type = Some(ResultType::COMPLETE);
+                if modern {
+                    name_the_server(&mut self.meta);
+                }
+                self
+            }
+        }
+    )*};
+}
+
+identified!(CallToolResult, GetPromptResult, CompleteResult);
+
+/// A cacheable result: marked complete, with caching hints and the server's name for a modern
+/// request (a legacy request keeps the historical shape; rmcp strips the `resultType` there).
 pub(crate) trait Cacheable: Sized {
-    /// The result marked complete, hinted as `cache` says when `modern`.
+    /// The result marked complete, hinted as `cache` says and naming the server when `modern`.
     fn cached(self, modern: bool, cache: Cache) -> Self;
 }
 
@@ -71,6 +107,7 @@ macro_rules! cacheable {
                     let (ttl, scope) = cache.hints();
                     self.ttl_ms = Some(ttl);
                     self.cache_scope = Some(scope);
+                    name_the_server(&mut self.meta);
                 }
                 self
             }

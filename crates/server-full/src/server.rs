@@ -17,7 +17,7 @@ use rmcp::model::{
     GetPromptRequestParams, GetPromptResponse, GetPromptResult, InitializeResult,
     ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
     PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult,
-    Reference, RequestId, RequestMetaObject, ResultType, ServerConfig, SetLevelRequestParams,
+    Reference, RequestId, RequestMetaObject, ServerConfig, SetLevelRequestParams,
     SubscribeRequestParams, SubscriptionFilter, Tool, UnsubscribeRequestParams,
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
@@ -28,7 +28,7 @@ use tokio::sync::Notify;
 use crate::client_link::CallClient;
 use crate::discovery;
 use crate::lock;
-use crate::modern::{self, Cache, Cacheable};
+use crate::modern::{self, Cache, Cacheable, Identified};
 use crate::observe::{CallObserver, CallOutcome};
 use crate::push::ChannelPush;
 use crate::registry::{self, Registry, ToolEntry};
@@ -449,10 +449,7 @@ impl HooksServer {
             };
             metrics.record(name, outcome, started.elapsed());
         }
-        result.map(|mut r| {
-            r.result_type = Some(ResultType::COMPLETE);
-            r
-        })
+        result.map(|r| r.identified(true))
     }
 
     async fn detached_call(
@@ -834,15 +831,18 @@ impl ServerHandler for HooksServer {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let Some(metrics) = self.inner.tool_metrics.get() else {
+            let modern = modern::is_modern(&context);
             return self
                 .dispatch_call(&request.name, request.arguments, context)
                 .await
-                .map(Into::into);
+                .map(|r| r.identified(modern).into());
         };
         let started = Instant::now();
+        let modern = modern::is_modern(&context);
         let result = self
             .dispatch_call(&request.name, request.arguments, context)
-            .await;
+            .await
+            .map(|r| r.identified(modern));
         let outcome = match &result {
             Ok(r) if r.is_error == Some(true) => CallOutcome::ToolError,
             Ok(_) => CallOutcome::Ok,
@@ -938,25 +938,21 @@ impl ServerHandler for HooksServer {
     async fn get_prompt(
         &self,
         request: GetPromptRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, ErrorData> {
         let prompt = resources_and_prompts::prompt(&request.name)?;
         let args = request.arguments.unwrap_or_default();
         let got = self
             .blocking(move |ctx| resources_and_prompts::get_prompt(ctx, prompt, &args))
             .await?;
-        typed::<GetPromptResult>(got.map_err(resources_and_prompts::protocol_error)?).map(
-            |mut r| {
-                r.result_type = Some(ResultType::COMPLETE);
-                r.into()
-            },
-        )
+        typed::<GetPromptResult>(got.map_err(resources_and_prompts::protocol_error)?)
+            .map(|r| r.identified(modern::is_modern(&context)).into())
     }
 
     async fn complete(
         &self,
         request: CompleteRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CompleteResult, ErrorData> {
         let target = match &request.r#ref {
             Reference::Prompt(p) => {
@@ -989,12 +985,8 @@ impl ServerHandler for HooksServer {
         let completed = self
             .blocking(move |ctx| resources_and_prompts::complete(ctx, target, &argument, &prefix))
             .await?;
-        typed::<CompleteResult>(completed.map_err(resources_and_prompts::protocol_error)?).map(
-            |mut r| {
-                r.result_type = Some(ResultType::COMPLETE);
-                r
-            },
-        )
+        typed::<CompleteResult>(completed.map_err(resources_and_prompts::protocol_error)?)
+            .map(|r| r.identified(modern::is_modern(&context)))
     }
 
     async fn set_level(

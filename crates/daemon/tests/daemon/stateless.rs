@@ -703,6 +703,28 @@ fn discover_and_every_resource_route_say_what_they_are() {
     assert_eq!(completed["completion"]["values"], json!([channel]));
     let prompts = result(daemon, "prompts/list", None, json!({}));
     assert_eq!(prompts["resultType"], "complete", "{prompts}");
+    // Every result names the server in its `_meta` (basic/index: SHOULD), a call's on the fast
+    // path and on rmcp's (a call with a log level goes there) alike.
+    let fast = call(daemon, "channel_list", json!({}));
+    let mut with_level = self::meta();
+    with_level["io.modelcontextprotocol/logLevel"] = json!("info");
+    let through_rmcp = call_with(daemon, "channel_list", json!({}), with_level);
+    for result in [
+        &discover,
+        &tools,
+        &listed,
+        &templates,
+        &read,
+        &completed,
+        &prompts,
+        &fast,
+        &through_rmcp,
+    ] {
+        let info = &result["_meta"]["io.modelcontextprotocol/serverInfo"];
+        assert_eq!(info["name"], "hooks-mcp", "{result}");
+        assert!(info["version"].is_string(), "{result}");
+    }
+    assert_eq!(fast, through_rmcp, "both paths answer alike");
     // An unknown method: 404 and -32601.
     let (status, answer) = ask(daemon, "no/such-method", None, json!({}));
     assert_eq!(status, 404, "{answer}");

@@ -174,8 +174,12 @@ fn claude_codes_opening_is_answered_and_held() {
     s.write_modern_tools_list(&json!(2), &mut out).unwrap();
     assert_eq!(
         String::from_utf8(out).unwrap(),
-        "{\"jsonrpc\":\"2.0\",\"id\":2,\"result\":{\"resultType\":\"complete\",\"ttlMs\":3600000,\
-         \"cacheScope\":\"public\",\"tools\":[{\"name\":\"t\"}]}}\n"
+        format!(
+            "{{\"jsonrpc\":\"2.0\",\"id\":2,\"result\":{{\"resultType\":\"complete\",\"_meta\":\
+             {{\"io.modelcontextprotocol/serverInfo\":{{\"name\":\"hooks-mcp\",\"version\":\"{}\"}}}},\
+             \"ttlMs\":3600000,\"cacheScope\":\"public\",\"tools\":[{{\"name\":\"t\"}}]}}}}\n",
+            crate::handshake::SERVER_VERSION
+        )
     );
     assert!(s.initialize_id().is_none());
     assert_eq!(s.replay(), format!("{line}\n").as_bytes());
@@ -288,13 +292,18 @@ fn ping_is_answered_in_every_era_but_2026() {
 fn static_lists_are_complete_and_cacheable() {
     let mut s = session();
     let r = reply(s.handle(modern(json!(1), "resources/templates/list", json!({})).as_bytes()));
-    let mut expected = json!({"resultType": "complete", "ttlMs": 3600000, "cacheScope": "public"});
+    let server = json!({"io.modelcontextprotocol/serverInfo": {
+        "name": "hooks-mcp", "version": crate::handshake::SERVER_VERSION,
+    }});
+    let mut expected = json!({"resultType": "complete", "_meta": server, "ttlMs": 3600000,
+        "cacheScope": "public"});
     expected["resourceTemplates"] = resource_templates()["resourceTemplates"].clone();
     assert_eq!(r["result"], expected);
     let r = reply(s.handle(modern(json!(2), "prompts/list", json!({})).as_bytes()));
     assert_eq!(
         r["result"],
-        json!({"resultType": "complete", "ttlMs": 3600000, "cacheScope": "public", "prompts": []})
+        json!({"resultType": "complete", "_meta": server, "ttlMs": 3600000,
+            "cacheScope": "public", "prompts": []})
     );
     assert_eq!(
         s.handle(modern(json!(3), "resources/list", json!({})).as_bytes()),

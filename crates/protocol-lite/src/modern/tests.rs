@@ -76,18 +76,24 @@ fn an_unsupported_version_gets_rmcps_error_shape() {
 }
 
 #[test]
-fn complete_results_lead_with_the_result_type_and_hints() {
+fn complete_results_lead_with_the_result_type_the_server_and_hints() {
+    let info = format!(
+        r#""_meta":{{"io.modelcontextprotocol/serverInfo":{{"name":"hooks-mcp","version":"{}"}}}}"#,
+        crate::handshake::SERVER_VERSION
+    );
     let mut out = Vec::new();
     write_complete(&mut out, CacheHints::STABLE, br#"{"tools":[{"name":"t"}]}"#).unwrap();
     assert_eq!(
         String::from_utf8(out).unwrap(),
-        r#"{"resultType":"complete","ttlMs":3600000,"cacheScope":"public","tools":[{"name":"t"}]}"#
+        format!(
+            r#"{{"resultType":"complete",{info},"ttlMs":3600000,"cacheScope":"public","tools":[{{"name":"t"}}]}}"#
+        )
     );
     let mut out = Vec::new();
     write_complete(&mut out, CacheHints::VOLATILE, b" { } ").unwrap();
     assert_eq!(
         String::from_utf8(out).unwrap(),
-        r#"{"resultType":"complete","ttlMs":0,"cacheScope":"private"}"#
+        format!(r#"{{"resultType":"complete",{info},"ttlMs":0,"cacheScope":"private"}}"#)
     );
     let err = write_complete(&mut Vec::new(), CacheHints::STABLE, b"[1]").unwrap_err();
     assert_eq!(err.kind(), io::ErrorKind::InvalidData);
@@ -95,8 +101,10 @@ fn complete_results_lead_with_the_result_type_and_hints() {
     let line = complete_result_line(&json!(7), CacheHints::STABLE, &json!({"prompts": []}));
     assert_eq!(
         String::from_utf8(line).unwrap(),
-        "{\"jsonrpc\":\"2.0\",\"id\":7,\"result\":{\"resultType\":\"complete\",\"ttlMs\":3600000,\
-         \"cacheScope\":\"public\",\"prompts\":[]}}\n"
+        format!(
+            "{{\"jsonrpc\":\"2.0\",\"id\":7,\"result\":{{\"resultType\":\"complete\",{info},\
+             \"ttlMs\":3600000,\"cacheScope\":\"public\",\"prompts\":[]}}}}\n"
+        )
     );
     let line = raw_result_line(&json!("r"), b"{\"resources\":[]}\n");
     assert_eq!(
