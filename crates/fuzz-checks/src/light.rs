@@ -252,6 +252,10 @@ pub fn check(data: &[u8]) {
                 assert_eq!(value["id"], id);
                 let mut expected = serde_json::from_str::<Value>(&tools_list()).unwrap();
                 expected["resultType"] = json!("complete");
+                expected["_meta"] = json!({modern::SERVER_INFO_KEY: {
+                    "name": protocol_lite::handshake::SERVER_NAME,
+                    "version": protocol_lite::handshake::SERVER_VERSION,
+                }});
                 expected["ttlMs"] = json!(3_600_000);
                 expected["cacheScope"] = json!("public");
                 assert_eq!(value["result"], expected);
@@ -319,6 +323,8 @@ fn check_reply(
                     "the light path answered `{method}` itself"
                 );
                 assert_eq!(value["result"]["resultType"], "complete");
+                let info = &value["result"]["_meta"][modern::SERVER_INFO_KEY];
+                assert_eq!(info["name"], protocol_lite::handshake::SERVER_NAME);
                 assert!(value["result"]["ttlMs"].is_u64());
                 assert!(value["result"]["cacheScope"].is_string());
             }
