@@ -915,6 +915,34 @@ fn a_list_cursor_is_refused_alike_on_both_sides_of_the_handoff() {
     assert!(status.success(), "{rest:?}");
 }
 
+#[test]
+fn an_incomplete_initialize_is_refused_alike_by_both_paths_naming_what_it_lacks() {
+    let line = request(
+        1,
+        "initialize",
+        json!({"protocolVersion": "2025-06-18", "capabilities": {}}),
+    );
+    let mut answers = Vec::new();
+    for bin in [front_bin(), full_bin()] {
+        let mut s = Server::with(Options {
+            bin,
+            ..Options::default()
+        });
+        let r = s.ask(&line);
+        assert_eq!(r["error"]["code"], -32602, "{r}");
+        let text = r["error"]["message"].as_str().unwrap();
+        assert!(
+            text.contains("clientInfo") && !text.contains("_meta"),
+            "{text}"
+        );
+        answers.push(r);
+        // The session goes on: a complete one is answered.
+        let r = s.ask(&legacy_initialize(2));
+        assert_eq!(r["result"]["protocolVersion"], "2025-11-25", "{r}");
+    }
+    assert_eq!(answers[0], answers[1], "the light path and the full server");
+}
+
 /// A legacy `initialize` (2025-11-25) with `id`.
 fn legacy_initialize(id: i64) -> String {
     request(

@@ -353,6 +353,10 @@ fn check_reply(
         assert_eq!(value["error"]["code"], jsonrpc::INVALID_REQUEST, "{value}");
         return;
     }
+    if method == "initialize" && !model.initialized && !complete_initialize(params) {
+        assert_eq!(value["error"]["code"], jsonrpc::INVALID_PARAMS, "{value}");
+        return;
+    }
     assert!(
         value.get("result").is_some(),
         "an initialized session is answered with results"
@@ -402,9 +406,7 @@ fn check_handoff(
                         | "prompts/list"
                 )
         }
-        None if method == "initialize" => {
-            !model.initialized && (model.stateless || complete_initialize(params))
-        }
+        None if method == "initialize" => !model.initialized,
         // A request whose `_meta` names 2026-07-28, in an initialized session, is the full
         // server's (one naming an unserved version is refused here).
         None => {

@@ -379,10 +379,8 @@ impl LightSession {
                     result
                 }
                 None => {
-                    return Step::Handoff(
-                        "`initialize` params lack protocolVersion, capabilities or clientInfo"
-                            .into(),
-                    );
+                    let refused = modern::initialize_refusal(&id, params.as_ref());
+                    return Step::Reply(refused.to_line());
                 }
             },
             "tools/list" => return Step::ListTools(id),

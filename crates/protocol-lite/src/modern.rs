@@ -162,6 +162,58 @@ pub fn meta_refusal(
     log_level_refusal(id, params).map(|refused| refused.to_line())
 }
 
+/// The `-32602` reply to an `initialize` whose params are not the handshake's: a string
+/// `protocolVersion`, an object of `capabilities` and a `clientInfo` with a string `name` and
+/// `version`, naming what is missing or malformed. The light path and the full server's stdio
+/// reader both answer by it (rmcp would read such a request as a stateless one and ask for
+/// `_meta`, which a legacy client does not know of).
+pub fn initialize_refusal(id: &Value, params: Option<&Map<String, Value>>) -> ErrorReply {
+    let string = |v: Option<&Value>| v.is_some_and(Value::is_string);
+    let client = params.and_then(|p| p.get("clientInfo"));
+    let problems: Vec<&str> = [
+        (
+            !string(params.and_then(|p| p.get("protocolVersion"))),
+            "protocolVersion",
+        ),
+        (
+            !params
+                .and_then(|p| p.get("capabilities"))
+                .is_some_and(Value::is_object),
+            "capabilities",
+        ),
+        (
+            !(string(client.and_then(|c| c.get("name")))
+                && string(client.and_then(|c| c.get("version")))),
+            "clientInfo",
+        ),
+    ]
+    .into_iter()
+    .filter_map(|(wrong, name)| wrong.then_some(name))
+    .collect();
+    ErrorReply {
+        id: id.clone(),
+        code: jsonrpc::INVALID_PARAMS,
+        message: format!(
+            "Invalid params for `initialize`: missing or malformed {}; it needs \
+             `protocolVersion` (a string), `capabilities` (an object) and `clientInfo` with \
+             `name` and `version` (strings)",
+            problems.join(", ")
+        ),
+    }
+}
+
+/// Whether an `initialize` request's params are the handshake's (see [`initialize_refusal`]).
+pub fn initialize_is_complete(params: Option<&Map<String, Value>>) -> bool {
+    params.is_some_and(|p| {
+        p.get("protocolVersion").is_some_and(Value::is_string)
+            && p.get("capabilities").is_some_and(Value::is_object)
+            && p.get("clientInfo").is_some_and(|c| {
+                c.get("name").is_some_and(Value::is_string)
+                    && c.get("version").is_some_and(Value::is_string)
+            })
+    })
+}
+
 /// The list requests, each answered on one page: a cursor is refused ([`cursor_refusal`]).
 pub const LISTS: [&str; 4] = [
     "tools/list",

@@ -557,7 +557,9 @@ where
                     Some(modern::ping_reply_line(&id, params.as_ref()))
                 } else if method == "initialize" && !self.lifecycle {
                     // The legacy opening: its params are the handshake's, not `_meta`.
-                    None
+                    // (After a stateless request it is refused below, whatever its params.)
+                    (!self.stateless && !modern::initialize_is_complete(params.as_ref()))
+                        .then(|| modern::initialize_refusal(&id, params.as_ref()).to_line())
                 } else {
                     modern::meta_refusal(&id, &method, params.as_ref(), self.lifecycle).or_else(
                         || {

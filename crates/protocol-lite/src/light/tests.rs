@@ -92,11 +92,25 @@ fn other_requests_hand_off() {
         Step::Handoff(_)
     ));
     assert!(matches!(s.handle(INIT.as_bytes()), Step::Handoff(_)));
+}
+
+#[test]
+fn an_incomplete_initialize_is_refused_naming_what_it_lacks() {
     let mut s = session();
-    assert!(matches!(
-        s.handle(br#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}"#),
-        Step::Handoff(_)
-    ));
+    let r = reply(s.handle(br#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}"#));
+    assert_eq!(r["id"], 1, "{r}");
+    assert_eq!(r["error"]["code"], -32602, "{r}");
+    let text = r["error"]["message"].as_str().unwrap();
+    assert!(
+        text.contains("protocolVersion, capabilities, clientInfo"),
+        "{text}"
+    );
+    // Nothing was answered: a complete one opens the session.
+    assert!(s.initialize_id().is_none());
+    assert_eq!(
+        reply(s.handle(INIT.as_bytes()))["result"]["protocolVersion"],
+        "2025-06-18"
+    );
 }
 
 #[test]
