@@ -48,18 +48,6 @@ fn reply_value(bytes: &[u8]) -> Value {
     value
 }
 
-/// Whether an `initialize` request's params are complete (what the light path answers).
-fn complete_initialize(params: Option<&Map<String, Value>>) -> bool {
-    params.is_some_and(|p| {
-        p.get("protocolVersion").is_some_and(Value::is_string)
-            && p.get("capabilities").is_some_and(Value::is_object)
-            && p.get("clientInfo").is_some_and(|c| {
-                c.get("name").is_some_and(Value::is_string)
-                    && c.get("version").is_some_and(Value::is_string)
-            })
-    })
-}
-
 /// The model of what the session keeps.
 #[derive(Default)]
 struct Model {
@@ -353,7 +341,7 @@ fn check_reply(
         assert_eq!(value["error"]["code"], jsonrpc::INVALID_REQUEST, "{value}");
         return;
     }
-    if method == "initialize" && !model.initialized && !complete_initialize(params) {
+    if method == "initialize" && !model.initialized && !modern::initialize_is_complete(params) {
         assert_eq!(value["error"]["code"], jsonrpc::INVALID_PARAMS, "{value}");
         return;
     }
@@ -368,7 +356,7 @@ fn check_reply(
                 model.held.is_empty(),
                 "a held listen chose the stateless era"
             );
-            assert!(complete_initialize(params));
+            assert!(modern::initialize_is_complete(params));
             assert!(value["result"]["protocolVersion"].is_string());
             model.initialized = true;
             model.replay.extend_from_slice(line);

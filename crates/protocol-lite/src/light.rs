@@ -465,12 +465,10 @@ pub fn resource_templates() -> Value {
 
 /// The requested protocol version of a complete `initialize` request.
 fn requested_version(params: Option<&Map<String, Value>>) -> Option<&str> {
-    let params = params?;
-    let client = params.get("clientInfo")?.as_object()?;
-    client.get("name")?.as_str()?;
-    client.get("version")?.as_str()?;
-    params.get("capabilities")?.as_object()?;
-    params.get("protocolVersion")?.as_str()
+    if !modern::initialize_is_complete(params) {
+        return None;
+    }
+    params?.get("protocolVersion")?.as_str()
 }
 
 /// A handed-over session that the process taking it over cannot serve yet (the full server
