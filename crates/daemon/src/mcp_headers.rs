@@ -202,15 +202,13 @@ enum VersionRefusal {
     Unsupported(String),
 }
 
-/// The id of the JSON-RPC request in `body`, or `null` when there is none to read.
+/// The id of the JSON-RPC request in `body`, or `null` when there is none to read (as
+/// `protocol_lite::jsonrpc::parse_line` reads it).
 fn request_id(body: &[u8]) -> Value {
-    match serde_json::from_slice::<Value>(body) {
-        Ok(Value::Object(mut message)) => match message.remove("id") {
-            Some(id @ Value::String(_)) => id,
-            Some(Value::Number(n)) if n.is_i64() => Value::Number(n),
-            _ => Value::Null,
-        },
-        _ => Value::Null,
+    match protocol_lite::jsonrpc::parse_line(body) {
+        Ok((_, protocol_lite::jsonrpc::Incoming::Request { id, .. })) => id,
+        Ok(_) => Value::Null,
+        Err(refused) => refused.id,
     }
 }
 
