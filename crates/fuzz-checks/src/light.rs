@@ -198,10 +198,6 @@ pub fn check(data: &[u8]) {
             (!model.initialized && method != "initialize" && method != "ping")
                 .then(|| stateless(&method, params))
         };
-        // Whether this request chooses the stateless era (once answered here).
-        let chooses = matches!(rule, Some(Stateless::Modern | Stateless::Legacy))
-            && method != "server/discover"
-            && !removed(&method);
         // A list's cursor is refused in either era, once the 2026 rules let the request by.
         let rule = match rule {
             Some(Stateless::Modern | Stateless::Legacy) | None if with_cursor(&method, params) => {
@@ -209,6 +205,11 @@ pub fn check(data: &[u8]) {
             }
             rule => rule,
         };
+        // Whether this request chooses the stateless era (once answered here; a refused one
+        // chooses nothing).
+        let chooses = matches!(rule, Some(Stateless::Modern | Stateless::Legacy))
+            && method != "server/discover"
+            && !removed(&method);
         match step {
             Step::Reply(bytes) => {
                 let value = reply_value(&bytes);

@@ -6,7 +6,7 @@ use serde_json::{Map, Value, json};
 
 use crate::handshake::{STATELESS_VERSION, ServerIdentity};
 use crate::jsonrpc::{self, Incoming};
-use crate::modern::{self, CacheHints, LISTS, Listen};
+use crate::modern::{self, CacheHints, Listen};
 use crate::setting::{SUPPRESS_ACKS_ENV, SUPPRESS_ID_ENV};
 
 /// What to do with one line of input.
@@ -320,6 +320,14 @@ impl LightSession {
         }
     }
 
+    /// What the session has chosen so far.
+    fn era(&self) -> modern::Era {
+        modern::Era {
+            initialized: self.initialize_id.is_some(),
+            stateless: self.stateless,
+        }
+    }
+
     /// Forgets the held subscription `id`, if there is one (its `notifications/cancelled`).
     fn cancel(&mut self, id: &Value) {
         let before = self.held.len();
@@ -345,15 +353,8 @@ impl LightSession {
         if method == "ping" {
             return Step::Reply(modern::ping_reply_line(&id, params.as_ref()));
         }
-        if initialized
-            && let Some(refused) = modern::meta_refusal(&id, method, params.as_ref(), true)
-        {
+        if let Some(refused) = modern::answered_alike(&id, method, params.as_ref(), self.era()) {
             return Step::Reply(refused);
-        }
-        if LISTS.contains(&method)
-            && let Some(refused) = modern::cursor_refusal(&id, params.as_ref())
-        {
-            return Step::Reply(refused.to_line());
         }
         if initialized
             && let Some(version) = modern::requested_version(params.as_ref())
@@ -366,9 +367,6 @@ impl LightSession {
         let result = match method {
             "initialize" if initialized => {
                 return Step::Handoff("a second `initialize` request".into());
-            }
-            "initialize" if self.stateless => {
-                return Step::Reply(modern::initialize_after_stateless(&id).to_line());
             }
             "initialize" => match requested_version(params.as_ref()) {
                 Some(version) => {
@@ -398,22 +396,13 @@ impl LightSession {
         method: &str,
         params: Option<&Map<String, Value>>,
     ) -> Step {
-        if method == "ping" {
-            // Answered in every era but the stateless one, which removed it.
-            return Step::Reply(modern::ping_reply_line(&id, params));
-        }
-        // Removed methods, versions not served and malformed `_meta`, refused as the full
-        // server's reader refuses them; none of them chooses an era.
-        if let Some(refused) = modern::meta_refusal(&id, method, params, false) {
+        // A ping, removed methods, versions not served, malformed `_meta` and a list's cursor,
+        // answered as the full server's reader answers them; a refused request chooses no era.
+        if let Some(refused) = modern::answered_alike(&id, method, params, self.era()) {
             return Step::Reply(refused);
         }
         let version = modern::requested_version(params).unwrap_or_default();
         self.stateless |= modern::chooses_stateless(method, params);
-        if LISTS.contains(&method)
-            && let Some(refused) = modern::cursor_refusal(&id, params)
-        {
-            return Step::Reply(refused.to_line());
-        }
         if version != STATELESS_VERSION {
             return Step::Handoff(format!("`{method}` for protocol version {version}"));
         }

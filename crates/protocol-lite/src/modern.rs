@@ -214,6 +214,48 @@ pub fn initialize_is_complete(params: Option<&Map<String, Value>>) -> bool {
     })
 }
 
+/// What a stdio session has chosen so far, as the light path and the full server's reader
+/// both track it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Era {
+    /// An `initialize` was read: the legacy lifecycle.
+    pub initialized: bool,
+    /// A request chose the stateless era ([`chooses_stateless`]): `initialize` is refused.
+    pub stateless: bool,
+}
+
+/// The reply the light path gives itself to a request that the full server's stdio reader
+/// must answer the same way before its MCP library sees it, in the light path's order: a
+/// `ping` without a lifecycle ([`ping_reply_line`]); an `initialize` after a request that
+/// chose the stateless era ([`initialize_after_stateless`]) or with incomplete params
+/// ([`initialize_refusal`]); what `_meta` says ([`meta_refusal`]); a list's cursor
+/// ([`cursor_refusal`]). `None` when the request is the server's to answer.
+pub fn answered_alike(
+    id: &Value,
+    method: &str,
+    params: Option<&Map<String, Value>>,
+    era: Era,
+) -> Option<Vec<u8>> {
+    if method == "ping" && !era.initialized {
+        return Some(ping_reply_line(id, params));
+    }
+    if method == "initialize" && !era.initialized {
+        // The legacy opening: its params are the handshake's, not `_meta`.
+        if era.stateless {
+            return Some(initialize_after_stateless(id).to_line());
+        }
+        return (!initialize_is_complete(params)).then(|| initialize_refusal(id, params).to_line());
+    }
+    if let Some(refused) = meta_refusal(id, method, params, era.initialized) {
+        return Some(refused);
+    }
+    LISTS
+        .contains(&method)
+        .then(|| cursor_refusal(id, params))
+        .flatten()
+        .map(|refused| refused.to_line())
+}
+
 /// The list requests, each answered on one page: a cursor is refused ([`cursor_refusal`]).
 pub const LISTS: [&str; 4] = [
     "tools/list",

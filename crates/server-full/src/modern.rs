@@ -75,6 +75,13 @@ pub(crate) trait Identified: Sized {
     fn identified(self, modern: bool) -> Self;
 }
 
+/// A cacheable result: marked complete, with caching hints and the server's name for a modern
+/// request (a legacy request keeps the historical shape; rmcp strips the `resultType` there).
+pub(crate) trait Cacheable: Identified {
+    /// The result marked complete, hinted as `cache` says and naming the server when `modern`.
+    fn cached(self, modern: bool, cache: Cache) -> Self;
+}
+
 macro_rules! identified {
     ($($result:ty),* $(,)?) => {$(
         impl Identified for $result {
@@ -89,27 +96,26 @@ macro_rules! identified {
     )*};
 }
 
-identified!(CallToolResult, GetPromptResult, CompleteResult);
-
-/// A cacheable result: marked complete, with caching hints and the server's name for a modern
-/// request (a legacy request keeps the historical shape; rmcp strips the `resultType` there).
-pub(crate) trait Cacheable: Sized {
-    /// The result marked complete, hinted as `cache` says and naming the server when `modern`.
-    fn cached(self, modern: bool, cache: Cache) -> Self;
-}
+identified!(
+    CallToolResult,
+    GetPromptResult,
+    CompleteResult,
+    ListToolsResult,
+    ListResourcesResult,
+    ListResourceTemplatesResult,
+    ListPromptsResult,
+    ReadResourceResult,
+);
 
 macro_rules! cacheable {
     ($($result:ty),* $(,)?) => {$(
         impl Cacheable for $result {
             fn cached(mut self, modern: bool, cache: Cache) -> Self {
-                self.result_type = Some(ResultType::COMPLETE);
                 if modern {
                     let (ttl, scope) = cache.hints();
-                    self.ttl_ms = Some(ttl);
-                    self.cache_scope = Some(scope);
-                    name_the_server(&mut self.meta);
+                    (self.ttl_ms, self.cache_scope) = (Some(ttl), Some(scope));
                 }
-                self
+                self.identified(modern)
             }
         }
     )*};

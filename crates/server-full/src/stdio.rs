@@ -548,35 +548,14 @@ where
         let (id, method) = match incoming {
             jsonrpc::Incoming::Notification { .. } if !self.seen_request => return None,
             jsonrpc::Incoming::Request { id, method, params } => {
-                // The light path's rules, so both sides of the hand-off answer alike: what
-                // `_meta` says (a method 2026-07-28 removed, whose rmcp message is the bare
-                // name; a version not served; missing or malformed fields; a log level not
-                // recognized), a cursor on a list, and a ping without a lifecycle (rmcp refuses
-                // a bare one once the stateless era was chosen).
-                let reply = if method == "ping" && !self.lifecycle {
-                    Some(modern::ping_reply_line(&id, params.as_ref()))
-                } else if method == "initialize" && !self.lifecycle {
-                    // The legacy opening: its params are the handshake's, not `_meta`.
-                    // (After a stateless request it is refused below, whatever its params.)
-                    (!self.stateless && !modern::initialize_is_complete(params.as_ref()))
-                        .then(|| modern::initialize_refusal(&id, params.as_ref()).to_line())
-                } else {
-                    modern::meta_refusal(&id, &method, params.as_ref(), self.lifecycle).or_else(
-                        || {
-                            modern::LISTS
-                                .contains(&method.as_str())
-                                .then(|| modern::cursor_refusal(&id, params.as_ref()))
-                                .flatten()
-                                .map(|refused| refused.to_line())
-                        },
-                    )
+                // The light path's rules, so both sides of the hand-off answer alike (rmcp
+                // words some refusals otherwise, and answers an `initialize` after the
+                // stateless era was chosen, then refuses every request without `_meta`).
+                let era = modern::Era {
+                    initialized: self.lifecycle,
+                    stateless: self.stateless,
                 };
-                // rmcp would answer it and keep refusing requests without `_meta`: refused,
-                // in the light path's words.
-                let reply = reply.or_else(|| {
-                    (method == "initialize" && self.stateless)
-                        .then(|| modern::initialize_after_stateless(&id).to_line())
-                });
+                let reply = modern::answered_alike(&id, &method, params.as_ref(), era);
                 if let Some(reply) = reply {
                     self.seen_request = true;
                     self.write_line(&reply).await;
