@@ -64,7 +64,8 @@ pub(crate) async fn fill_notification_method(
 /// read as an answer: `-32700` for a body that is not JSON, `-32600` for JSON that is not one
 /// message, with the request's `id` whenever it can be read. The body is kept (shared, not
 /// copied) while rmcp answers, and looked at only when rmcp refused it, or, before that, when
-/// it names a log level (one not recognized is refused, see [`log_level_refusal`]).
+/// it names a log level (one not recognized is refused, see [`log_level_refusal`]) or a list's
+/// cursor (one that is not a string is refused, see [`cursor_refusal`]).
 pub(crate) async fn malformed_as_json_rpc(
     State(max_body): State<usize>,
     request: Request,
@@ -87,6 +88,11 @@ pub(crate) async fn malformed_as_json_rpc(
     if let Some(refused) = log_level_refusal(&bytes) {
         return json_rpc_error(StatusCode::BAD_REQUEST, &refused);
     }
+    if accepts_a_stream(&parts.headers)
+        && let Some(refused) = cursor_refusal(&bytes)
+    {
+        return in_band_error(&refused);
+    }
     let response = next
         .run(Request::from_parts(parts, Body::from(bytes.clone())))
         .await;
@@ -107,6 +113,29 @@ fn log_level_refusal(body: &[u8]) -> Option<protocol_lite::jsonrpc::ErrorReply> 
         }
         _ => None,
     }
+}
+
+/// The `-32602` refusal of a list request whose cursor is neither a string nor `null`, in the
+/// words every cursor is refused in ([`protocol_lite::modern::cursor_refusal`], as on stdio).
+/// rmcp reads a list's params leniently: params that do not parse (a numeric or object
+/// cursor) are dropped, and the request would be served its page as if it named no cursor.
+/// A string cursor is left to rmcp, which refuses it in the request's own stream; this one is
+/// answered the same way ([`in_band_error`]). Only a body that holds the key is parsed.
+fn cursor_refusal(body: &[u8]) -> Option<protocol_lite::jsonrpc::ErrorReply> {
+    memchr::memmem::find(body, b"\"cursor\"")?;
+    let Ok((_, protocol_lite::jsonrpc::Incoming::Request { id, method, params })) =
+        protocol_lite::jsonrpc::parse_line(body)
+    else {
+        return None;
+    };
+    let listed = protocol_lite::modern::LISTS.contains(&method.as_str());
+    let odd = params
+        .as_ref()
+        .and_then(|p| p.get("cursor"))
+        .is_some_and(|c| !c.is_string() && !c.is_null());
+    (listed && odd)
+        .then(|| protocol_lite::modern::cursor_refusal(&id, params.as_ref()))
+        .flatten()
 }
 
 /// The JSON-RPC error for a POST body rmcp refused as no JSON-RPC message: the front end's own
@@ -210,6 +239,34 @@ fn request_id(body: &[u8]) -> Value {
         Ok(_) => Value::Null,
         Err(refused) => refused.id,
     }
+}
+
+/// Whether the request's `Accept` names `text/event-stream` (rmcp refuses one that does not
+/// before it reads the body, and is left to).
+fn accepts_a_stream(headers: &axum::http::HeaderMap) -> bool {
+    headers
+        .get_all(axum::http::header::ACCEPT)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .any(|v| v.contains("text/event-stream"))
+}
+
+/// A JSON-RPC error answered as rmcp answers a request it refuses in band: 200, and a
+/// one-event stream whose `data` is the error.
+fn in_band_error(reply: &protocol_lite::jsonrpc::ErrorReply) -> Response {
+    let mut body = b"data: ".to_vec();
+    let line = reply.to_line();
+    body.extend_from_slice(line.strip_suffix(b"\n").unwrap_or(&line));
+    body.extend_from_slice(b"\n\n");
+    (
+        StatusCode::OK,
+        [
+            (axum::http::header::CONTENT_TYPE, "text/event-stream"),
+            (axum::http::header::CACHE_CONTROL, "no-cache"),
+        ],
+        body,
+    )
+        .into_response()
 }
 
 /// A JSON-RPC error answer with `status`.

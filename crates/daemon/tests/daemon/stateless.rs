@@ -627,16 +627,26 @@ fn missing_meta_fields_and_an_unknown_revision_are_refused() {
         "resources/templates/list",
         "prompts/list",
     ] {
-        let (status, answer) = ask(daemon, method, None, json!({"cursor": "garbage"}));
-        assert_eq!(
-            answer["error"]["code"], -32602,
-            "{method}: {status} {answer}"
-        );
-        let text = answer["error"]["message"].as_str().unwrap_or_default();
-        assert!(
-            text.contains("invalid cursor \"garbage\""),
-            "{method}: {text}"
-        );
+        // A cursor that is not a string too: rmcp would drop the params it cannot read and
+        // serve the page, where stdio refuses it.
+        for (cursor, says) in [
+            (json!("garbage"), "invalid cursor \"garbage\""),
+            (json!(5), "invalid cursor 5:"),
+            (json!({"page": 2}), "invalid cursor {\"page\":2}"),
+        ] {
+            let (status, answer) = ask(daemon, method, None, json!({ "cursor": cursor }));
+            assert_eq!(status, 200, "{method} {cursor}: {answer}");
+            assert_eq!(answer["id"], "q", "{method} {cursor}: {answer}");
+            assert_eq!(
+                answer["error"]["code"], -32602,
+                "{method} {cursor}: {status} {answer}"
+            );
+            let text = answer["error"]["message"].as_str().unwrap_or_default();
+            assert!(text.contains(says), "{method} {cursor}: {text}");
+        }
+        // A null cursor is no cursor.
+        let page = result(daemon, method, None, json!({ "cursor": null }));
+        assert_eq!(page["resultType"], "complete", "{method}: {page}");
     }
 }
 
@@ -1122,6 +1132,11 @@ fn a_legacy_session_on_the_same_endpoint_is_unchanged() {
     );
     assert_eq!(called["result"]["isError"], false, "{called}");
     assert!(called["result"].get("resultType").is_none(), "{called}");
+    // A cursor that is not a string is refused in this era too, as stdio refuses it.
+    let paged = json!({"jsonrpc": "2.0", "id": 4, "method": "tools/list", "params": {"cursor": 2}});
+    let refused = mcp_request(daemon.addr, &session, &[], &paged.to_string());
+    assert_eq!(refused["id"], 4, "{refused}");
+    assert_eq!(refused["error"]["code"], -32602, "{refused}");
     let headers = [("Mcp-Session-Id", session.as_str())];
     assert_eq!(
         http(daemon.addr, "DELETE", "/mcp", &headers, "").status,
