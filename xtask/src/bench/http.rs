@@ -476,6 +476,33 @@ enum Shape {
     Unrouted,
 }
 
+/// Where a virtual machine's guest kernel says how long an idle CPU polls before it halts.
+const GUEST_HALT_POLL: &str = "/sys/module/haltpoll/parameters/guest_halt_poll_ns";
+
+/// What this machine's idle CPUs do, when it says (a virtual machine's guest with the
+/// `haltpoll` idle driver): with one client, every call wakes the daemon's CPU and then the
+/// load generator's, and a CPU that halted at once is woken by an interrupt through the
+/// hypervisor, which the waking process pays for. See docs/benchmarks.md.
+fn idle_polling() -> Option<String> {
+    let ns: u64 = std::fs::read_to_string(GUEST_HALT_POLL)
+        .ok()?
+        .trim()
+        .parse()
+        .ok()?;
+    Some(if ns == 0 {
+        "Idle CPUs on this machine halt at once (`haltpoll.guest_halt_poll_ns=0`): each \
+         wake-up of the other CPU is an interrupt through the hypervisor, paid by the process \
+         that wakes it. One client's figures depend on it (docs/benchmarks.md)."
+            .to_owned()
+    } else {
+        format!(
+            "Idle CPUs on this machine poll for up to {} µs before they halt \
+             (`haltpoll.guest_halt_poll_ns={ns}`): a CPU woken within it takes no interrupt.",
+            ns / 1000
+        )
+    })
+}
+
 /// The floor's binary name in bench-floor.
 const FLOOR_BIN: &str = "floor-http";
 
@@ -618,6 +645,9 @@ fn stateless(
             "placed as they are"
         },
     );
+    if let Some(idle) = idle_polling() {
+        println!("{idle}\n");
+    }
     println!("| clients | path | calls/s | p50 (ms) | p99 (ms) | daemon CPU per call (µs) |");
     println!("|---:|---|---:|---:|---:|---:|");
     let mut ratios = Vec::new();
