@@ -24,6 +24,8 @@ use serde_json::Value;
 
 /// The header a 2026-07-28 request names its method in.
 const MCP_METHOD: &str = "mcp-method";
+/// The header a legacy session's requests name it in.
+const MCP_SESSION_ID: &str = "mcp-session-id";
 /// The header every Streamable HTTP POST names its protocol revision in.
 const MCP_PROTOCOL_VERSION: &str = "mcp-protocol-version";
 /// The first revision with standard request headers (rmcp checks them from this one on).
@@ -88,8 +90,9 @@ pub(crate) async fn malformed_as_json_rpc(
     if let Some(refused) = log_level_refusal(&bytes) {
         return json_rpc_error(StatusCode::BAD_REQUEST, &refused);
     }
+    let in_session = parts.headers.contains_key(MCP_SESSION_ID);
     if accepts_a_stream(&parts.headers)
-        && let Some(refused) = cursor_refusal(&bytes)
+        && let Some(refused) = cursor_refusal(&bytes, in_session)
     {
         return in_band_error(&refused);
     }
@@ -120,8 +123,11 @@ fn log_level_refusal(body: &[u8]) -> Option<protocol_lite::jsonrpc::ErrorReply> 
 /// rmcp reads a list's params leniently: params that do not parse (a numeric or object
 /// cursor) are dropped, and the request would be served its page as if it named no cursor.
 /// A string cursor is left to rmcp, which refuses it in the request's own stream; this one is
-/// answered the same way ([`in_band_error`]). Only a body that holds the key is parsed.
-fn cursor_refusal(body: &[u8]) -> Option<protocol_lite::jsonrpc::ErrorReply> {
+/// answered the same way ([`in_band_error`]). What `_meta` says is refused first, as rmcp
+/// and stdio refuse it (`protocol_lite::modern::meta_refusal`; `in_session`: the request names
+/// a legacy session, whose requests carry no `_meta`), so this is left to rmcp then. Only a
+/// body that holds the key is parsed.
+fn cursor_refusal(body: &[u8], in_session: bool) -> Option<protocol_lite::jsonrpc::ErrorReply> {
     memchr::memmem::find(body, b"\"cursor\"")?;
     let Ok((_, protocol_lite::jsonrpc::Incoming::Request { id, method, params })) =
         protocol_lite::jsonrpc::parse_line(body)
@@ -133,7 +139,9 @@ fn cursor_refusal(body: &[u8]) -> Option<protocol_lite::jsonrpc::ErrorReply> {
         .as_ref()
         .and_then(|p| p.get("cursor"))
         .is_some_and(|c| !c.is_string() && !c.is_null());
-    (listed && odd)
+    let meta_passes =
+        || protocol_lite::modern::meta_refusal(&id, &method, params.as_ref(), in_session).is_none();
+    (listed && odd && meta_passes())
         .then(|| protocol_lite::modern::cursor_refusal(&id, params.as_ref()))
         .flatten()
 }
