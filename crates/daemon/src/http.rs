@@ -385,7 +385,7 @@ pub(crate) fn mcp_router(
         ))
         .route_layer(axum::middleware::from_fn_with_state(
             options.max_body_bytes,
-            crate::mcp_headers::malformed_as_json_rpc,
+            crate::mcp_headers::json_body_refusals,
         ))
         .route_layer(axum::middleware::from_fn_with_state(
             options.max_body_bytes,

@@ -59,7 +59,8 @@ pub(crate) async fn fill_notification_method(
         .await
 }
 
-/// Middleware on `/mcp`: a POST whose JSON body rmcp cannot take as one JSON-RPC message
+/// Middleware on `/mcp`: the refusals a JSON POST's body decides, worded as stdio words them.
+/// A POST whose JSON body rmcp cannot take as one JSON-RPC message
 /// (not JSON, a batch, an id that is neither a string nor an integer, another `jsonrpc`) gets
 /// a JSON-RPC error as 400, as the transport page asks ("the HTTP status code SHOULD be 400
 /// ... with a JSON-RPC error response"), instead of rmcp's plain-text 415, which a client cannot
@@ -68,7 +69,7 @@ pub(crate) async fn fill_notification_method(
 /// copied) while rmcp answers, and looked at only when rmcp refused it, or, before that, when
 /// it names a log level (one not recognized is refused, see [`log_level_refusal`]) or a list's
 /// cursor (one that is not a string is refused, see [`cursor_refusal`]).
-pub(crate) async fn malformed_as_json_rpc(
+pub(crate) async fn json_body_refusals(
     State(max_body): State<usize>,
     request: Request,
     next: Next,
