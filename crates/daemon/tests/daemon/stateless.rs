@@ -452,38 +452,32 @@ fn missing_meta_fields_and_an_unknown_revision_are_refused() {
         false,
     );
     let addr = daemon.addr;
-    // No protocolVersion in `_meta`, while the header names 2026-07-28.
+    // A required `_meta` field missing, while the header names 2026-07-28: the field is named,
+    // and before anything of a cursor, whatever the cursor is (as stdio orders them).
     let without_version = json!({"io.modelcontextprotocol/clientCapabilities": {}});
-    let body = request_with(4, "tools/list", json!({}), without_version);
-    let (status, code, text) = refusal(&http(
-        addr,
-        "POST",
-        "/mcp",
-        &headers("tools/list", None),
-        &body,
-    ));
-    assert_eq!((status, code), (400, -32602), "{text}");
-    assert!(
-        text.contains("io.modelcontextprotocol/protocolVersion"),
-        "the missing field is named: {text}"
-    );
-    // No clientCapabilities; what `_meta` lacks is said before anything of a cursor, whatever
-    // the cursor is (as stdio orders them).
-    for params in [json!({}), json!({"cursor": "x"}), json!({"cursor": 5})] {
-        let without_capabilities = json!({"io.modelcontextprotocol/protocolVersion": VERSION});
-        let body = request_with(5, "tools/list", params.clone(), without_capabilities);
-        let (status, code, text) = refusal(&http(
-            addr,
-            "POST",
-            "/mcp",
-            &headers("tools/list", None),
-            &body,
-        ));
-        assert_eq!((status, code), (400, -32602), "{params}: {text}");
-        assert!(
-            text.contains("io.modelcontextprotocol/clientCapabilities"),
-            "the missing field is named: {params}: {text}"
-        );
+    let without_capabilities = json!({"io.modelcontextprotocol/protocolVersion": VERSION});
+    for (meta, missing) in [
+        (without_version, "io.modelcontextprotocol/protocolVersion"),
+        (
+            without_capabilities,
+            "io.modelcontextprotocol/clientCapabilities",
+        ),
+    ] {
+        for params in [json!({}), json!({"cursor": "x"}), json!({"cursor": 5})] {
+            let body = request_with(5, "tools/list", params.clone(), meta.clone());
+            let (status, code, text) = refusal(&http(
+                addr,
+                "POST",
+                "/mcp",
+                &headers("tools/list", None),
+                &body,
+            ));
+            assert_eq!((status, code), (400, -32602), "{params}: {text}");
+            assert!(
+                text.contains(missing),
+                "the missing field is named: {params}: {text}"
+            );
+        }
     }
     // A revision this server does not implement: 400, -32022, and the ones it does.
     let future = "2099-01-01";
