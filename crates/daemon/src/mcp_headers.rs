@@ -261,7 +261,8 @@ fn accepts_a_stream(headers: &axum::http::HeaderMap) -> bool {
 }
 
 /// A JSON-RPC error answered as rmcp answers a request it refuses in band: 200, and a
-/// one-event stream whose `data` is the error.
+/// one-event stream whose `data` is the error, with rmcp's stream headers (the fast path's
+/// reply carries the same).
 fn in_band_error(reply: &protocol_lite::jsonrpc::ErrorReply) -> Response {
     let mut body = b"data: ".to_vec();
     let line = reply.to_line();
@@ -272,6 +273,10 @@ fn in_band_error(reply: &protocol_lite::jsonrpc::ErrorReply) -> Response {
         [
             (axum::http::header::CONTENT_TYPE, "text/event-stream"),
             (axum::http::header::CACHE_CONTROL, "no-cache"),
+            (
+                axum::http::HeaderName::from_static("x-accel-buffering"),
+                "no",
+            ),
         ],
         body,
     )

@@ -368,7 +368,7 @@ impl LightSession {
             "initialize" if initialized => {
                 return Step::Handoff("a second `initialize` request".into());
             }
-            "initialize" => match requested_version(params.as_ref()) {
+            "initialize" => match initialize_version(params.as_ref()) {
                 Some(version) => {
                     let result = self.identity.initialize_result(version);
                     self.replay.extend_from_slice(line);
@@ -452,11 +452,9 @@ pub fn resource_templates() -> Value {
     }] })
 }
 
-/// The requested protocol version of a complete `initialize` request.
-fn requested_version(params: Option<&Map<String, Value>>) -> Option<&str> {
-    if !modern::initialize_is_complete(params) {
-        return None;
-    }
+/// The protocol version an `initialize` request names (its completeness is
+/// [`modern::answered_alike`]'s to check, before this is asked).
+fn initialize_version(params: Option<&Map<String, Value>>) -> Option<&str> {
     params?.get("protocolVersion")?.as_str()
 }
 

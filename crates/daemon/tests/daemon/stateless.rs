@@ -641,6 +641,15 @@ fn missing_meta_fields_and_an_unknown_revision_are_refused() {
             let text = answer["error"]["message"].as_str().unwrap_or_default();
             assert!(text.contains(says), "{method} {cursor}: {text}");
         }
+        // Answered as rmcp answers a string cursor: a one-event stream, its headers included.
+        let body = request("odd", method, json!({"cursor": 5}));
+        let reply = http(daemon.addr, "POST", "/mcp", &headers(method, None), &body);
+        assert_eq!(
+            reply.header("content-type"),
+            Some("text/event-stream"),
+            "{method}"
+        );
+        assert_eq!(reply.header("x-accel-buffering"), Some("no"), "{method}");
         // A null cursor is no cursor.
         let page = result(daemon, method, None, json!({ "cursor": null }));
         assert_eq!(page["resultType"], "complete", "{method}: {page}");
