@@ -289,10 +289,15 @@ impl SqliteStore {
             true,
         )
         .map_err(|e| self.err(e, None))?;
-        // Reads only, before anything is written to the file (its journal mode included).
-        let current: u32 = conn
-            .query_row("PRAGMA user_version", [], |r| r.get(0))
+        // Reads only, before anything is written to the file (its journal mode included), in
+        // one read transaction: another process's first open may commit the schema between
+        // reading the version and counting the objects, which would look like a foreign file.
+        conn.execute_batch("BEGIN DEFERRED")
             .map_err(|e| self.err(e, None))?;
+        let read = first_look(&conn);
+        let ended = conn.execute_batch("COMMIT");
+        let (current, objects) = read.map_err(|e| self.err(e, None))?;
+        ended.map_err(|e| self.err(e, None))?;
         if current > SCHEMA_VERSION {
             return Err(StoreError::NewerSchema {
                 path: self.path.clone(),
@@ -301,7 +306,6 @@ impl SqliteStore {
             });
         }
         if current == 0 {
-            let objects = foreign_objects(&conn).map_err(|e| self.err(e, None))?;
             if objects > 0 {
                 return Err(StoreError::NotAStore {
                     path: self.path.clone(),
@@ -564,6 +568,18 @@ pub(crate) fn open_read_only(path: &Path, busy: Duration) -> rusqlite::Result<Co
         true,
     )?;
     Ok(conn)
+}
+
+/// The schema version and, at version 0, how many objects another program put there
+/// ([`foreign_objects`]), read together by the caller's one read transaction.
+fn first_look(conn: &Connection) -> rusqlite::Result<(u32, u64)> {
+    let current: u32 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+    let objects = if current == 0 {
+        foreign_objects(conn)?
+    } else {
+        0
+    };
+    Ok((current, objects))
 }
 
 /// How many tables, indexes, views and triggers a database holds besides SQLite's own: at
